@@ -1,0 +1,362 @@
+//! Errors: the API server's `Status`, transport and decode failures, and the classification that
+//! the reflector's decisions rely on.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::KeyError;
+
+/// A `Result` whose error defaults to this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The API server's `Status` object (`kind: Status`, `apiVersion: v1`), as sent with error
+/// responses and inside watch `ERROR` events.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// `"Success"` or `"Failure"`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub status: String,
+    /// A human-readable description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// A machine-readable reason (`NotFound`, `Expired`, `Conflict`, ...).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Extra detail, including the causes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<StatusDetails>,
+    /// The HTTP status code (0 when unknown).
+    #[serde(default)]
+    pub code: u16,
+}
+
+/// `Status.details`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDetails {
+    /// The name of the object the status is about.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Its API group.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Its kind (or resource).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Its UID.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// Individual causes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<StatusCause>,
+    /// Seconds the client should wait before retrying (429, some 5xx).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_seconds: Option<u32>,
+}
+
+/// One entry of `Status.details.causes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusCause {
+    /// Machine-readable cause (`ResourceVersionTooLarge`, `FieldValueInvalid`, ...).
+    #[serde(default, rename = "reason", skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Human-readable description.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// The field the cause is about, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field: String,
+}
+
+/// The cause reason the API server attaches to a 504 when asked for a resourceVersion it has not
+/// reached yet.
+pub const CAUSE_RESOURCE_VERSION_TOO_LARGE: &str = "ResourceVersionTooLarge";
+
+impl Status {
+    /// A `Failure` status with the given code, reason and message.
+    pub fn failure(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            status: "Failure".into(),
+            message: message.into(),
+            reason: reason.into(),
+            details: None,
+            code,
+        }
+    }
+
+    /// What kind of failure this is. See [`ErrorClass`].
+    pub fn class(&self) -> ErrorClass {
+        let has_cause = |reason: &str| {
+            self.details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.reason == reason))
+        };
+        match (self.code, self.reason.as_str()) {
+            (410, _) | (_, "Expired" | "Gone") => ErrorClass::Expired,
+            _ if has_cause(CAUSE_RESOURCE_VERSION_TOO_LARGE)
+                || self.message.contains("Too large resource version") =>
+            {
+                ErrorClass::ResourceVersionTooLarge
+            }
+            (429, _) | (_, "TooManyRequests") => ErrorClass::Throttled,
+            (404, _) | (_, "NotFound") => ErrorClass::NotFound,
+            (409, _) | (_, "Conflict" | "AlreadyExists") => ErrorClass::Conflict,
+            (422, _) | (_, "Invalid") => ErrorClass::Invalid,
+            (400, _) | (_, "BadRequest") => ErrorClass::BadRequest,
+            (401 | 403, _) | (_, "Unauthorized" | "Forbidden") => ErrorClass::Unauthorized,
+            (500..=599, _) => ErrorClass::ServerError,
+            _ => ErrorClass::Other,
+        }
+    }
+
+    /// The server's suggested delay before retrying, from `details.retryAfterSeconds`.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.details
+            .as_ref()
+            .and_then(|d| d.retry_after_seconds)
+            .map(|s| Duration::from_secs(u64::from(s)))
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+/// A coarse classification of failures, the only thing retry and relist decisions look at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// 410 Gone / `Expired`: the resourceVersion or continue token is older than the server's
+    /// history. The client must relist.
+    Expired,
+    /// 504 with cause `ResourceVersionTooLarge`: the server has not reached the requested
+    /// resourceVersion. The next list must be a consistent read (`resourceVersion=""`).
+    ResourceVersionTooLarge,
+    /// 429 Too Many Requests: back off (honouring Retry-After) and retry the same request.
+    Throttled,
+    /// 404.
+    NotFound,
+    /// 409 Conflict or AlreadyExists.
+    Conflict,
+    /// 422 Invalid: the request itself is wrong; retrying it unchanged will not help.
+    Invalid,
+    /// 400 Bad Request.
+    BadRequest,
+    /// 401 or 403.
+    Unauthorized,
+    /// Any other 5xx.
+    ServerError,
+    /// The connection failed or broke (refused, reset, timed out, TLS).
+    Transport,
+    /// A response or watch line could not be decoded.
+    Decode,
+    /// An object without a usable key (no name).
+    InvalidObject,
+    /// Anything else.
+    Other,
+}
+
+/// An error from talking to the API server (or a fake of it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a failure `Status` (an HTTP error, or a watch `ERROR` event).
+    #[error("API error while {context}: {status}")]
+    Api {
+        /// What was being done, for example `listing pods in namespace "a"`.
+        context: String,
+        /// The server's answer.
+        status: Status,
+        /// The `Retry-After` header, when the server sent one (it wins over the body's hint).
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed.
+    #[error("transport error while {context}")]
+    Transport {
+        /// What was being done.
+        context: String,
+        /// The underlying failure.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A response body or a watch line could not be decoded.
+    #[error("cannot decode {context}: {line_excerpt:?}")]
+    Decode {
+        /// What was being decoded (for example `watch event from /api/v1/pods`).
+        context: String,
+        /// The start of the offending input, at most a few hundred bytes.
+        line_excerpt: String,
+        /// The decoder's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A watch delivered an event type this client does not know.
+    #[error("unknown watch event type {event_type:?} while {context}")]
+    UnknownEventType {
+        /// What was being done.
+        context: String,
+        /// The `type` field received.
+        event_type: String,
+    },
+    /// An object could not be keyed (usually: it has no name).
+    #[error("invalid object while {context}")]
+    InvalidObject {
+        /// What was being done.
+        context: String,
+        /// Why the object has no key.
+        #[source]
+        source: KeyError,
+    },
+}
+
+/// How many bytes of an undecodable input an error keeps.
+pub const EXCERPT_LIMIT: usize = 256;
+
+impl Error {
+    /// An API error from a `Status`.
+    pub fn api(context: impl Into<String>, status: Status) -> Self {
+        Self::Api {
+            context: context.into(),
+            status,
+            retry_after: None,
+        }
+    }
+
+    /// A decode error keeping at most [`EXCERPT_LIMIT`] bytes of `input` (cut at a char boundary).
+    pub fn decode(
+        context: impl Into<String>,
+        input: &[u8],
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        let text = String::from_utf8_lossy(input);
+        let mut end = text.len().min(EXCERPT_LIMIT);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        Self::Decode {
+            context: context.into(),
+            line_excerpt: text[..end].to_owned(),
+            source: source.into(),
+        }
+    }
+
+    /// A transport error.
+    pub fn transport(
+        context: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Transport {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// The classification retry and relist decisions use.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Self::Api { status, .. } => status.class(),
+            Self::Transport { .. } => ErrorClass::Transport,
+            Self::Decode { .. } | Self::UnknownEventType { .. } => ErrorClass::Decode,
+            Self::InvalidObject { .. } => ErrorClass::InvalidObject,
+        }
+    }
+
+    /// The `Status` the server sent, if this is an API error.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Self::Api { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The delay the server asked for: the `Retry-After` header, else the body's
+    /// `details.retryAfterSeconds`.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Api {
+                retry_after: Some(d),
+                ..
+            } => Some(*d),
+            Self::Api { status, .. } => status.retry_after(),
+            _ => None,
+        }
+    }
+
+    /// Whether the client must relist (410 Gone / Expired).
+    pub fn is_expired(&self) -> bool {
+        self.class() == ErrorClass::Expired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status_json(json: &str) -> Status {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn classifies_the_statuses_the_reflector_cares_about() {
+        let expired = status_json(
+            r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"too old resource version: 1 (5)","reason":"Expired","code":410}"#,
+        );
+        assert_eq!(expired.class(), ErrorClass::Expired);
+        let gone = status_json(r#"{"status":"Failure","reason":"Gone","code":0}"#);
+        assert_eq!(gone.class(), ErrorClass::Expired);
+        let too_large = status_json(
+            r#"{"status":"Failure","message":"Timeout: Too large resource version: 9, current: 5",
+                "reason":"Timeout","code":504,
+                "details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],
+                           "retryAfterSeconds":1}}"#,
+        );
+        assert_eq!(too_large.class(), ErrorClass::ResourceVersionTooLarge);
+        assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
+        let plain_timeout = Status::failure(504, "Timeout", "request timed out");
+        assert_eq!(plain_timeout.class(), ErrorClass::ServerError);
+        assert_eq!(
+            Status::failure(429, "TooManyRequests", "slow down").class(),
+            ErrorClass::Throttled
+        );
+        assert_eq!(Status::failure(404, "NotFound", "").class(), ErrorClass::NotFound);
+        assert_eq!(Status::failure(409, "AlreadyExists", "").class(), ErrorClass::Conflict);
+        assert_eq!(Status::failure(422, "Invalid", "").class(), ErrorClass::Invalid);
+        assert_eq!(Status::failure(500, "InternalError", "").class(), ErrorClass::ServerError);
+    }
+
+    #[test]
+    fn retry_after_header_wins_over_body() {
+        let mut status = Status::failure(429, "TooManyRequests", "slow down");
+        status.details = Some(StatusDetails {
+            retry_after_seconds: Some(7),
+            ..StatusDetails::default()
+        });
+        let err = Error::Api {
+            context: "watching pods".into(),
+            status: status.clone(),
+            retry_after: Some(Duration::from_secs(2)),
+        };
+        assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
+        assert_eq!(Error::api("x", status).retry_after(), Some(Duration::from_secs(7)));
+    }
+
+    #[test]
+    fn decode_errors_keep_a_bounded_excerpt() {
+        let line = "é".repeat(300);
+        let source = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+        let err = Error::decode("watch event", line.as_bytes(), source);
+        match &err {
+            Error::Decode { line_excerpt, .. } => assert!(line_excerpt.len() <= EXCERPT_LIMIT),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(err.class(), ErrorClass::Decode);
+        assert!(err.to_string().contains("watch event"));
+    }
+}

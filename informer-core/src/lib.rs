@@ -1,0 +1,56 @@
+//! The stable heart of informer-rs: plain data types, errors, traits and pure decision logic for
+//! Kubernetes informers. No IO, no async runtime.
+//!
+//! Every other crate of the workspace, and every user backend, builds on these definitions:
+//!
+//! - [`Object`]: what we need to know about a Kubernetes object (its metadata), implemented for all
+//!   `kube_core::Resource` types with the `kube` feature;
+//! - [`ObjectKey`] and [`key_of`]: `namespace/name` cache keys;
+//! - [`Delta`], [`DeltaType`], [`Tombstone`], [`ObjectOrTombstone`]: what queues carry;
+//! - [`WatchEvent`], [`ListPage`], [`ListOptions`], [`WatchOptions`]: what the server speaks;
+//! - [`Status`], [`Error`], [`ErrorClass`]: failures, classified the way retry decisions need;
+//! - the traits [`ListerWatcher`], [`Queue`], [`Store`], [`Indexer`], [`ResourceEventHandler`];
+//! - [`selector`]: label and field selector parsing and matching.
+//!
+//! # Why this crate is small and dependency-free
+//!
+//! Backends (stores, queues, API clients) and the runtime depend on this crate, and users
+//! implement its traits. Changing it breaks all of them, so it holds only definitions that are
+//! settled, and it must stay free of IO: no tokio, hyper, reqwest or axum appears in its normal
+//! dependency tree (`cargo xtask ci` checks this). Decisions that need a clock take `now` as an
+//! argument.
+//!
+//! # Features
+//!
+//! - `kube` (off by default): implements [`Object`] for every `kube_core::Resource`. It adds
+//!   `kube-core` and `k8s-openapi` to the tree (both IO-free); it does not choose a Kubernetes
+//!   version for k8s-openapi, which stays the final binary's choice.
+
+mod delta;
+mod error;
+mod handler;
+mod key;
+mod lister_watcher;
+mod object;
+mod options;
+mod queue;
+pub mod selector;
+mod store;
+mod watch;
+
+pub use delta::{Delta, DeltaType, ObjectOrTombstone, ObjectSummary, Tombstone};
+pub use error::{
+    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorClass, Result, Status,
+    StatusCause, StatusDetails,
+};
+pub use handler::{Notification, ResourceEventHandler};
+pub use key::{KeyError, KeyFunc, ObjectKey, key_of};
+pub use lister_watcher::{ListerWatcher, WatchStream};
+pub use object::{Object, map_or_empty, non_empty};
+pub use options::{ListOptions, ResourceVersionMatch, WatchOptions};
+pub use queue::{ProcessError, ProcessFn, Queue, QueueError};
+pub use store::{
+    IndexFunc, Indexer, Indexers, KnownObjects, NAMESPACE_INDEX, Store, StoreError,
+    label_index_func, labels_index_func, namespace_index_func, namespace_indexers,
+};
+pub use watch::{Bookmark, INITIAL_EVENTS_END_ANNOTATION, ListPage, WatchEvent};

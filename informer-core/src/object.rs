@@ -1,0 +1,130 @@
+//! The object abstraction: what every cached Kubernetes object must tell us about itself.
+
+use std::collections::BTreeMap;
+
+/// An empty map, returned by the accessors of objects that have no labels or annotations.
+static EMPTY_MAP: BTreeMap<String, String> = BTreeMap::new();
+
+/// A Kubernetes object as the informer machinery sees it: only its metadata matters.
+///
+/// Every accessor borrows from the object; nothing is copied. With the `kube` feature this trait is
+/// implemented for every [`kube_core::Resource`] (all k8s-openapi types, kube-derive custom
+/// resources, `DynamicObject`, `PartialObjectMeta`), so most users never implement it by hand.
+///
+/// # Contract
+///
+/// Implementers guarantee that:
+/// - the accessors are cheap (a field read) and consistent: calling one twice on the same object
+///   returns the same answer;
+/// - `resource_version` changes whenever the object's content changes (the API server guarantees
+///   this for objects it returns, and the informer relies on it to skip unchanged objects);
+/// - an empty string is reported as `None` by [`Object::name`], [`Object::namespace`],
+///   [`Object::uid`] and [`Object::resource_version`]. An empty namespace means cluster-scoped.
+///
+/// Callers may assume the object is never mutated once it is shared as `Arc<K>`.
+pub trait Object: Send + Sync + 'static {
+    /// `metadata.name`, or `None` when absent or empty (for example a `generateName`-only object
+    /// that was never created).
+    fn name(&self) -> Option<&str>;
+    /// `metadata.namespace`, or `None` for cluster-scoped objects.
+    fn namespace(&self) -> Option<&str>;
+    /// `metadata.uid`, which distinguishes two objects that had the same name at different times.
+    fn uid(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`, an opaque string: compare it only for equality.
+    fn resource_version(&self) -> Option<&str>;
+    /// `metadata.labels` (empty when absent).
+    fn labels(&self) -> &BTreeMap<String, String>;
+    /// `metadata.annotations` (empty when absent).
+    fn annotations(&self) -> &BTreeMap<String, String>;
+}
+
+/// Turns `Some("")` into `None`, as the [`Object`] contract asks.
+pub fn non_empty(value: Option<&str>) -> Option<&str> {
+    value.filter(|v| !v.is_empty())
+}
+
+/// Returns `map`, or a shared empty map when it is `None`.
+pub fn map_or_empty(map: Option<&BTreeMap<String, String>>) -> &BTreeMap<String, String> {
+    map.unwrap_or(&EMPTY_MAP)
+}
+
+#[cfg(feature = "kube")]
+impl<K> Object for K
+where
+    K: kube_core::Resource + Send + Sync + 'static,
+{
+    fn name(&self) -> Option<&str> {
+        non_empty(self.meta().name.as_deref())
+    }
+
+    fn namespace(&self) -> Option<&str> {
+        non_empty(self.meta().namespace.as_deref())
+    }
+
+    fn uid(&self) -> Option<&str> {
+        non_empty(self.meta().uid.as_deref())
+    }
+
+    fn resource_version(&self) -> Option<&str> {
+        non_empty(self.meta().resource_version.as_deref())
+    }
+
+    fn labels(&self) -> &BTreeMap<String, String> {
+        map_or_empty(self.meta().labels.as_ref())
+    }
+
+    fn annotations(&self) -> &BTreeMap<String, String> {
+        map_or_empty(self.meta().annotations.as_ref())
+    }
+}
+
+#[cfg(all(test, feature = "kube"))]
+mod kube_tests {
+    use super::Object;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
+
+    #[test]
+    fn k8s_openapi_types_are_objects() {
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("web-0".into()),
+                namespace: Some("prod".into()),
+                uid: Some("u1".into()),
+                resource_version: Some("42".into()),
+                labels: Some([("app".to_string(), "web".to_string())].into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        assert_eq!(pod.name(), Some("web-0"));
+        assert_eq!(Object::namespace(&pod), Some("prod"));
+        assert_eq!(Object::uid(&pod), Some("u1"));
+        assert_eq!(Object::resource_version(&pod), Some("42"));
+        assert_eq!(Object::labels(&pod).get("app").map(String::as_str), Some("web"));
+        assert!(Object::annotations(&pod).is_empty());
+    }
+
+    #[test]
+    fn empty_strings_read_as_absent() {
+        let cm = ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(String::new()),
+                namespace: Some(String::new()),
+                ..ObjectMeta::default()
+            },
+            ..ConfigMap::default()
+        };
+        assert_eq!(Object::name(&cm), None);
+        assert_eq!(Object::namespace(&cm), None);
+    }
+
+    #[test]
+    fn dynamic_objects_are_objects() {
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"));
+        let obj = DynamicObject::new("w", &ar).within("ns");
+        assert_eq!(Object::name(&obj), Some("w"));
+        assert_eq!(Object::namespace(&obj), Some("ns"));
+    }
+}

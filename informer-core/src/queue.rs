@@ -1,0 +1,96 @@
+//! The `Queue` trait: what sits between the reflector (producer) and the informer's processing
+//! loop (consumer).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::{Delta, KeyError, Object};
+
+/// What a pop's process function reports when it could not handle the deltas it was given.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProcessError {
+    /// Put the deltas back (unless newer deltas for the same key were queued meanwhile) and
+    /// report the error.
+    #[error("processing failed; requeued")]
+    Requeue(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Drop the deltas and report the error.
+    #[error("processing failed; dropped")]
+    Drop(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why a queue operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueueError {
+    /// The queue is closed (and, for `pop`, drained).
+    #[error("queue is closed")]
+    Closed,
+    /// An object given to the queue has no key.
+    #[error("cannot key object")]
+    Key(#[from] KeyError),
+    /// The process function failed; see [`ProcessError`] for what happened to the deltas.
+    #[error("processing popped deltas failed")]
+    Process(#[from] ProcessError),
+}
+
+/// The process function given to [`Queue::pop`].
+pub type ProcessFn<'a, K> = dyn FnMut(&[Delta<K>]) -> Result<(), ProcessError> + Send + 'a;
+
+/// A queue of deltas between a reflector and an informer.
+///
+/// Two backends ship in `informer-fifo`: `DeltaFifo` (per-key delta lists, client-go's
+/// semantics) and an in-order FIFO (every event in arrival order). Both pass the conformance suite
+/// in `informer-testing`, which a custom backend can run with one call.
+///
+/// # Contract
+///
+/// Implementers guarantee that:
+/// - every method may be called from many threads; producers never block on a slow consumer
+///   (queues are unbounded);
+/// - [`pop`](Queue::pop) waits without busy-waiting or polling until there is something to pop,
+///   hands one batch to `process` and returns its verdict. For `DeltaFifo` a batch is all pending
+///   deltas of one key, oldest key first; for the in-order FIFO it is a run of deltas in arrival
+///   order (a `replace` or `resync` is never split across batches);
+/// - while `process` runs, that batch counts as not yet popped for [`has_synced`](Queue::has_synced);
+/// - on [`ProcessError::Requeue`] the batch is put back (DeltaFifo: only if the key has not been
+///   queued again meanwhile); on [`ProcessError::Drop`] it is discarded; either way `pop` returns
+///   `Err(QueueError::Process(..))`;
+/// - `replace(list, rv)` queues `Replaced` for every listed object and a `Deleted` tombstone for
+///   every key known (to the queue's known-objects store, or still queued) but absent from the
+///   list;
+/// - `resync` queues `Sync` for every known object that has no pending delta;
+/// - `has_synced` is true once the first `replace` has been called (or any other write came
+///   first) and every item it queued has been popped and processed;
+/// - after [`close`](Queue::close) every waiting and future `pop` returns
+///   `Err(QueueError::Closed)` once the queue is drained; writes after close are ignored.
+///
+/// Callers may assume deltas of one key are handed out in the order they were queued.
+#[async_trait]
+pub trait Queue<K: Object>: Send + Sync {
+    /// Queues an `Added` delta.
+    fn add(&self, obj: Arc<K>) -> Result<(), QueueError>;
+    /// Queues an `Updated` delta.
+    fn update(&self, obj: Arc<K>) -> Result<(), QueueError>;
+    /// Queues a `Deleted` delta (dropped if the key is neither known nor queued).
+    fn delete(&self, obj: Arc<K>) -> Result<(), QueueError>;
+    /// Queues the result of a full list: `Replaced` for each object, tombstones for the missing.
+    fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), QueueError>;
+    /// Queues `Sync` for every known object with no pending delta.
+    fn resync(&self) -> Result<(), QueueError>;
+    /// Waits for a batch and hands it to `process`.
+    async fn pop(&self, process: &mut ProcessFn<'_, K>) -> Result<(), QueueError>;
+    /// Whether the first full list has been completely popped and processed.
+    fn has_synced(&self) -> bool;
+    /// How many entries are waiting (keys for `DeltaFifo`, deltas for the in-order FIFO).
+    fn len(&self) -> usize;
+    /// Whether nothing is waiting.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Closes the queue: waiters wake up, writes are ignored, `pop` drains then reports closed.
+    fn close(&self);
+    /// Whether [`close`](Queue::close) was called.
+    fn is_closed(&self) -> bool;
+}

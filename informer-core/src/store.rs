@@ -1,0 +1,160 @@
+//! The cache traits: `Store` (key → object) and `Indexer` (a store with secondary indices), plus
+//! index functions.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::{KeyError, Object, ObjectKey};
+
+/// The name of the built-in namespace index.
+pub const NAMESPACE_INDEX: &str = "namespace";
+
+/// An index function: the index values of an object (zero or more).
+///
+/// It must be deterministic and depend only on the object: the store calls it when the object
+/// is added, and again on the old and new versions when it is updated, to touch only the
+/// index entries whose values changed.
+pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// Named index functions.
+pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
+
+/// The built-in namespace index function: one value, the namespace (none for cluster-scoped
+/// objects).
+pub fn namespace_index_func<K: Object>() -> IndexFunc<K> {
+    Arc::new(|obj: &K| obj.namespace().map(str::to_owned).into_iter().collect())
+}
+
+/// An index function over the value of one label: objects without the label are not indexed.
+pub fn label_index_func<K: Object>(label_key: impl Into<String>) -> IndexFunc<K> {
+    let label_key = label_key.into();
+    Arc::new(move |obj: &K| obj.labels().get(&label_key).cloned().into_iter().collect())
+}
+
+/// An index function over every label, with values of the form `key=value`: `by_index` on it
+/// answers "all objects carrying this label pair".
+pub fn labels_index_func<K: Object>() -> IndexFunc<K> {
+    Arc::new(|obj: &K| obj.labels().iter().map(|(k, v)| format!("{k}={v}")).collect())
+}
+
+/// Indexers holding only the namespace index.
+pub fn namespace_indexers<K: Object>() -> Indexers<K> {
+    let mut indexers = Indexers::new();
+    indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
+    indexers
+}
+
+/// Why a store or indexer operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The object has no key (usually: no name).
+    #[error("cannot key object")]
+    Key(#[from] KeyError),
+    /// No index of that name is registered.
+    #[error("index {name:?} does not exist")]
+    IndexNotFound {
+        /// The index asked for.
+        name: String,
+    },
+    /// `add_indexers` was given a name that is already registered.
+    #[error("index {name:?} already exists")]
+    IndexExists {
+        /// The conflicting index name.
+        name: String,
+    },
+    /// A failure inside a user-provided backend.
+    #[error("store backend failed while {context}")]
+    Backend {
+        /// What was being done.
+        context: String,
+        /// The backend's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+/// Read access by key: what a queue needs from the store it feeds (to find deletions during a
+/// relist and to resync), and what the reflector uses to keep unchanged objects shared.
+///
+/// Every [`Store`] is one (it is a supertrait), so an `Arc<dyn Indexer<K>>` upcasts to
+/// `Arc<dyn KnownObjects<K>>`.
+pub trait KnownObjects<K>: Send + Sync {
+    /// Every key currently held.
+    fn list_keys(&self) -> Vec<ObjectKey>;
+    /// The object under `key`, if any.
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+}
+
+/// A thread-safe map from key to object, holding each object once as `Arc<K>`.
+///
+/// # Contract
+///
+/// Implementers guarantee that:
+/// - every method is safe to call from many threads at once, and each is atomic: a reader never
+///   sees a half-applied `add`, `update`, `delete` or `replace`;
+/// - objects are stored as the `Arc` given (no deep copy): `get` returns a clone of that `Arc`;
+/// - keys are computed with one key function (by default [`crate::key_of`]) for every method,
+///   and queues feeding the store use the same one;
+/// - `add` and `update` both insert or overwrite (upsert) and return the previous object;
+/// - `replace` swaps the whole content atomically: readers see either the old or the new content.
+///
+/// Callers may assume `list`, `list_keys` and `len` are a consistent snapshot, but not that two
+/// successive calls see the same snapshot.
+pub trait Store<K: Object>: KnownObjects<K> {
+    /// Inserts or overwrites the object; returns the previous object under its key.
+    fn add(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError>;
+    /// Same as [`Store::add`]; kept separate to mirror the informer's event types.
+    fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+        self.add(obj)
+    }
+    /// Removes the object with `obj`'s key; returns what was stored. Deleting an absent key is
+    /// not an error.
+    fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;
+    /// Removes the object under `key`; returns what was stored.
+    fn delete_by_key(&self, key: &str) -> Option<Arc<K>>;
+    /// The stored object with `obj`'s key.
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;
+    /// Every stored object, in no particular order.
+    fn list(&self) -> Vec<Arc<K>>;
+    /// How many objects are stored.
+    fn len(&self) -> usize;
+    /// Whether the store is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Replaces the whole content with `objects` atomically. `resource_version` is the list's
+    /// resourceVersion, for stores that record it.
+    fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
+    /// A hook called on every informer resync; plain in-memory stores do nothing.
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// A [`Store`] with named secondary indices.
+///
+/// # Contract
+///
+/// In addition to the [`Store`] contract, implementers guarantee that:
+/// - after any write, every index maps each value to exactly the keys of the stored objects whose
+///   index function yields that value (no stale entries, no empty value sets reported by
+///   [`Indexer::list_index_func_values`]);
+/// - an update touches only the index values that changed between the old and new object;
+/// - [`Indexer::add_indexers`] works on a non-empty store and indexes the current content before
+///   returning; it fails with [`StoreError::IndexExists`] if a name is taken (and then adds none);
+/// - lookups on an unknown index name fail with [`StoreError::IndexNotFound`].
+pub trait Indexer<K: Object>: Store<K> {
+    /// Objects sharing at least one value of index `index_name` with `obj`.
+    fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError>;
+    /// Keys of the objects whose index `index_name` contains `value`.
+    fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError>;
+    /// Every value currently present in index `index_name`.
+    fn list_index_func_values(&self, index_name: &str) -> Result<Vec<String>, StoreError>;
+    /// Objects whose index `index_name` contains `value`.
+    fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError>;
+    /// The names of the registered indices.
+    fn index_names(&self) -> Vec<String>;
+    /// Registers more indices and builds them over the current content.
+    fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError>;
+}

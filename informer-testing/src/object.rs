@@ -1,0 +1,125 @@
+//! `JsonObject`: a schemaless Kubernetes object (typed metadata, everything else as JSON).
+
+use std::collections::BTreeMap;
+
+use informer_core::{Object, non_empty};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A Kubernetes object of any kind: typed `metadata`, every other field kept as JSON.
+///
+/// It serializes to and from the API server's JSON unchanged (unknown metadata fields are kept
+/// in [`JsonMeta::other`]). The fake API server stores objects in this form, the conformance
+/// suites use it, and tests can use it as the informer's object type without pulling in
+/// k8s-openapi.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JsonObject {
+    /// `metadata`.
+    #[serde(default)]
+    pub metadata: JsonMeta,
+    /// Every other top-level field (`apiVersion`, `kind`, `spec`, `status`, `data`, ...).
+    #[serde(flatten)]
+    pub fields: Map<String, Value>,
+}
+
+/// The metadata fields informers read, plus the rest as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JsonMeta {
+    /// `metadata.name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// `metadata.namespace`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// `metadata.uid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// `metadata.resourceVersion`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+    /// `metadata.labels`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// `metadata.annotations`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Every other metadata field (`generateName`, `creationTimestamp`, `managedFields`, ...).
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl JsonObject {
+    /// An object with the given namespace (`None`: cluster-scoped) and name, and nothing else.
+    pub fn new(namespace: Option<&str>, name: &str) -> Self {
+        Self {
+            metadata: JsonMeta {
+                name: Some(name.to_owned()),
+                namespace: namespace.map(str::to_owned),
+                ..JsonMeta::default()
+            },
+            fields: Map::new(),
+        }
+    }
+
+    /// Sets `metadata.resourceVersion`.
+    pub fn with_resource_version(mut self, rv: impl Into<String>) -> Self {
+        self.metadata.resource_version = Some(rv.into());
+        self
+    }
+
+    /// Sets `metadata.uid`.
+    pub fn with_uid(mut self, uid: impl Into<String>) -> Self {
+        self.metadata.uid = Some(uid.into());
+        self
+    }
+
+    /// Adds a label.
+    pub fn with_label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets a top-level field (for example `data` or `spec`).
+    pub fn with_field(mut self, name: impl Into<String>, value: Value) -> Self {
+        self.fields.insert(name.into(), value);
+        self
+    }
+}
+
+impl Object for JsonObject {
+    fn name(&self) -> Option<&str> {
+        non_empty(self.metadata.name.as_deref())
+    }
+    fn namespace(&self) -> Option<&str> {
+        non_empty(self.metadata.namespace.as_deref())
+    }
+    fn uid(&self) -> Option<&str> {
+        non_empty(self.metadata.uid.as_deref())
+    }
+    fn resource_version(&self) -> Option<&str> {
+        non_empty(self.metadata.resource_version.as_deref())
+    }
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.metadata.labels
+    }
+    fn annotations(&self) -> &BTreeMap<String, String> {
+        &self.metadata.annotations
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_api_json_unchanged() {
+        let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"7","labels":{"x":"y"},"creationTimestamp":"2026-01-01T00:00:00Z"},"data":{"k":"v"}}"#;
+        let obj: JsonObject = serde_json::from_str(text).unwrap();
+        assert_eq!(obj.name(), Some("a"));
+        assert_eq!(obj.resource_version(), Some("7"));
+        assert_eq!(obj.labels().get("x").map(String::as_str), Some("y"));
+        let back: Value = serde_json::to_value(&obj).unwrap();
+        assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
+    }
+}
