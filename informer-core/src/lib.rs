@@ -34,6 +34,7 @@ mod lister_watcher;
 mod object;
 mod options;
 mod queue;
+pub mod reflector;
 pub mod selector;
 mod store;
 mod watch;

@@ -1,1 +1,3 @@
-//! Placeholder: filled by its issue.
+//! Kubernetes informers for Rust: reflector, shared index informer, handlers, factory, listers.
+
+pub mod reflector;

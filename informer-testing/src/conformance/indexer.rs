@@ -1,0 +1,1 @@
+//! Conformance suite for `Indexer` backends (being written).

@@ -1,0 +1,4 @@
+//! Conformance suites: run them against any `Indexer` or `Queue` backend with one call.
+
+pub mod indexer;
+pub mod queue;

@@ -1,0 +1,1 @@
+//! Conformance suite for `Queue` backends (being written).

@@ -1,0 +1,1 @@
+//! The fake API server (being written).

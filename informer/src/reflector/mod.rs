@@ -1,0 +1,1 @@
+//! The reflector: keeps a queue fed from a ListerWatcher (being written).
