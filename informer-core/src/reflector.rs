@@ -1,1 +1,115 @@
-//! Pure reflector decisions: which request next, with which resourceVersion, after how long (being written).
+//! The reflector's decisions, without IO: which request next, with which resourceVersion,
+//! after how long.
+//!
+//! A reflector keeps a queue equal to the server's state by listing once, then watching
+//! forever, relisting when the watch cannot continue. The async driver (`informer::reflector`)
+//! performs the requests; every choice it makes comes from a [`Machine`] fed with what
+//! happened. The machine reads no clock and draws no random numbers: each call takes `now` and
+//! a `random` sample in `[0, 1)`, so its behaviour is reproducible and tested without a clock
+//! or a server.
+//!
+//! # The rules
+//!
+//! Lists
+//! - The first list asks for `resourceVersion=0` (any state, may be served from the watch
+//!   cache); later lists ask for the last resourceVersion seen, with
+//!   `resourceVersionMatch=NotOlderThan` when paginated (a bare resourceVersion with a `limit`
+//!   would mean "exactly"). After a list fails with 410 Expired or 504
+//!   `ResourceVersionTooLarge`, the next list is a consistent read (resourceVersion unset),
+//!   sent at once; only if that fails too does the machine back off.
+//! - Lists are paginated ([`MachineConfig::page_size`], 500): continue pages carry the token
+//!   and the same limit, and drop resourceVersion and resourceVersionMatch. If a continue token
+//!   expires (410 on a continue page), the list restarts once as a single request without
+//!   `limit` at the original resourceVersion. Any other failure discards the pages and retries
+//!   the list after a backoff delay (the server's `Retry-After` when it sent one).
+//! - A complete list is handed over as [`Next::Replace`]; its resourceVersion becomes the last
+//!   seen one.
+//!
+//! Watches
+//! - `resourceVersion=<last seen>`, `allowWatchBookmarks=true`, `timeoutSeconds` drawn
+//!   uniformly from `[300, 600)`. Every event moves the last seen resourceVersion forward,
+//!   bookmarks included.
+//! - Normal end (server timeout, closed stream): re-watch at once from the last seen
+//!   resourceVersion, without listing; unless the watch lasted under [`MIN_HEALTHY_WATCH`]
+//!   and delivered nothing, which is a failure (back off, then re-watch).
+//! - 410 Expired, as the HTTP answer or as an `ERROR` event: back off, then relist.
+//!   `ResourceVersionTooLarge`: the same, and the relist is a consistent read. Any other API
+//!   error that is not listed below: back off, then relist.
+//! - 429 (the delay is the server's `Retry-After` when given), transport errors and other 5xx,
+//!   on the request or mid-stream: back off, then re-watch without relisting.
+//! - A line that cannot be decoded, or an object without a name: the driver reports a typed
+//!   error; back off, then re-watch from the last good resourceVersion (nothing is lost: the
+//!   server sends everything after it again).
+//!
+//! Streaming initial list ([`WatchListMode::On`])
+//! - Instead of a list, one watch with `sendInitialEvents=true`,
+//!   `resourceVersionMatch=NotOlderThan`, `allowWatchBookmarks=true` and
+//!   `resourceVersion=<last seen, or unset>`. Its events go to a buffer
+//!   ([`EventAction::Buffer`]) until the bookmark annotated `k8s.io/initial-events-end`, whose
+//!   resourceVersion replaces the queue's content atomically
+//!   ([`EventAction::ReplaceBuffered`]); the same stream then continues as a normal watch.
+//! - 429 and transport errors, a broken or undecodable stream, or a stream ending before the
+//!   bookmark: back off and stream again. 410 / too-large: stream again at once without a
+//!   resourceVersion. Any other error (a server that refuses the parameter): fall back to a
+//!   paginated list for this round.
+//! - No end bookmark within [`MachineConfig::initial_events_timeout`] of the start: the server
+//!   ignores `sendInitialEvents`. Fall back to a paginated list, and never stream again.
+//!
+//! Backoff ([`BackoffConfig`]): exponential from 800 ms, factor 2, capped at 30 s, with full
+//! jitter (the delay is uniform in `[0, base]`), restarting from 800 ms once 2 minutes pass
+//! without a failure. Failures are: failed lists (except the immediate consistent retry and
+//! the full-list fallback), failed watch requests, failed or too-short watches. A normal watch
+//! end is not a failure.
+//!
+//! # States
+//!
+//! ```text
+//!            start / wait_elapsed(Relist)
+//!                      │
+//!          ┌───────────┴─────────────┐ streaming on
+//!          ▼                         ▼
+//!   Listing ──continue──▶ Listing   StartingWatch(streaming) ──started──▶ Watching(initial)
+//!      │  410 on continue: full list   │ refused: List                  │ events → Buffer
+//!      │  410/504: consistent list     │ 429/transport: Wait            │ end bookmark:
+//!      │  other: Wait(List)            │                                │   ReplaceBuffered
+//!      ▼ last page                     │                                │ timeout: List
+//!   Listed ──replaced──▶ StartingWatch ──started──▶ Watching ◀──────────┘
+//!                          ▲      │ failed: Wait                 │ events → Apply
+//!                          │      ▼                              │ ended: StartingWatch
+//!                          └── Waiting(Rewatch | Relist | List) ◀┘ failed: Waiting
+//! ```
+//!
+//! # Driving a machine
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use informer_core::reflector::{Machine, MachineConfig, Next, Then};
+//! use informer_core::{Error, Status};
+//!
+//! let mut machine = Machine::new(MachineConfig::default());
+//! let t0 = Instant::now();
+//! machine.start(t0, 0.0);
+//! machine.list_succeeded("10", None, t0, 0.0);
+//! machine.replaced(t0, 0.0);
+//! machine.watch_started(t0);
+//! // The watch is compacted away: the server answers 410.
+//! let gone = Error::api("watching pods", Status::failure(410, "Expired", "too old"));
+//! let next = machine.watch_failed(&gone, t0 + Duration::from_secs(5), 0.5);
+//! assert_eq!(next, Next::Wait { delay: Duration::from_millis(400), then: Then::Relist });
+//! let Next::List(relist) = machine.wait_elapsed(t0 + Duration::from_secs(6), 0.5) else {
+//!     unreachable!()
+//! };
+//! assert_eq!(relist.resource_version.as_deref(), Some("10"));
+//! ```
+
+mod backoff;
+mod machine;
+
+pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use machine::{
+    Counters, EventAction, MIN_HEALTHY_WATCH, Machine, MachineConfig, Next, RestartCounts,
+    RestartReason, Then, WatchListMode,
+};
+
+#[cfg(test)]
+mod tests;

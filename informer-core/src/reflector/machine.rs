@@ -1,0 +1,787 @@
+//! The reflector's state machine: outcomes in, the next request out.
+
+use std::time::{Duration, Instant};
+
+use crate::reflector::backoff::{Backoff, BackoffConfig, unit};
+use crate::{
+    Error, ErrorClass, ListOptions, Object, ResourceVersionMatch, Status, WatchEvent, WatchOptions,
+};
+
+/// How long a watch must last, when it delivered nothing, not to count as a failure.
+pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
+
+/// Whether the reflector loads its cache with a streaming initial list ("WatchList").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum WatchListMode {
+    /// Paginated list, then watch. The default: every API server supports it.
+    #[default]
+    Off,
+    /// One watch with `sendInitialEvents=true`; falls back to list+watch when the server
+    /// refuses the request, or ignores the parameter (no end bookmark within
+    /// [`MachineConfig::initial_events_timeout`]; then for the rest of the machine's life).
+    On,
+}
+
+/// The parameters of a [`Machine`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct MachineConfig {
+    /// `limit` of list requests; `None` (or `Some(0)`) lists everything in one request.
+    /// Default 500.
+    pub page_size: Option<u32>,
+    /// `labelSelector` of every list and watch.
+    pub label_selector: Option<String>,
+    /// `fieldSelector` of every list and watch.
+    pub field_selector: Option<String>,
+    /// Streaming initial list or not. Default [`WatchListMode::Off`].
+    pub watch_list: WatchListMode,
+    /// How long after a streaming list starts the end bookmark must have arrived. Default 60 s.
+    pub initial_events_timeout: Duration,
+    /// Watches ask the server for a `timeoutSeconds` drawn uniformly from `[min, 2 × min)`
+    /// whole seconds; zero sends none. Default 300 s.
+    pub min_watch_timeout: Duration,
+    /// Delays between failed attempts.
+    pub backoff: BackoffConfig,
+}
+
+impl Default for MachineConfig {
+    fn default() -> Self {
+        Self {
+            page_size: Some(500),
+            label_selector: None,
+            field_selector: None,
+            watch_list: WatchListMode::Off,
+            initial_events_timeout: Duration::from_secs(60),
+            min_watch_timeout: Duration::from_secs(300),
+            backoff: BackoffConfig::default(),
+        }
+    }
+}
+
+/// What the driver must do next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// Start a new list: discard any items accumulated so far, send this request, then report
+    /// [`Machine::list_succeeded`] or [`Machine::list_failed`].
+    List(ListOptions),
+    /// Request the next page of the current list, keeping the items accumulated so far, then
+    /// report [`Machine::list_succeeded`] or [`Machine::list_failed`].
+    ListNextPage(ListOptions),
+    /// The list is complete: replace the queue's content with the accumulated items at this
+    /// resourceVersion, then report [`Machine::replaced`].
+    Replace {
+        /// The list's resourceVersion.
+        resource_version: String,
+    },
+    /// Start this watch, then report [`Machine::watch_started`] or
+    /// [`Machine::watch_start_failed`].
+    Watch(WatchOptions),
+    /// Wait this long, then report [`Machine::wait_elapsed`].
+    Wait {
+        /// How long.
+        delay: Duration,
+        /// What will follow (for logs and callbacks; the machine remembers it).
+        then: Then,
+    },
+}
+
+/// What follows a wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Then {
+    /// A full resynchronisation: a streaming list when [`WatchListMode::On`] is in effect,
+    /// otherwise a paginated list.
+    Relist,
+    /// A paginated list (retrying a failed list, or instead of a streaming list).
+    List,
+    /// A new watch from the last seen resourceVersion, without listing.
+    Rewatch,
+}
+
+/// What the driver does with one watch event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EventAction {
+    /// Apply it to the queue: `ADDED` → add, `MODIFIED` → update, `DELETED` → delete.
+    Apply,
+    /// Apply it to the streaming list's buffer instead (`ADDED`/`MODIFIED` insert, `DELETED`
+    /// removes).
+    Buffer,
+    /// Nothing to apply (a bookmark); keep reading.
+    Skip,
+    /// The streaming list is complete: replace the queue's content with the buffer at this
+    /// resourceVersion, then keep reading the same stream as a normal watch.
+    ReplaceBuffered {
+        /// The snapshot's resourceVersion, from the end bookmark.
+        resource_version: String,
+    },
+    /// Drop the stream and do this instead (an `ERROR` event).
+    Stop(Next),
+}
+
+/// Why a watch was restarted; the key of [`RestartCounts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum RestartReason {
+    /// The watch ended normally (server timeout, closed stream): re-watch at once.
+    Ended,
+    /// It ended in under [`MIN_HEALTHY_WATCH`] having delivered nothing: a failure.
+    TooShort,
+    /// A streaming list ended before its end bookmark.
+    InitialEventsIncomplete,
+    /// A streaming list's end bookmark did not arrive in time: the server ignores
+    /// `sendInitialEvents`.
+    InitialEventsTimeout,
+    /// 410 Gone / Expired, as an HTTP answer or an `ERROR` event.
+    Expired,
+    /// 504 with cause `ResourceVersionTooLarge`.
+    ResourceVersionTooLarge,
+    /// 429 Too Many Requests.
+    Throttled,
+    /// The connection failed or broke.
+    Transport,
+    /// Another 5xx.
+    ServerError,
+    /// A line of the stream could not be decoded.
+    Decode,
+    /// An object without a usable key.
+    InvalidObject,
+    /// Any other API error.
+    OtherError,
+}
+
+impl RestartReason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Self; 12] = [
+        Self::Ended,
+        Self::TooShort,
+        Self::InitialEventsIncomplete,
+        Self::InitialEventsTimeout,
+        Self::Expired,
+        Self::ResourceVersionTooLarge,
+        Self::Throttled,
+        Self::Transport,
+        Self::ServerError,
+        Self::Decode,
+        Self::InvalidObject,
+        Self::OtherError,
+    ];
+
+    /// A stable snake_case name, for metric labels and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ended => "ended",
+            Self::TooShort => "too_short",
+            Self::InitialEventsIncomplete => "initial_events_incomplete",
+            Self::InitialEventsTimeout => "initial_events_timeout",
+            Self::Expired => "expired",
+            Self::ResourceVersionTooLarge => "resource_version_too_large",
+            Self::Throttled => "throttled",
+            Self::Transport => "transport",
+            Self::ServerError => "server_error",
+            Self::Decode => "decode",
+            Self::InvalidObject => "invalid_object",
+            Self::OtherError => "other_error",
+        }
+    }
+
+    /// The reason for a failure of this class.
+    pub fn of(class: ErrorClass) -> Self {
+        match class {
+            ErrorClass::Expired => Self::Expired,
+            ErrorClass::ResourceVersionTooLarge => Self::ResourceVersionTooLarge,
+            ErrorClass::Throttled => Self::Throttled,
+            ErrorClass::Transport => Self::Transport,
+            ErrorClass::ServerError => Self::ServerError,
+            ErrorClass::Decode => Self::Decode,
+            ErrorClass::InvalidObject => Self::InvalidObject,
+            _ => Self::OtherError,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// How many watch restarts happened, per [`RestartReason`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RestartCounts {
+    counts: [u64; RestartReason::ALL.len()],
+}
+
+impl RestartCounts {
+    /// The count for one reason.
+    pub fn get(&self, reason: RestartReason) -> u64 {
+        self.counts[reason.index()]
+    }
+
+    /// The sum over all reasons.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Every reason with its count (zeros included), in [`RestartReason::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (RestartReason, u64)> + '_ {
+        RestartReason::ALL.iter().map(|r| (*r, self.get(*r)))
+    }
+
+    pub(crate) fn bump(&mut self, reason: RestartReason) {
+        self.counts[reason.index()] += 1;
+    }
+}
+
+/// What a [`Machine`] has done so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Counters {
+    /// List requests asked for (pages included).
+    pub list_requests: u64,
+    /// List requests that failed.
+    pub list_failures: u64,
+    /// Full lists completed (paginated or streamed): each ended in a replace.
+    pub lists: u64,
+    /// Full resynchronisations decided after the watch could not continue (410, too-large
+    /// resourceVersion, other errors), or after a restart of a synced machine.
+    pub relists: u64,
+    /// Watches started (streaming lists included).
+    pub watch_starts: u64,
+    /// Streaming lists abandoned for a paginated list.
+    pub streaming_fallbacks: u64,
+    /// Watch events received (bookmarks and errors included).
+    pub events: u64,
+    /// Watch ends and failures, by reason.
+    pub watch_restarts: RestartCounts,
+}
+
+#[derive(Debug, Clone)]
+enum State {
+    Idle,
+    Listing {
+        first: ListOptions,
+        on_continue_page: bool,
+        full_retry: bool,
+    },
+    Listed {
+        resource_version: String,
+    },
+    Waiting {
+        then: Then,
+    },
+    StartingWatch {
+        streaming: bool,
+    },
+    Watching {
+        started: Instant,
+        events: u64,
+        initial_deadline: Option<Instant>,
+    },
+}
+
+/// The reflector's decisions, without IO: fed what happened, it answers what to do next.
+///
+/// See the [module documentation](crate::reflector) for the rules and the state diagram. Time
+/// (`now`) and randomness (`random`, a sample in `[0, 1)`) come from the caller, so the same
+/// inputs always give the same answers.
+///
+/// ```
+/// use std::time::Instant;
+/// use informer_core::reflector::{Machine, MachineConfig, Next};
+///
+/// let mut machine = Machine::new(MachineConfig::default());
+/// let now = Instant::now();
+/// let Next::List(first) = machine.start(now, 0.5) else { unreachable!() };
+/// assert_eq!(first.resource_version.as_deref(), Some("0"));
+/// assert_eq!(first.limit, Some(500));
+/// let next = machine.list_succeeded("41", None, now, 0.5);
+/// assert_eq!(next, Next::Replace { resource_version: "41".into() });
+/// let Next::Watch(watch) = machine.replaced(now, 0.5) else { unreachable!() };
+/// assert_eq!(watch.resource_version.as_deref(), Some("41"));
+/// assert!(watch.allow_watch_bookmarks);
+/// assert_eq!(watch.timeout_seconds, Some(450));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Machine {
+    config: MachineConfig,
+    backoff: Backoff,
+    state: State,
+    last_rv: Option<String>,
+    rv_unavailable: bool,
+    streaming_disabled: bool,
+    synced: bool,
+    counters: Counters,
+}
+
+impl Machine {
+    /// A machine that has done nothing yet; call [`Machine::start`].
+    pub fn new(config: MachineConfig) -> Self {
+        Self {
+            backoff: Backoff::new(config.backoff.clone()),
+            config,
+            state: State::Idle,
+            last_rv: None,
+            rv_unavailable: false,
+            streaming_disabled: false,
+            synced: false,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The parameters.
+    pub fn config(&self) -> &MachineConfig {
+        &self.config
+    }
+
+    /// The first request. Calling it again (for example when a driver runs again after being
+    /// stopped) abandons whatever was in progress and resynchronises from the last seen
+    /// resourceVersion.
+    pub fn start(&mut self, _now: Instant, random: f64) -> Next {
+        if self.synced {
+            self.counters.relists += 1;
+        }
+        self.begin_relist(random)
+    }
+
+    /// The last resourceVersion seen: of the last complete list, or of the last watch event
+    /// or bookmark after it. `None` before the first list completes.
+    pub fn last_synced_resource_version(&self) -> Option<&str> {
+        self.last_rv.as_deref()
+    }
+
+    /// Whether a full list (paginated or streamed) has completed.
+    pub fn has_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Whether the current watch is a streaming list still waiting for its end bookmark.
+    pub fn in_initial_events(&self) -> bool {
+        matches!(
+            self.state,
+            State::Watching {
+                initial_deadline: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// Whether relists use a streaming list (mode on, and no timeout has shown the server
+    /// ignores it).
+    pub fn streaming(&self) -> bool {
+        self.config.watch_list == WatchListMode::On && !self.streaming_disabled
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// A list page arrived: its resourceVersion and continue token.
+    pub fn list_succeeded(
+        &mut self,
+        resource_version: &str,
+        continue_token: Option<&str>,
+        _now: Instant,
+        random: f64,
+    ) -> Next {
+        let State::Listing {
+            first, full_retry, ..
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        match continue_token.filter(|t| !t.is_empty()) {
+            Some(token) => {
+                let options = ListOptions {
+                    continue_token: Some(token.to_owned()),
+                    limit: if full_retry { None } else { first.limit },
+                    label_selector: first.label_selector.clone(),
+                    field_selector: first.field_selector.clone(),
+                    ..ListOptions::default()
+                };
+                self.state = State::Listing {
+                    first,
+                    on_continue_page: true,
+                    full_retry,
+                };
+                self.counters.list_requests += 1;
+                Next::ListNextPage(options)
+            }
+            None => {
+                self.state = State::Listed {
+                    resource_version: resource_version.to_owned(),
+                };
+                Next::Replace {
+                    resource_version: resource_version.to_owned(),
+                }
+            }
+        }
+    }
+
+    /// A list request failed.
+    pub fn list_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
+        let State::Listing {
+            first,
+            on_continue_page,
+            full_retry,
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        self.counters.list_failures += 1;
+        let class = error.class();
+        if class == ErrorClass::Expired && on_continue_page && !full_retry {
+            // The continue token expired: one full list at the original resourceVersion.
+            let options = ListOptions {
+                limit: None,
+                continue_token: None,
+                ..first.clone()
+            };
+            self.state = State::Listing {
+                first,
+                on_continue_page: false,
+                full_retry: true,
+            };
+            self.counters.list_requests += 1;
+            return Next::List(options);
+        }
+        if matches!(
+            class,
+            ErrorClass::Expired | ErrorClass::ResourceVersionTooLarge
+        ) {
+            self.rv_unavailable = true;
+            if first.resource_version.is_some() {
+                // Retry at once as a consistent read; only a failure of that one backs off.
+                return self.begin_list();
+            }
+        }
+        self.wait(Then::List, error.retry_after(), now, random)
+    }
+
+    /// The queue's content was replaced after [`Next::Replace`].
+    pub fn replaced(&mut self, _now: Instant, random: f64) -> Next {
+        let State::Listed { resource_version } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        self.set_rv(&resource_version);
+        self.rv_unavailable = false;
+        self.synced = true;
+        self.counters.lists += 1;
+        self.begin_watch(random)
+    }
+
+    /// The watch asked for by [`Next::Watch`] started. Returns the deadline for the end
+    /// bookmark when it is a streaming list: if it passes first, report
+    /// [`Machine::initial_events_timed_out`].
+    pub fn watch_started(&mut self, now: Instant) -> Option<Instant> {
+        let streaming = matches!(self.state, State::StartingWatch { streaming: true });
+        let deadline = streaming.then(|| now + self.config.initial_events_timeout);
+        self.counters.watch_starts += 1;
+        self.state = State::Watching {
+            started: now,
+            events: 0,
+            initial_deadline: deadline,
+        };
+        deadline
+    }
+
+    /// The watch request itself failed (an HTTP error, a refused connection).
+    pub fn watch_start_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
+        let State::StartingWatch { streaming } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        self.watch_failure(streaming, error.class(), error.retry_after(), now, random)
+    }
+
+    /// A watch event arrived. `ERROR` events end the watch ([`EventAction::Stop`]).
+    pub fn event_received<K: Object>(
+        &mut self,
+        event: &WatchEvent<K>,
+        now: Instant,
+        random: f64,
+    ) -> EventAction {
+        let State::Watching {
+            events,
+            initial_deadline,
+            ..
+        } = &mut self.state
+        else {
+            return EventAction::Stop(self.misuse(random));
+        };
+        *events += 1;
+        let initial = initial_deadline.is_some();
+        self.counters.events += 1;
+        match event {
+            WatchEvent::Error(status) => EventAction::Stop(self.error_event(status, now, random)),
+            WatchEvent::Added(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_) if initial => {
+                EventAction::Buffer
+            }
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
+                if let Some(rv) = obj.resource_version() {
+                    self.set_rv(rv);
+                }
+                EventAction::Apply
+            }
+            WatchEvent::Bookmark(bookmark) if initial => {
+                if !bookmark.initial_events_end {
+                    return EventAction::Skip;
+                }
+                if let State::Watching {
+                    initial_deadline, ..
+                } = &mut self.state
+                {
+                    *initial_deadline = None;
+                }
+                self.set_rv(&bookmark.resource_version);
+                self.rv_unavailable = false;
+                self.synced = true;
+                self.counters.lists += 1;
+                EventAction::ReplaceBuffered {
+                    resource_version: bookmark.resource_version.clone(),
+                }
+            }
+            WatchEvent::Bookmark(bookmark) => {
+                self.set_rv(&bookmark.resource_version);
+                EventAction::Skip
+            }
+        }
+    }
+
+    /// The watch stream failed: a transport error, an undecodable line, an object without a
+    /// key. Everything before it was applied; the machine resumes from the last good
+    /// resourceVersion.
+    pub fn watch_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
+        self.stream_failure(error.class(), error.retry_after(), now, random)
+    }
+
+    /// The watch stream ended (`None`).
+    pub fn watch_ended(&mut self, now: Instant, random: f64) -> Next {
+        let State::Watching {
+            started,
+            events,
+            initial_deadline,
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        if initial_deadline.is_some() {
+            self.counters
+                .watch_restarts
+                .bump(RestartReason::InitialEventsIncomplete);
+            return self.wait(Then::Relist, None, now, random);
+        }
+        if events == 0 && now.saturating_duration_since(started) < MIN_HEALTHY_WATCH {
+            self.counters.watch_restarts.bump(RestartReason::TooShort);
+            return self.wait(Then::Rewatch, None, now, random);
+        }
+        self.counters.watch_restarts.bump(RestartReason::Ended);
+        self.begin_watch(random)
+    }
+
+    /// The deadline returned by [`Machine::watch_started`] passed before the end bookmark:
+    /// the server ignores `sendInitialEvents`. Streaming is switched off for good and a
+    /// paginated list starts at once.
+    pub fn initial_events_timed_out(&mut self, _now: Instant, random: f64) -> Next {
+        if !self.in_initial_events() {
+            return self.misuse(random);
+        }
+        self.state = State::Idle;
+        self.streaming_disabled = true;
+        self.counters.streaming_fallbacks += 1;
+        self.counters
+            .watch_restarts
+            .bump(RestartReason::InitialEventsTimeout);
+        self.begin_list()
+    }
+
+    /// The delay of [`Next::Wait`] has passed.
+    pub fn wait_elapsed(&mut self, _now: Instant, random: f64) -> Next {
+        let State::Waiting { then } = std::mem::replace(&mut self.state, State::Idle) else {
+            return self.misuse(random);
+        };
+        match then {
+            Then::Relist => self.begin_relist(random),
+            Then::List => self.begin_list(),
+            Then::Rewatch => self.begin_watch(random),
+        }
+    }
+
+    fn error_event(&mut self, status: &Status, now: Instant, random: f64) -> Next {
+        self.stream_failure(status.class(), status.retry_after(), now, random)
+    }
+
+    fn stream_failure(
+        &mut self,
+        class: ErrorClass,
+        retry_after: Option<Duration>,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        let State::Watching {
+            initial_deadline, ..
+        } = std::mem::replace(&mut self.state, State::Idle)
+        else {
+            return self.misuse(random);
+        };
+        self.watch_failure(initial_deadline.is_some(), class, retry_after, now, random)
+    }
+
+    fn watch_failure(
+        &mut self,
+        streaming: bool,
+        class: ErrorClass,
+        retry_after: Option<Duration>,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        self.counters.watch_restarts.bump(RestartReason::of(class));
+        if streaming {
+            return match class {
+                ErrorClass::Throttled
+                | ErrorClass::Transport
+                | ErrorClass::Decode
+                | ErrorClass::InvalidObject => self.wait(Then::Relist, retry_after, now, random),
+                ErrorClass::Expired | ErrorClass::ResourceVersionTooLarge => {
+                    let had_rv = self.stream_resource_version().is_some();
+                    self.rv_unavailable = true;
+                    if had_rv {
+                        self.begin_relist(random)
+                    } else {
+                        self.wait(Then::Relist, retry_after, now, random)
+                    }
+                }
+                _ => {
+                    self.counters.streaming_fallbacks += 1;
+                    self.begin_list()
+                }
+            };
+        }
+        match class {
+            ErrorClass::Throttled
+            | ErrorClass::Transport
+            | ErrorClass::ServerError
+            | ErrorClass::Decode
+            | ErrorClass::InvalidObject => self.wait(Then::Rewatch, retry_after, now, random),
+            ErrorClass::ResourceVersionTooLarge => {
+                self.rv_unavailable = true;
+                self.counters.relists += 1;
+                self.wait(Then::Relist, retry_after, now, random)
+            }
+            _ => {
+                self.counters.relists += 1;
+                self.wait(Then::Relist, retry_after, now, random)
+            }
+        }
+    }
+
+    fn wait(
+        &mut self,
+        then: Then,
+        retry_after: Option<Duration>,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        let backoff = self.backoff.failure(now, random);
+        let delay = retry_after.unwrap_or(backoff);
+        self.state = State::Waiting { then };
+        Next::Wait { delay, then }
+    }
+
+    fn begin_relist(&mut self, random: f64) -> Next {
+        if !self.streaming() {
+            return self.begin_list();
+        }
+        let options = WatchOptions {
+            resource_version: self.stream_resource_version(),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            timeout_seconds: self.watch_timeout(random),
+            allow_watch_bookmarks: true,
+            send_initial_events: Some(true),
+        };
+        self.state = State::StartingWatch { streaming: true };
+        Next::Watch(options)
+    }
+
+    fn begin_list(&mut self) -> Next {
+        let resource_version = if self.rv_unavailable {
+            None
+        } else {
+            Some(self.last_rv.clone().unwrap_or_else(|| "0".to_owned()))
+        };
+        let limit = self.config.page_size.filter(|n| *n > 0);
+        let resource_version_match = match (&resource_version, limit) {
+            // With a limit, a bare resourceVersion would mean "exactly"; keep "not older than".
+            (Some(rv), Some(_)) if rv != "0" => Some(ResourceVersionMatch::NotOlderThan),
+            _ => None,
+        };
+        let options = ListOptions {
+            resource_version,
+            resource_version_match,
+            limit,
+            continue_token: None,
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            timeout_seconds: None,
+        };
+        self.state = State::Listing {
+            first: options.clone(),
+            on_continue_page: false,
+            full_retry: false,
+        };
+        self.counters.list_requests += 1;
+        Next::List(options)
+    }
+
+    fn begin_watch(&mut self, random: f64) -> Next {
+        let options = WatchOptions {
+            resource_version: self.last_rv.clone(),
+            resource_version_match: None,
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            timeout_seconds: self.watch_timeout(random),
+            allow_watch_bookmarks: true,
+            send_initial_events: None,
+        };
+        self.state = State::StartingWatch { streaming: false };
+        Next::Watch(options)
+    }
+
+    fn stream_resource_version(&self) -> Option<String> {
+        if self.rv_unavailable {
+            None
+        } else {
+            self.last_rv.clone()
+        }
+    }
+
+    fn watch_timeout(&self, random: f64) -> Option<u32> {
+        let min = self.config.min_watch_timeout.as_secs();
+        if min == 0 {
+            return None;
+        }
+        // floor(random × min) < min, so the result stays below 2 × min.
+        let extra = (unit(random) * min as f64) as u64;
+        Some(u32::try_from(min.saturating_add(extra)).unwrap_or(u32::MAX))
+    }
+
+    fn set_rv(&mut self, rv: &str) {
+        if rv.is_empty() {
+            return;
+        }
+        match &mut self.last_rv {
+            Some(last) => {
+                last.clear();
+                last.push_str(rv);
+            }
+            None => self.last_rv = Some(rv.to_owned()),
+        }
+    }
+
+    /// A report that does not fit the current state: a driver bug. Rather than panic, start
+    /// over with a full resynchronisation.
+    fn misuse(&mut self, random: f64) -> Next {
+        self.begin_relist(random)
+    }
+}
