@@ -1,1 +1,584 @@
-//! The reflector: keeps a queue fed from a ListerWatcher (being written).
+//! The reflector: keeps a [`Queue`] fed with the state of one kind of object, from a
+//! [`ListerWatcher`], through disconnects, compactions and relists.
+//!
+//! Every decision (which request next, with which resourceVersion, after how long) is made by
+//! the sans-IO [`Machine`](informer_core::reflector::Machine) of `informer-core`, whose module
+//! documentation lists the rules. This module only performs what it asks: it sends the
+//! requests, reads the streams, waits on tokio's clock (virtual in paused tests), and turns
+//! what the server says into queue operations:
+//!
+//! | server                                   | queue                                        |
+//! |------------------------------------------|----------------------------------------------|
+//! | a complete list (all pages)              | [`Queue::replace`]`(items, list rv)`         |
+//! | a streaming list up to its end bookmark  | [`Queue::replace`]`(items, bookmark rv)`     |
+//! | `ADDED` / `MODIFIED` / `DELETED`         | [`Queue::add`] / [`Queue::update`] / [`Queue::delete`] |
+//! | `BOOKMARK`                               | nothing (only the resourceVersion moves)     |
+//! | every resync period (never the server)   | [`Queue::resync`]                            |
+//!
+//! # Memory during a relist
+//!
+//! While the pages of a list (or the events of a streaming list) accumulate, each object whose
+//! key is already in `known_objects` (the informer's store) with the same resourceVersion is
+//! replaced, right away, by the stored `Arc<K>`: the freshly decoded copy is dropped page by
+//! page, before the transform even runs. A relist of unchanged objects therefore holds one copy
+//! of each object, not two; only objects that changed are held twice until the replace.
+//!
+//! # Bad input
+//!
+//! An undecodable watch line, an unknown event type, or an object without a name is reported
+//! as a typed [`Error`] (to tracing, the stats and the
+//! [watch-error handler](ReflectorConfig::watch_error_handler)); the reflector then re-watches
+//! from the last good resourceVersion, so the server sends again everything after it and
+//! nothing is lost. A list item without a name is reported and skipped. Nothing panics.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use informer::reflector::{Reflector, ReflectorConfig};
+//! use informer_core::{KnownObjects, ListerWatcher, Object, Queue};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! async fn keep_in_sync<K: Object>(
+//!     lister_watcher: Arc<dyn ListerWatcher<K>>,
+//!     queue: Arc<dyn Queue<K>>,
+//!     store: Arc<dyn KnownObjects<K>>,
+//!     stop: CancellationToken,
+//! ) {
+//!     let config = ReflectorConfig { name: "pods".into(), ..ReflectorConfig::default() };
+//!     let reflector = Reflector::new(lister_watcher, queue, Some(store), config);
+//!     // Returns when `stop` is cancelled; every request in flight is abandoned.
+//!     reflector.run(stop).await;
+//!     println!("stopped at resourceVersion {:?}", reflector.last_synced_resource_version());
+//! }
+//! ```
+
+mod config;
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use futures::StreamExt;
+use informer_core::reflector::{EventAction, Machine, Next, Then};
+use informer_core::{
+    Error, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher, Object, ObjectKey, Queue,
+    QueueError, WatchEvent, WatchOptions, key_of,
+};
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio_util::sync::CancellationToken;
+
+pub use config::{
+    FailureContext, LastError, ReflectorConfig, ReflectorStats, ShouldResync, Stage, Transform,
+    WatchErrorHandler,
+};
+pub use informer_core::reflector::{
+    BackoffConfig, Counters, Jitter, RestartCounts, RestartReason, WatchListMode,
+};
+
+/// Lists and watches one kind of object and feeds what it learns into a [`Queue`].
+///
+/// Build it with [`Reflector::new`], then [`run`](Reflector::run) it until a cancellation
+/// token fires. It is `Send + Sync`: share it in an `Arc` to read
+/// [`stats`](Reflector::stats) while it runs.
+pub struct Reflector<K: Object> {
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    queue: Arc<dyn Queue<K>>,
+    known_objects: Option<Arc<dyn KnownObjects<K>>>,
+    config: ReflectorConfig<K>,
+    decisions: Mutex<Decisions>,
+    observed: Mutex<Observed>,
+    synced: tokio::sync::watch::Sender<bool>,
+    running: AtomicBool,
+}
+
+/// The state machine and the random numbers it is fed.
+struct Decisions {
+    machine: Machine,
+    rng: StdRng,
+}
+
+/// What the driver records besides the machine's counters.
+#[derive(Default)]
+struct Observed {
+    resyncs: u64,
+    errors: u64,
+    last_error: Option<LastError>,
+}
+
+/// Clears the running flag when `run` returns or is dropped.
+struct RunningGuard<'a>(&'a AtomicBool);
+
+impl Drop for RunningGuard<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// `Break` when the queue is closed: nothing more can be delivered.
+type Flow = ControlFlow<(), Next>;
+
+impl<K: Object> Reflector<K> {
+    /// A reflector reading from `lister_watcher` into `queue`.
+    ///
+    /// `known_objects` is the store the queue feeds (the informer's indexer), used to keep
+    /// unchanged objects shared during relists (see the [module docs](self)); `None` works
+    /// too, at the price of a second copy of each object while a relist is in progress.
+    pub fn new(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        queue: Arc<dyn Queue<K>>,
+        known_objects: Option<Arc<dyn KnownObjects<K>>>,
+        config: ReflectorConfig<K>,
+    ) -> Self {
+        let rng = match config.seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_os_rng(),
+        };
+        Self {
+            decisions: Mutex::new(Decisions {
+                machine: Machine::new(config.machine_config()),
+                rng,
+            }),
+            lister_watcher,
+            queue,
+            known_objects,
+            config,
+            observed: Mutex::new(Observed::default()),
+            synced: tokio::sync::watch::Sender::new(false),
+            running: AtomicBool::new(false),
+        }
+    }
+
+    /// Lists, watches and resyncs until `cancel` fires (or the queue is closed), then returns.
+    ///
+    /// Cancel-safe: dropping the future, or cancelling the token, abandons the request in
+    /// flight; no task is spawned. Running again later resynchronises with a relist from the
+    /// last seen resourceVersion. A second call while one is running does nothing but wait
+    /// for its own token.
+    pub async fn run(&self, cancel: CancellationToken) {
+        if self.running.swap(true, Ordering::AcqRel) {
+            tracing::warn!(reflector = self.name(), "reflector is already running");
+            cancel.cancelled().await;
+            return;
+        }
+        let _guard = RunningGuard(&self.running);
+        tracing::debug!(reflector = self.name(), "reflector starting");
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => {}
+            () = self.drive() => {}
+            () = self.resync_loop() => {}
+        }
+        tracing::debug!(reflector = self.name(), "reflector stopped");
+    }
+
+    /// The last resourceVersion seen: of the last complete list, or of the last watch event or
+    /// bookmark since. `None` before the first list completes.
+    pub fn last_synced_resource_version(&self) -> Option<String> {
+        self.decisions
+            .lock()
+            .machine
+            .last_synced_resource_version()
+            .map(str::to_owned)
+    }
+
+    /// Whether a full list has been handed to the queue.
+    pub fn has_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Whether [`run`](Reflector::run) is in progress.
+    pub fn is_running(&self) -> bool {
+        self.running.load(Ordering::Acquire)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReflectorConfig<K> {
+        &self.config
+    }
+
+    /// The name given in the configuration, or `"reflector"`.
+    pub fn name(&self) -> &str {
+        if self.config.name.is_empty() {
+            "reflector"
+        } else {
+            &self.config.name
+        }
+    }
+
+    /// What the reflector has done so far.
+    pub fn stats(&self) -> ReflectorStats {
+        let (counters, last_synced_resource_version, streaming) = {
+            let decisions = self.decisions.lock();
+            let m = &decisions.machine;
+            (
+                m.counters().clone(),
+                m.last_synced_resource_version().map(str::to_owned),
+                m.streaming(),
+            )
+        };
+        let observed = self.observed.lock();
+        ReflectorStats {
+            counters,
+            resyncs: observed.resyncs,
+            errors: observed.errors,
+            last_error: observed.last_error.clone(),
+            last_synced_resource_version,
+            has_synced: self.has_synced(),
+            streaming,
+        }
+    }
+
+    /// Feeds the machine one outcome, with the current time and a fresh random sample.
+    fn decide<R>(&self, f: impl FnOnce(&mut Machine, Instant, f64) -> R) -> R {
+        let now = tokio::time::Instant::now().into_std();
+        let mut decisions = self.decisions.lock();
+        let random = decisions.rng.random::<f64>();
+        f(&mut decisions.machine, now, random)
+    }
+
+    /// The list/watch loop. Returns only when the queue is closed.
+    async fn drive(&self) {
+        let mut items: Vec<Arc<K>> = Vec::new();
+        let mut next = self.decide(|m, now, r| m.start(now, r));
+        loop {
+            next = match next {
+                Next::List(options) => {
+                    items.clear();
+                    self.list_page(&options, &mut items).await
+                }
+                Next::ListNextPage(options) => self.list_page(&options, &mut items).await,
+                Next::Replace { resource_version } => {
+                    let objects = std::mem::take(&mut items);
+                    if self.replace(objects, &resource_version).is_break() {
+                        return;
+                    }
+                    self.decide(|m, now, r| m.replaced(now, r))
+                }
+                Next::Watch(options) => match self.watch(&options).await {
+                    ControlFlow::Continue(next) => next,
+                    ControlFlow::Break(()) => return,
+                },
+                Next::Wait { delay, then } => {
+                    tracing::debug!(reflector = self.name(), ?delay, ?then, "backing off");
+                    tokio::time::sleep(delay).await;
+                    self.decide(|m, now, r| m.wait_elapsed(now, r))
+                }
+            };
+        }
+    }
+
+    /// Requests one list page and adds its items to `items`.
+    async fn list_page(&self, options: &ListOptions, items: &mut Vec<Arc<K>>) -> Next {
+        match self.lister_watcher.list(options).await {
+            Ok(page) => {
+                let ListPage {
+                    items: page_items,
+                    resource_version,
+                    continue_token,
+                    ..
+                } = page;
+                items.reserve(page_items.len());
+                for obj in page_items {
+                    match self.admit(obj, true) {
+                        Ok((_, obj)) => items.push(obj),
+                        Err(source) => {
+                            let error = Error::InvalidObject {
+                                context: format!(
+                                    "listing {}: item of the page at resourceVersion {:?}",
+                                    self.name(),
+                                    resource_version
+                                ),
+                                source,
+                            };
+                            self.report(&error, Stage::ListItem, None);
+                        }
+                    }
+                }
+                self.decide(|m, now, r| {
+                    m.list_succeeded(&resource_version, continue_token.as_deref(), now, r)
+                })
+            }
+            Err(error) => {
+                let next = self.decide(|m, now, r| m.list_failed(&error, now, r));
+                self.report(&error, Stage::List, Some(&next));
+                next
+            }
+        }
+    }
+
+    /// Starts a watch and reads it until it ends, fails, or the queue closes.
+    async fn watch(&self, options: &WatchOptions) -> Flow {
+        let streaming = options.send_initial_events == Some(true);
+        let mut stream = match self.lister_watcher.watch(options).await {
+            Ok(stream) => stream,
+            Err(error) => {
+                let next = self.decide(|m, now, r| m.watch_start_failed(&error, now, r));
+                let stage = if streaming {
+                    Stage::StreamingList
+                } else {
+                    Stage::WatchStart
+                };
+                self.report(&error, stage, Some(&next));
+                return ControlFlow::Continue(next);
+            }
+        };
+        let mut deadline = self
+            .decide(|m, now, _| m.watch_started(now))
+            .map(tokio::time::Instant::from_std);
+        // The streaming list's objects until its end bookmark, by key.
+        let mut buffer: HashMap<ObjectKey, Arc<K>> = HashMap::new();
+        loop {
+            let item = match deadline {
+                Some(at) => tokio::select! {
+                    item = stream.next() => item,
+                    () = tokio::time::sleep_until(at) => {
+                        tracing::warn!(
+                            reflector = self.name(),
+                            buffered = buffer.len(),
+                            "no initial-events-end bookmark in time: the server ignores \
+                             sendInitialEvents; falling back to list and watch"
+                        );
+                        return ControlFlow::Continue(
+                            self.decide(|m, now, r| m.initial_events_timed_out(now, r)),
+                        );
+                    }
+                },
+                None => stream.next().await,
+            };
+            let stage = if deadline.is_some() {
+                Stage::StreamingList
+            } else {
+                Stage::Watch
+            };
+            let event = match item {
+                None => {
+                    return ControlFlow::Continue(self.decide(|m, now, r| m.watch_ended(now, r)));
+                }
+                Some(Err(error)) => return ControlFlow::Continue(self.watch_failed(&error, stage)),
+                Some(Ok(event)) => event,
+            };
+            if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
+                &event
+                && let Err(source) = key_of(obj)
+            {
+                let error = Error::InvalidObject {
+                    context: format!(
+                        "watching {}: {} event after resourceVersion {:?}",
+                        self.name(),
+                        event.type_name(),
+                        self.last_synced_resource_version().unwrap_or_default()
+                    ),
+                    source,
+                };
+                return ControlFlow::Continue(self.watch_failed(&error, stage));
+            }
+            match self.decide(|m, now, r| m.event_received(&event, now, r)) {
+                EventAction::Apply => self.apply(event)?,
+                EventAction::Buffer => self.buffer(event, &mut buffer),
+                EventAction::Skip => {}
+                EventAction::ReplaceBuffered { resource_version } => {
+                    let objects: Vec<Arc<K>> = std::mem::take(&mut buffer).into_values().collect();
+                    self.replace(objects, &resource_version)?;
+                    deadline = None;
+                }
+                EventAction::Stop(next) => {
+                    if let WatchEvent::Error(status) = event {
+                        let error = Error::api(
+                            format!(
+                                "watching {}: ERROR event after resourceVersion {:?}",
+                                self.name(),
+                                self.last_synced_resource_version().unwrap_or_default()
+                            ),
+                            status,
+                        );
+                        self.report(&error, stage, Some(&next));
+                    }
+                    return ControlFlow::Continue(next);
+                }
+            }
+        }
+    }
+
+    fn watch_failed(&self, error: &Error, stage: Stage) -> Next {
+        let next = self.decide(|m, now, r| m.watch_failed(error, now, r));
+        self.report(error, stage, Some(&next));
+        next
+    }
+
+    /// Keys the object and shares it: the stored copy when `known_objects` holds the same
+    /// resourceVersion and `reuse` is set, else the transformed object in a new `Arc`.
+    fn admit(&self, obj: K, reuse: bool) -> Result<(ObjectKey, Arc<K>), KeyError> {
+        let key = key_of(&obj)?;
+        if reuse
+            && let Some(known) = &self.known_objects
+            && let Some(stored) = known.get_by_key(key.as_str())
+            && stored.resource_version().is_some()
+            && stored.resource_version() == obj.resource_version()
+        {
+            return Ok((key, stored));
+        }
+        Ok((key, Arc::new(self.transform(obj))))
+    }
+
+    fn transform(&self, obj: K) -> K {
+        match &self.config.transform {
+            Some(transform) => transform(obj),
+            None => obj,
+        }
+    }
+
+    /// Applies a watch event to the queue.
+    fn apply(&self, event: WatchEvent<K>) -> ControlFlow<()> {
+        let result = match event {
+            WatchEvent::Added(obj) => self.queue.add(Arc::new(self.transform(obj))),
+            WatchEvent::Modified(obj) => self.queue.update(Arc::new(self.transform(obj))),
+            WatchEvent::Deleted(obj) => self.queue.delete(Arc::new(self.transform(obj))),
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => Ok(()),
+        };
+        self.queue_result(result, "applying a watch event")
+    }
+
+    /// Applies a streaming list's event to its buffer.
+    fn buffer(&self, event: WatchEvent<K>, buffer: &mut HashMap<ObjectKey, Arc<K>>) {
+        match event {
+            WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
+                // The key was checked before the machine saw the event.
+                if let Ok((key, obj)) = self.admit(obj, true) {
+                    buffer.insert(key, obj);
+                }
+            }
+            WatchEvent::Deleted(obj) => {
+                if let Ok(key) = key_of(&obj) {
+                    buffer.remove(&key);
+                }
+            }
+            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => {}
+        }
+    }
+
+    fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> ControlFlow<()> {
+        let count = objects.len();
+        let flow = self.queue_result(
+            self.queue.replace(objects, resource_version),
+            "replacing the queue's content",
+        );
+        if flow.is_continue() {
+            tracing::debug!(
+                reflector = self.name(),
+                count,
+                resource_version,
+                "list replaced"
+            );
+            self.synced.send_replace(true);
+        }
+        flow
+    }
+
+    fn queue_result(&self, result: Result<(), QueueError>, doing: &str) -> ControlFlow<()> {
+        match result {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(QueueError::Closed) => {
+                tracing::debug!(reflector = self.name(), "queue closed; reflector stops");
+                ControlFlow::Break(())
+            }
+            Err(error) => {
+                tracing::warn!(reflector = self.name(), error = %error, "{doing} failed");
+                ControlFlow::Continue(())
+            }
+        }
+    }
+
+    /// Calls [`Queue::resync`] every resync period once the first list is in. Returns only
+    /// when the queue is closed.
+    async fn resync_loop(&self) {
+        let Some(period) = self.config.resync_period.filter(|p| !p.is_zero()) else {
+            return std::future::pending().await;
+        };
+        let mut synced = self.synced.subscribe();
+        // The sender lives in `self`, so waiting cannot fail.
+        let _ = synced.wait_for(|synced| *synced).await;
+        let mut due = tokio::time::Instant::now() + period;
+        loop {
+            tokio::time::sleep_until(due).await;
+            due += period;
+            if self
+                .config
+                .should_resync
+                .as_ref()
+                .is_some_and(|should| !should())
+            {
+                continue;
+            }
+            match self.queue.resync() {
+                Ok(()) => self.observed.lock().resyncs += 1,
+                Err(QueueError::Closed) => return,
+                Err(error) => {
+                    tracing::warn!(reflector = self.name(), error = %error, "resync failed")
+                }
+            }
+        }
+    }
+
+    /// Logs a failure, records it, and tells the watch-error handler.
+    fn report(&self, error: &Error, stage: Stage, next: Option<&Next>) {
+        let (then, delay) = match next {
+            Some(Next::Wait { delay, then }) => (Some(*then), *delay),
+            Some(Next::List(_) | Next::ListNextPage(_)) => (Some(Then::List), Default::default()),
+            Some(Next::Watch(options)) if options.send_initial_events == Some(true) => {
+                (Some(Then::Relist), Default::default())
+            }
+            Some(Next::Watch(_)) => (Some(Then::Rewatch), Default::default()),
+            Some(Next::Replace { .. }) | None => (None, Default::default()),
+        };
+        let message = error_chain(error);
+        tracing::warn!(
+            reflector = self.name(),
+            ?stage,
+            class = ?error.class(),
+            ?then,
+            ?delay,
+            "{message}"
+        );
+        {
+            let mut observed = self.observed.lock();
+            observed.errors += 1;
+            observed.last_error = Some(LastError {
+                stage,
+                class: error.class(),
+                message,
+                at: tokio::time::Instant::now().into_std(),
+            });
+        }
+        if let Some(handler) = &self.config.watch_error_handler {
+            let resource_version = self.last_synced_resource_version();
+            let context = FailureContext {
+                reflector: self.name(),
+                stage,
+                resource_version: resource_version.as_deref(),
+                then,
+                delay,
+            };
+            if catch_unwind(AssertUnwindSafe(|| handler(error, &context))).is_err() {
+                tracing::error!(reflector = self.name(), "the watch-error handler panicked");
+            }
+        }
+    }
+}
+
+/// An error and its sources, joined with ": ".
+fn error_chain(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,218 @@
+//! The reflector's configuration, its error callback, and what it reports about itself.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use informer_core::reflector::{BackoffConfig, Counters, MachineConfig, Then, WatchListMode};
+use informer_core::{Error, ErrorClass};
+
+/// A function applied to every object before it is shared and queued (for example to drop
+/// `metadata.managedFields`). It must keep the name, namespace and resourceVersion.
+pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
+
+/// Called with every failure the reflector meets, and what it will do about it.
+pub type WatchErrorHandler = Arc<dyn Fn(&Error, &FailureContext<'_>) + Send + Sync>;
+
+/// Asked before each periodic resync; `false` skips that one.
+pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Where in the reflector's cycle a failure happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Stage {
+    /// A list request (any page).
+    List,
+    /// One item of a list page could not be used (no name); it is skipped, the list goes on.
+    ListItem,
+    /// A watch request.
+    WatchStart,
+    /// A running watch: a broken connection, an `ERROR` event, an undecodable line or an
+    /// object without a name.
+    Watch,
+    /// A streaming initial list, before its end bookmark: the request or the stream.
+    StreamingList,
+}
+
+/// What the reflector knows about a failure when it reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FailureContext<'a> {
+    /// [`ReflectorConfig::name`].
+    pub reflector: &'a str,
+    /// Where it happened.
+    pub stage: Stage,
+    /// The last resourceVersion seen before it.
+    pub resource_version: Option<&'a str>,
+    /// What the reflector does next: `None` when it just goes on ([`Stage::ListItem`]).
+    pub then: Option<Then>,
+    /// After how long (zero: at once).
+    pub delay: Duration,
+}
+
+/// The configuration of a [`Reflector`](super::Reflector). Start from `Default`.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use informer::reflector::{ReflectorConfig, WatchListMode};
+/// use informer_testing::JsonObject;
+///
+/// let config = ReflectorConfig::<JsonObject> {
+///     name: "configmaps".into(),
+///     watch_list: WatchListMode::On,
+///     resync_period: Some(Duration::from_secs(600)),
+///     label_selector: Some("app=web".into()),
+///     transform: Some(Arc::new(|mut obj: JsonObject| {
+///         obj.metadata.other.remove("managedFields");
+///         obj
+///     })),
+///     watch_error_handler: Some(Arc::new(|error, context| {
+///         eprintln!("{}: {error} during {:?}", context.reflector, context.stage);
+///     })),
+///     ..ReflectorConfig::default()
+/// };
+/// assert_eq!(config.page_size, Some(500));
+/// ```
+pub struct ReflectorConfig<K> {
+    /// A name for logs, errors and callbacks (for example the resource). Default empty.
+    pub name: String,
+    /// `limit` of list requests; `None` lists in one request. Default 500.
+    pub page_size: Option<u32>,
+    /// Streaming initial list or paginated list. Default [`WatchListMode::Off`].
+    pub watch_list: WatchListMode,
+    /// How long a streaming list may take to send its end bookmark before the reflector
+    /// decides the server ignores `sendInitialEvents` and lists instead. Default 60 s.
+    pub initial_events_timeout: Duration,
+    /// Watches ask for a `timeoutSeconds` uniformly drawn from `[min, 2 × min)`. Default 300 s.
+    pub min_watch_timeout: Duration,
+    /// Calls [`Queue::resync`](informer_core::Queue::resync) this often once the first list
+    /// is in; `None` (the default) never. Resync never talks to the server.
+    pub resync_period: Option<Duration>,
+    /// Asked before each resync; `None` always resyncs.
+    pub should_resync: Option<ShouldResync>,
+    /// Delays between failed attempts: 800 ms doubling to 30 s, full jitter, reset after
+    /// 2 minutes without failures.
+    pub backoff: BackoffConfig,
+    /// `labelSelector` of every list and watch.
+    pub label_selector: Option<String>,
+    /// `fieldSelector` of every list and watch.
+    pub field_selector: Option<String>,
+    /// Applied to every object before it is queued.
+    pub transform: Option<Transform<K>>,
+    /// Told about every failure. Failures are logged with `tracing` either way.
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Seeds the random numbers (watch timeouts, backoff jitter); `None` seeds from the OS.
+    /// A fixed seed makes a run against a deterministic server reproducible.
+    pub seed: Option<u64>,
+}
+
+impl<K> ReflectorConfig<K> {
+    /// The decision parameters, for the core state machine.
+    pub fn machine_config(&self) -> MachineConfig {
+        MachineConfig {
+            page_size: self.page_size,
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            watch_list: self.watch_list,
+            initial_events_timeout: self.initial_events_timeout,
+            min_watch_timeout: self.min_watch_timeout,
+            backoff: self.backoff.clone(),
+        }
+    }
+}
+
+impl<K> Default for ReflectorConfig<K> {
+    fn default() -> Self {
+        let machine = MachineConfig::default();
+        Self {
+            name: String::new(),
+            page_size: machine.page_size,
+            watch_list: machine.watch_list,
+            initial_events_timeout: machine.initial_events_timeout,
+            min_watch_timeout: machine.min_watch_timeout,
+            resync_period: None,
+            should_resync: None,
+            backoff: machine.backoff,
+            label_selector: None,
+            field_selector: None,
+            transform: None,
+            watch_error_handler: None,
+            seed: None,
+        }
+    }
+}
+
+impl<K> Clone for ReflectorConfig<K> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name.clone(),
+            page_size: self.page_size,
+            watch_list: self.watch_list,
+            initial_events_timeout: self.initial_events_timeout,
+            min_watch_timeout: self.min_watch_timeout,
+            resync_period: self.resync_period,
+            should_resync: self.should_resync.clone(),
+            backoff: self.backoff.clone(),
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            transform: self.transform.clone(),
+            watch_error_handler: self.watch_error_handler.clone(),
+            seed: self.seed,
+        }
+    }
+}
+
+impl<K> fmt::Debug for ReflectorConfig<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReflectorConfig")
+            .field("name", &self.name)
+            .field("page_size", &self.page_size)
+            .field("watch_list", &self.watch_list)
+            .field("initial_events_timeout", &self.initial_events_timeout)
+            .field("min_watch_timeout", &self.min_watch_timeout)
+            .field("resync_period", &self.resync_period)
+            .field("should_resync", &self.should_resync.is_some())
+            .field("backoff", &self.backoff)
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("transform", &self.transform.is_some())
+            .field("watch_error_handler", &self.watch_error_handler.is_some())
+            .field("seed", &self.seed)
+            .finish()
+    }
+}
+
+/// The last failure a reflector reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LastError {
+    /// Where it happened.
+    pub stage: Stage,
+    /// Its classification.
+    pub class: ErrorClass,
+    /// The error and its causes, as text.
+    pub message: String,
+    /// When (on the runtime's clock, virtual in paused tests).
+    pub at: Instant,
+}
+
+/// A snapshot of what a reflector has done, for summaries and metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReflectorStats {
+    /// Lists, relists, watch starts, events, restarts by reason.
+    pub counters: Counters,
+    /// Periodic resyncs performed.
+    pub resyncs: u64,
+    /// Failures reported (each one also went to the watch-error handler).
+    pub errors: u64,
+    /// The last of them.
+    pub last_error: Option<LastError>,
+    /// See [`Reflector::last_synced_resource_version`](super::Reflector::last_synced_resource_version).
+    pub last_synced_resource_version: Option<String>,
+    /// Whether a full list has been handed to the queue.
+    pub has_synced: bool,
+    /// Whether relists use a streaming list (mode on and not given up).
+    pub streaming: bool,
+}
