@@ -63,7 +63,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
-use informer_core::reflector::{EventAction, Machine, Next, Then};
+use informer_core::reflector::{EventAction, Machine, Next};
 use informer_core::{
     Error, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher, Object, ObjectKey, Queue,
     QueueError, WatchEvent, WatchOptions, key_of,
@@ -78,7 +78,7 @@ pub use config::{
     WatchErrorHandler,
 };
 pub use informer_core::reflector::{
-    BackoffConfig, Counters, Jitter, RestartCounts, RestartReason, WatchListMode,
+    BackoffConfig, Counters, Jitter, RestartCounts, RestartReason, Then, WatchListMode,
 };
 
 /// Lists and watches one kind of object and feeds what it learns into a [`Queue`].
