@@ -395,3 +395,140 @@ impl KnownObjects<JsonObject> for Known {
         self.0.get(key).cloned()
     }
 }
+
+/// Wraps a `ListerWatcher`, logging every call with its virtual time (the fake server's own
+/// request log has no times).
+pub struct TimedListerWatcher<L> {
+    inner: L,
+    log: Mutex<Vec<Logged>>,
+    start: Instant,
+}
+
+impl<L> TimedListerWatcher<L> {
+    pub fn new(inner: L) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            log: Mutex::new(Vec::new()),
+            start: Instant::now(),
+        })
+    }
+
+    /// Every call so far.
+    pub fn log(&self) -> Vec<Logged> {
+        self.log.lock().clone()
+    }
+
+    fn record(&self, request: Request) {
+        self.log.lock().push(Logged {
+            at: self.start.elapsed(),
+            request,
+        });
+    }
+}
+
+#[async_trait]
+impl<L: ListerWatcher<JsonObject>> ListerWatcher<JsonObject> for TimedListerWatcher<L> {
+    async fn list(&self, options: &ListOptions) -> Result<ListPage<JsonObject>, Error> {
+        self.record(Request::List(options.clone()));
+        self.inner.list(options).await
+    }
+
+    async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<JsonObject>, Error> {
+        self.record(Request::Watch(options.clone()));
+        self.inner.watch(options).await
+    }
+}
+
+/// One delta a [`Consumer`] processed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Processed {
+    pub at: Duration,
+    pub kind: DeltaType,
+    pub key: String,
+    pub rv: String,
+    pub tombstone: bool,
+}
+
+/// Pops a queue into a store, the way an informer's processing loop does, recording every
+/// delta.
+pub struct Consumer {
+    pub store: Arc<informer_store::IndexedStore<JsonObject>>,
+    processed: Arc<Mutex<Vec<Processed>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Consumer {
+    pub fn spawn(
+        queue: Arc<dyn Queue<JsonObject>>,
+        store: Arc<informer_store::IndexedStore<JsonObject>>,
+    ) -> Self {
+        use informer_core::Store;
+        let processed: Arc<Mutex<Vec<Processed>>> = Arc::default();
+        let start = Instant::now();
+        let task = tokio::spawn({
+            let store = Arc::clone(&store);
+            let processed = Arc::clone(&processed);
+            async move {
+                loop {
+                    let result = queue
+                        .pop(&mut |deltas: &[Delta<JsonObject>]| {
+                            for delta in deltas {
+                                let obj = delta.object.object();
+                                let (key, rv) = key_rv(obj);
+                                processed.lock().push(Processed {
+                                    at: start.elapsed(),
+                                    kind: delta.kind,
+                                    key,
+                                    rv,
+                                    tombstone: delta.object.is_tombstone(),
+                                });
+                                let applied = match delta.kind {
+                                    DeltaType::Deleted => store.delete(obj).map(|_| ()),
+                                    _ => store.update(Arc::clone(obj)).map(|_| ()),
+                                };
+                                applied.expect("the store accepts what the queue holds");
+                            }
+                            Ok(())
+                        })
+                        .await;
+                    if matches!(result, Err(QueueError::Closed)) {
+                        return;
+                    }
+                }
+            }
+        });
+        Self {
+            store,
+            processed,
+            task,
+        }
+    }
+
+    /// Every delta processed so far.
+    pub fn processed(&self) -> Vec<Processed> {
+        self.processed.lock().clone()
+    }
+
+    /// The store as `key → resourceVersion`.
+    pub fn state(&self) -> BTreeMap<String, String> {
+        use informer_core::Store;
+        self.store.list().iter().map(|o| key_rv(o)).collect()
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Waits (virtual time, 100 ms steps, at most 1000 s) until `condition` holds.
+pub async fn until(what: &str, mut condition: impl FnMut() -> bool) {
+    for _ in 0..10_000 {
+        if condition() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("never happened: {what}");
+}
