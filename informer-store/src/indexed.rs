@@ -81,6 +81,9 @@ struct State<K> {
     writes: u64,
 }
 
+/// A store's content: the items and one index per registered function.
+type Content<K> = (Map<ObjectKey, Entry<K>>, Vec<Index>);
+
 /// Freshly computed, normalized values of one object for the index functions it was given.
 type FreshValues = Vec<Vec<String>>;
 
@@ -185,7 +188,7 @@ impl<K: Object> IndexedStore<K> {
         &self,
         funcs: &[NamedIndexFunc<K>],
         objects: Vec<Arc<K>>,
-    ) -> Result<(Map<ObjectKey, Entry<K>>, Vec<Index>), StoreError> {
+    ) -> Result<Content<K>, StoreError> {
         let mut items = Map::with_capacity_and_hasher(objects.len(), Default::default());
         let mut indices: Vec<Index> = funcs.iter().map(|_| Index::default()).collect();
         for obj in objects {

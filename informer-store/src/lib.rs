@@ -10,7 +10,7 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use informer_core::{label_index_func, Indexer, Store, NAMESPACE_INDEX};
+//! use informer_core::{label_index_func, Indexer, KnownObjects, Store, NAMESPACE_INDEX};
 //! use informer_store::IndexedStore;
 //! use informer_testing::JsonObject;
 //!
