@@ -1,1 +1,146 @@
-//! The fake API server (being written).
+//! A fake Kubernetes API server with real list/watch semantics, all in memory.
+//!
+//! [`FakeApiServer`] keeps objects the way an API server over etcd does, answers list and
+//! watch requests with the real server's rules, and lets a test stage any failure a client
+//! meets in production. It has two front ends over one request layer: the in-process
+//! [`FakeListerWatcher`] (no sockets, for unit tests), and an HTTP front end built on the same
+//! request layer ([`FakeApiServer::list`], [`FakeApiServer::watch`], the `*_at` writes, and
+//! the rendering helpers [`ListResponse::to_json_chunks`] and [`WatchFrame::to_json_chunks`]).
+//! Everything runs on tokio time, so tests run on paused virtual time.
+//!
+//! # The model
+//!
+//! **resourceVersions.** One global counter, as in etcd: every write (create, update, patch,
+//! delete, or a delete that only sets `deletionTimestamp`) gets the next number, across all
+//! resources, and produces exactly one history event. Updates that change nothing are skipped
+//! like on the real server (no new resourceVersion, no event).
+//! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
+//! written).
+//!
+//! **Objects.** Each object version is serialized once ([`StoredObject`]: JSON bytes with
+//! `metadata.resourceVersion` set, plus the parsed metadata that selection needs) and shared
+//! by the current state, the history, list responses and every watcher. The in-process front
+//! end decodes each object once into the caller's type. Built-in resources: core/v1 pods,
+//! configmaps, secrets, services, namespaces, nodes, events, apps/v1 deployments; others are
+//! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
+//! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept).
+//! Namespaces need not exist unless [`ServerConfig::require_namespaces`] is set. Deleting a
+//! pod or a namespace removes it at once (no kubelet, no namespace controller).
+//!
+//! **History window.** Per resource, a history of events that watchers read, each with its own
+//! cursor; writers never wait for watchers. The window follows the API server's watch cache
+//! ([`HistoryConfig`]: at least 100 events, everything younger than 75 s, at most 102,400),
+//! trimmed when events are added. [`FakeApiServer::compact`] drops history up to a
+//! resourceVersion in every resource, as etcd compaction does. Below the window:
+//!
+//! - a watch from an older resourceVersion gets HTTP 200 then `ERROR` 410
+//!   `too old resource version: N (M)`;
+//! - a list at an exact older resourceVersion gets 410;
+//! - a continue token of an older list gets 410 (`The provided continue parameter is too
+//!   old...`);
+//! - an open watch whose cursor falls out of the window (a slow watcher) gets `ERROR` 410 and
+//!   is closed, while the others go on.
+//!
+//! **Lists** ([`FakeApiServer::list`]): `resourceVersion` unset = the current state; `"0"` =
+//! the current state with `limit` ignored (the watch cache does not page); `N` = not older
+//! than N, or exactly N (served from history) with `resourceVersionMatch=Exact` or with a
+//! `limit`. Pages come in key order (namespace/name) with continue tokens that encode the
+//! list's resourceVersion and position, and `remainingItemCount` when no selector is given.
+//! Label selectors use the full syntax; field selectors support `metadata.name` and
+//! `metadata.namespace` (others: 400 `field label not supported`). Invalid combinations of
+//! `resourceVersionMatch`, `continue` and `sendInitialEvents` are the server's 422s. A
+//! resourceVersion the server has not reached waits up to 3 s (virtual) for it, then answers
+//! 504 with cause `ResourceVersionTooLarge`.
+//!
+//! **Watches** ([`FakeApiServer::watch`]): from `""` or `"0"`, every current object as
+//! `ADDED` then changes; from `N`, the changes after N. With `sendInitialEvents=true`
+//! (`resourceVersionMatch=NotOlderThan`) the current state is streamed, then, if bookmarks
+//! were allowed, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"` at the snapshot's
+//! resourceVersion. Bookmarks go only to watchers that asked (`allowWatchBookmarks`): about
+//! once a minute ([`ServerConfig::bookmark_interval`]), 2 s before the watch's timeout, and on
+//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally. Selectors work
+//! like the watch cache's: an object leaving the selection is sent as `DELETED`, one entering
+//! it as `ADDED`.
+//!
+//! **Faults** ([`Faults`], from [`FakeApiServer::faults`]): fail the next N lists or watch
+//! starts with any [`status`]; drop or break every open watch; drop the next watch after K
+//! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open
+//! watches; expire every outstanding continue token; ignore `sendInitialEvents` like an old
+//! server; write raw lines ([`RawLine`]) into open watches. One-shot faults not used up are
+//! listed by [`Faults::pending`].
+//!
+//! **Request log.** Every request the request layer receives is recorded as a
+//! [`RequestRecord`] (method, path, query pairs in a stable order), identically for both front
+//! ends: `GET /api/v1/namespaces/a/pods?limit=500&resourceVersion=0`. Direct writes made by
+//! the test ([`FakeApiServer::create`], ...) are not requests and are not recorded; the
+//! request-layer writes ([`FakeApiServer::create_at`], ...) are.
+//!
+//! # Example
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use informer_core::{ListerWatcher, WatchEvent, WatchOptions};
+//! use informer_testing::JsonObject;
+//! use informer_testing::fake::{FakeApiServer, status};
+//!
+//! let server = FakeApiServer::new();
+//! let created = server.create("pods", &JsonObject::new(Some("a"), "web-0")).unwrap();
+//! let lw = server.lister_watcher::<JsonObject>("pods", Some("a")).unwrap();
+//!
+//! // Watch from the creation's resourceVersion: only later changes arrive.
+//! let opts = WatchOptions {
+//!     resource_version: Some(created.resource_version().to_string()),
+//!     allow_watch_bookmarks: true,
+//!     ..WatchOptions::default()
+//! };
+//! let mut events = lw.watch(&opts).await.unwrap();
+//! server.delete("pods", Some("a"), "web-0").unwrap();
+//! match futures::StreamExt::next(&mut events).await {
+//!     Some(Ok(WatchEvent::Deleted(pod))) => assert_eq!(pod.metadata.name.as_deref(), Some("web-0")),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//!
+//! // History compacted past the client's resourceVersion: the next watch gets ERROR 410.
+//! server.compact_all();
+//! let mut events = lw.watch(&opts).await.unwrap();
+//! match futures::StreamExt::next(&mut events).await {
+//!     Some(Ok(WatchEvent::Error(s))) => assert_eq!(s.code, 410),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//!
+//! // Scripted faults apply to the next requests.
+//! server.faults().fail_watches("pods", 1, status::too_many_requests(2));
+//! let err = lw.watch(&opts).await.err().unwrap();
+//! assert_eq!(err.retry_after(), Some(std::time::Duration::from_secs(2)));
+//! assert!(server.faults().pending().is_empty());
+//! # }
+//! ```
+
+// The request layer answers with `Status` values by design: they are the wire's error type, the
+// HTTP front end renders them as they are, and they occur only on error paths.
+#![allow(clippy::result_large_err)]
+
+mod continue_token;
+mod faults;
+mod lister_watcher;
+mod log;
+mod object;
+mod patch;
+mod query;
+mod resource;
+pub mod seed;
+mod server;
+pub mod status;
+mod store;
+mod watch;
+
+pub use faults::{Faults, PendingFault, RawLine, Scope};
+pub use lister_watcher::FakeListerWatcher;
+pub use log::RequestRecord;
+pub use object::StoredObject;
+pub use patch::merge_patch;
+pub use query::Query;
+pub use resource::ResourceDef;
+pub use server::{FakeApiServer, ListResponse, ServerConfig, Target};
+pub use store::{DeleteOutcome, HistoryConfig, Preconditions};
+pub use watch::{WatchFrame, WatchSubscription};

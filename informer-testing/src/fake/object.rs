@@ -1,0 +1,274 @@
+//! How the fake server keeps an object: its JSON bytes once, plus the metadata selection needs.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use informer_core::Status;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::status;
+
+/// One stored version of an object: its JSON serialization (with `metadata.resourceVersion`
+/// set) and the parsed metadata that selection needs.
+///
+/// Stored once and shared as `Arc<StoredObject>` by the current state, the history, every list
+/// response and every watcher: nobody copies the bytes. Front ends write [`bytes`](Self::bytes)
+/// as they are (HTTP) or decode them once into the caller's type (in-process).
+pub struct StoredObject {
+    bytes: Bytes,
+    meta: StoredMeta,
+}
+
+#[derive(Debug, Clone)]
+struct StoredMeta {
+    key: Arc<str>,
+    name: String,
+    namespace: Option<String>,
+    uid: String,
+    labels: BTreeMap<String, String>,
+    resource_version: u64,
+    deleting: bool,
+    has_finalizers: bool,
+}
+
+impl StoredObject {
+    /// Serializes `value` (which must carry its final metadata) and extracts the metadata.
+    pub(crate) fn from_value(value: &Value, resource_version: u64) -> Result<Self, Status> {
+        let meta = value
+            .get("metadata")
+            .and_then(Value::as_object)
+            .ok_or_else(|| status::bad_request("object has no metadata"))?;
+        let text = |k: &str| meta.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = text("name");
+        let namespace = Some(text("namespace")).filter(|n| !n.is_empty());
+        let key: Arc<str> = match &namespace {
+            Some(ns) => format!("{ns}/{name}").into(),
+            None => name.as_str().into(),
+        };
+        let labels = meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let has_finalizers = meta
+            .get("finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+        let deleting = meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
+        let bytes = serde_json::to_vec(value)
+            .map_err(|e| status::internal_error(&format!("cannot serialize object: {e}")))?;
+        Ok(Self {
+            bytes: Bytes::from(bytes),
+            meta: StoredMeta {
+                key,
+                name,
+                namespace,
+                uid: text("uid"),
+                labels,
+                resource_version,
+                deleting,
+                has_finalizers,
+            },
+        })
+    }
+
+    /// The JSON serialization, exactly as list responses and watch events carry it.
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    /// Decodes the object into `T` (one `serde_json::from_slice`).
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(&self.bytes)
+    }
+
+    /// Parses the object into a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
+    }
+
+    /// The storage key: `namespace/name`, or `name` for cluster-scoped objects. Lists are
+    /// ordered by it, like etcd's keys.
+    pub fn key(&self) -> &str {
+        &self.meta.key
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    /// `metadata.namespace` (`None` for cluster-scoped objects).
+    pub fn namespace(&self) -> Option<&str> {
+        self.meta.namespace.as_deref()
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(&self) -> &str {
+        &self.meta.uid
+    }
+
+    /// `metadata.labels`.
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.meta.labels
+    }
+
+    /// `metadata.resourceVersion`, as the number the fake server assigned.
+    pub fn resource_version(&self) -> u64 {
+        self.meta.resource_version
+    }
+
+    /// Whether `metadata.deletionTimestamp` is set (a delete waits for finalizers).
+    pub fn is_deleting(&self) -> bool {
+        self.meta.deleting
+    }
+
+    pub(crate) fn has_finalizers(&self) -> bool {
+        self.meta.has_finalizers
+    }
+
+    /// The value of a field for field selectors (only the generic ones are supported).
+    pub(crate) fn field(&self, field: &str) -> Option<&str> {
+        match field {
+            "metadata.name" => Some(&self.meta.name),
+            "metadata.namespace" => Some(self.meta.namespace.as_deref().unwrap_or("")),
+            _ => None,
+        }
+    }
+
+    /// A copy of this object with another resourceVersion (re-serialized).
+    pub(crate) fn with_resource_version(&self, rv: u64) -> Result<Self, Status> {
+        let mut value = self.to_value();
+        set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
+        Self::from_value(&value, rv)
+    }
+}
+
+impl fmt::Debug for StoredObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredObject")
+            .field("key", &self.meta.key)
+            .field("resource_version", &self.meta.resource_version)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// Sets `metadata.<field>`, creating `metadata` when absent.
+pub(crate) fn set_meta(value: &mut Value, field: &str, v: Value) {
+    if let Some(obj) = value.as_object_mut() {
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !meta.is_object() {
+            *meta = Value::Object(Map::new());
+        }
+        if let Some(m) = meta.as_object_mut() {
+            m.insert(field.to_owned(), v);
+        }
+    }
+}
+
+/// Reads `metadata.<field>` as a string.
+pub(crate) fn meta_str<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
+    value
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+}
+
+/// Wall-clock time for timestamps, driven by tokio's clock so that paused tests are
+/// deterministic: `start + (tokio now - tokio start)`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    wall_start: SystemTime,
+    start: tokio::time::Instant,
+}
+
+impl Clock {
+    pub(crate) fn new(wall_start: Option<SystemTime>) -> Self {
+        Self {
+            wall_start: wall_start.unwrap_or_else(SystemTime::now),
+            start: tokio::time::Instant::now(),
+        }
+    }
+
+    /// Now, as RFC 3339 with second precision (`2026-01-02T03:04:05Z`).
+    pub(crate) fn now_rfc3339(&self) -> String {
+        let now = self.wall_start + self.start.elapsed();
+        rfc3339(now)
+    }
+}
+
+/// Formats a time as RFC 3339 in UTC with second precision.
+pub(crate) fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        u32::try_from(m).unwrap_or(1),
+        u32::try_from(d).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn formats_timestamps() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_767_323_045);
+        assert_eq!(rfc3339(t), "2026-01-02T03:04:05Z");
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn extracts_metadata() {
+        let v = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"n",
+            "uid":"u","resourceVersion":"5","labels":{"x":"y"},"finalizers":["f"]}});
+        let o = StoredObject::from_value(&v, 5).unwrap();
+        assert_eq!(o.key(), "n/a");
+        assert_eq!(o.labels().get("x").map(String::as_str), Some("y"));
+        assert!(o.has_finalizers() && !o.is_deleting());
+        assert_eq!(o.field("metadata.namespace"), Some("n"));
+        let o2 = o.with_resource_version(9).unwrap();
+        assert_eq!(o2.resource_version(), 9);
+        assert_eq!(o2.to_value()["metadata"]["resourceVersion"], "9");
+    }
+}

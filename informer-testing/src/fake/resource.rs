@@ -1,0 +1,179 @@
+//! The resource registry: which kinds of objects the fake server serves, and under which URLs.
+
+use std::fmt;
+
+/// One kind of resource the fake server serves: `group/version`, plural name, kind, scope.
+///
+/// The built-in set ([`ResourceDef::builtins`]) covers core/v1 pods, configmaps, secrets,
+/// services, namespaces, nodes, events and apps/v1 deployments. Others (custom resources) are
+/// registered at run time with [`FakeApiServer::register`](super::FakeApiServer::register) and
+/// stored as schemaless JSON like everything else.
+///
+/// ```
+/// use informer_testing::fake::ResourceDef;
+///
+/// let widgets = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget");
+/// assert_eq!(widgets.api_version(), "example.com/v1");
+/// assert_eq!(widgets.list_kind, "WidgetList");
+/// assert_eq!(
+///     widgets.collection_path(Some("prod")),
+///     "/apis/example.com/v1/namespaces/prod/widgets"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceDef {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version, for example `v1`.
+    pub version: String,
+    /// Plural resource name as it appears in URLs (`pods`).
+    pub plural: String,
+    /// Singular name (`pod`).
+    pub singular: String,
+    /// Object kind (`Pod`).
+    pub kind: String,
+    /// List kind (`PodList`).
+    pub list_kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names for discovery (`po`).
+    pub short_names: Vec<String>,
+}
+
+impl ResourceDef {
+    /// A namespaced resource; singular and list kind are derived from `kind`.
+    pub fn namespaced(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Self::new(group, version, plural, kind, true)
+    }
+
+    /// A cluster-scoped resource; singular and list kind are derived from `kind`.
+    pub fn cluster_scoped(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Self::new(group, version, plural, kind, false)
+    }
+
+    fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+            singular: kind.to_ascii_lowercase(),
+            kind: kind.to_owned(),
+            list_kind: format!("{kind}List"),
+            namespaced,
+            short_names: Vec::new(),
+        }
+    }
+
+    /// Adds short names (for discovery).
+    pub fn with_short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// The built-in resources: core/v1 pods, configmaps, secrets, services, namespaces, nodes,
+    /// events, and apps/v1 deployments.
+    pub fn builtins() -> Vec<Self> {
+        vec![
+            Self::namespaced("", "v1", "pods", "Pod").with_short_names(&["po"]),
+            Self::namespaced("", "v1", "configmaps", "ConfigMap").with_short_names(&["cm"]),
+            Self::namespaced("", "v1", "secrets", "Secret"),
+            Self::namespaced("", "v1", "services", "Service").with_short_names(&["svc"]),
+            Self::cluster_scoped("", "v1", "namespaces", "Namespace").with_short_names(&["ns"]),
+            Self::cluster_scoped("", "v1", "nodes", "Node").with_short_names(&["no"]),
+            Self::namespaced("", "v1", "events", "Event").with_short_names(&["ev"]),
+            Self::namespaced("apps", "v1", "deployments", "Deployment")
+                .with_short_names(&["deploy"]),
+        ]
+    }
+
+    /// `apiVersion` of the objects: `v1` for the core group, else `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The resource's name qualified by its group, as error messages and kubectl spell it:
+    /// `pods`, `deployments.apps`.
+    pub fn qualified_name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// Whether `name` designates this resource: its plural, `plural.group`, singular or a short
+    /// name.
+    pub fn is_named(&self, name: &str) -> bool {
+        match name.split_once('.') {
+            Some((plural, group)) => {
+                group == self.group && (plural == self.plural || plural == self.singular)
+            }
+            None => {
+                name == self.plural
+                    || name == self.singular
+                    || self.short_names.iter().any(|s| s == name)
+            }
+        }
+    }
+
+    /// The URL prefix of the group version: `/api/v1` or `/apis/<group>/<version>`.
+    pub fn group_version_path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The collection URL path, in a namespace or across all of them.
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => {
+                format!(
+                    "{}/namespaces/{ns}/{}",
+                    self.group_version_path(),
+                    self.plural
+                )
+            }
+            _ => format!("{}/{}", self.group_version_path(), self.plural),
+        }
+    }
+
+    /// The URL path of one object.
+    pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}/{name}", self.collection_path(namespace))
+    }
+}
+
+impl fmt::Display for ResourceDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.qualified_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_names() {
+        let defs = ResourceDef::builtins();
+        let pods = &defs[0];
+        assert_eq!(pods.collection_path(Some("a")), "/api/v1/namespaces/a/pods");
+        assert_eq!(pods.collection_path(None), "/api/v1/pods");
+        assert_eq!(
+            pods.object_path(Some("a"), "x"),
+            "/api/v1/namespaces/a/pods/x"
+        );
+        assert!(pods.is_named("pods") && pods.is_named("po") && pods.is_named("pod"));
+        let deploy = defs.iter().find(|d| d.plural == "deployments").unwrap();
+        assert!(deploy.is_named("deployments.apps") && !deploy.is_named("deployments.extensions"));
+        assert_eq!(deploy.qualified_name(), "deployments.apps");
+        let ns = defs.iter().find(|d| d.plural == "namespaces").unwrap();
+        assert_eq!(ns.collection_path(Some("ignored")), "/api/v1/namespaces");
+    }
+}
