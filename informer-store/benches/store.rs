@@ -4,8 +4,8 @@
 //! Run: `cargo bench -p informer-store --bench store`.
 //!
 //! The workloads (100k ConfigMaps in 100 namespaces, label `app` with 50 values):
-//! - `add_100k`: add every object to an empty store (ours: namespace + `app` label index;
-//!   kube-runtime: `Writer::apply_watcher_event(&Event::Apply(..))`, which has no index);
+//! - `add_100k`: add every object to an empty store (ours: namespace + `app` label index, and
+//!   without index; kube-runtime: `Writer::apply_watcher_event(&Event::Apply(..))`, which has no index);
 //! - `update_100k`: overwrite every object with a newer version, half of them moving to another
 //!   `app` value (ours: `update`; kube-runtime: `Apply` events);
 //! - `replace_100k`: swap a full store for a new list (ours: `replace`; kube-runtime: `Init`,
@@ -121,6 +121,18 @@ fn add(c: &mut Criterion) {
     group.bench_function("informer-store (namespace + app indices)", |b| {
         b.iter_batched(
             || IndexedStore::with_indexers(indexers()),
+            |store| {
+                for o in &v1 {
+                    store.add(o.clone()).unwrap();
+                }
+                store
+            },
+            BatchSize::PerIteration,
+        );
+    });
+    group.bench_function("informer-store (no index)", |b| {
+        b.iter_batched(
+            || IndexedStore::with_indexers(Indexers::new()),
             |store| {
                 for o in &v1 {
                     store.add(o.clone()).unwrap();

@@ -1,10 +1,10 @@
-//! One secondary index (value → keys) and the per-object record of the values it was indexed
-//! under, with the diffing that lets an update touch only the values that changed.
+//! One secondary index (value → slots of the objects filed under it) and the per-object record
+//! of the values it was indexed under, with the diffing that lets an update touch only the values
+//! that changed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use informer_core::ObjectKey;
 use smallvec::SmallVec;
 
 /// The hash builder of every map in this crate. Keys come from the API server, not from an
@@ -37,84 +37,83 @@ pub(crate) fn same_values(recorded: &[Arc<str>], fresh: &[String]) -> bool {
     recorded.len() == fresh.len() && recorded.iter().zip(fresh).all(|(a, b)| **a == **b)
 }
 
-/// The keys filed under one value, plus the shared copy of the value itself (handed to every
+/// The position of an object in the store's slot table. Indices file positions rather than
+/// keys: a lookup goes straight to the object, without hashing its key again.
+pub(crate) type SlotId = usize;
+
+/// The objects filed under one value, plus the shared copy of the value itself (handed to every
 /// object record that carries it, so a namespace string is stored once, not once per object).
 #[derive(Debug)]
 struct Bucket {
     value: Arc<str>,
-    keys: Set<ObjectKey>,
+    slots: Set<SlotId>,
 }
 
-/// One secondary index: value → the keys of the objects whose index function yields it.
+/// One secondary index: value → the slots of the objects whose index function yields it.
 ///
-/// Invariant: no bucket is empty (a bucket is removed with its last key).
+/// Invariant: no bucket is empty (a bucket is removed with its last slot).
 #[derive(Debug, Default)]
 pub(crate) struct Index {
     buckets: Map<Arc<str>, Bucket>,
-    /// How many (value, key) entries were inserted or removed over the index's life: lets the
+    /// How many (value, slot) entries were inserted or removed over the index's life: lets the
     /// tests prove that an unchanged update leaves the index alone.
     #[cfg(test)]
     pub(crate) touches: u64,
 }
 
 impl Index {
-    /// Files `key` under `value` and returns the shared copy of `value`.
-    pub(crate) fn insert(&mut self, value: String, key: &ObjectKey) -> Arc<str> {
+    /// Files `slot` under `value` and returns the shared copy of `value`.
+    pub(crate) fn insert(&mut self, value: String, slot: SlotId) -> Arc<str> {
         #[cfg(test)]
         {
             self.touches += 1;
         }
         if let Some(bucket) = self.buckets.get_mut(value.as_str()) {
-            bucket.keys.insert(key.clone());
+            bucket.slots.insert(slot);
             return bucket.value.clone();
         }
         let value: Arc<str> = value.into();
-        let mut keys = Set::default();
-        keys.insert(key.clone());
+        let mut slots = Set::default();
+        slots.insert(slot);
         self.buckets.insert(
             value.clone(),
             Bucket {
                 value: value.clone(),
-                keys,
+                slots,
             },
         );
         value
     }
 
-    /// Files `key` under every value of a normalized list; returns the shared copies.
-    pub(crate) fn insert_all(&mut self, values: Vec<String>, key: &ObjectKey) -> Values {
-        values.into_iter().map(|v| self.insert(v, key)).collect()
+    /// Files `slot` under every value of a normalized list; returns the shared copies.
+    pub(crate) fn insert_all(&mut self, values: Vec<String>, slot: SlotId) -> Values {
+        values.into_iter().map(|v| self.insert(v, slot)).collect()
     }
 
-    /// Removes `key` from `value`'s bucket, dropping the bucket when it becomes empty.
-    pub(crate) fn remove(&mut self, value: &str, key: &str) {
+    /// Removes `slot` from `value`'s bucket, dropping the bucket when it becomes empty.
+    pub(crate) fn remove(&mut self, value: &str, slot: SlotId) {
         #[cfg(test)]
         {
             self.touches += 1;
         }
         if let Some(bucket) = self.buckets.get_mut(value) {
-            bucket.keys.remove(key);
-            if bucket.keys.is_empty() {
+            bucket.slots.remove(&slot);
+            if bucket.slots.is_empty() {
                 self.buckets.remove(value);
             }
         }
     }
 
-    /// Removes `key` from every value of a recorded list.
-    pub(crate) fn remove_all(&mut self, values: &[Arc<str>], key: &str) {
+    /// Removes `slot` from every value of a recorded list.
+    pub(crate) fn remove_all(&mut self, values: &[Arc<str>], slot: SlotId) {
         for value in values {
-            self.remove(value, key);
+            self.remove(value, slot);
         }
     }
 
-    /// Moves `key` from its recorded values to `fresh` (normalized), touching only the values
+    /// Moves `slot` from its recorded values to `fresh` (normalized), touching only the values
     /// present in one list but not the other. Returns the new record.
-    pub(crate) fn update(
-        &mut self,
-        recorded: Values,
-        fresh: Vec<String>,
-        key: &ObjectKey,
-    ) -> Values {
+    pub(crate) fn update(&mut self, recorded: Values, fresh: Vec<String>, slot: SlotId) -> Values {
         if same_values(&recorded, &fresh) {
             return recorded;
         }
@@ -123,44 +122,40 @@ impl Index {
         for value in fresh {
             // Values only in the old list, ordered before `value`: gone.
             while let Some(gone) = old.next_if(|o| **o < *value) {
-                self.remove(&gone, key.as_str());
+                self.remove(&gone, slot);
             }
             match old.next_if(|o| **o == *value) {
                 // In both lists: keep the record, leave the index alone.
                 Some(kept) => next.push(kept),
-                None => next.push(self.insert(value, key)),
+                None => next.push(self.insert(value, slot)),
             }
         }
         for gone in old {
-            self.remove(&gone, key.as_str());
+            self.remove(&gone, slot);
         }
         next
     }
 
-    /// The keys filed under `value`, if any.
-    pub(crate) fn keys(&self, value: &str) -> Option<&Set<ObjectKey>> {
-        self.buckets.get(value).map(|b| &b.keys)
+    /// The slots filed under `value`, if any.
+    pub(crate) fn slots(&self, value: &str) -> Option<&Set<SlotId>> {
+        self.buckets.get(value).map(|b| &b.slots)
     }
 
-    /// Every value with at least one key.
+    /// Every value with at least one slot.
     pub(crate) fn values(&self) -> impl Iterator<Item = &str> {
         self.buckets.keys().map(|v| &**v)
     }
 
-    /// How many (value, key) entries the index holds.
+    /// How many (value, slot) entries the index holds.
     #[cfg(test)]
     pub(crate) fn entry_count(&self) -> usize {
-        self.buckets.values().map(|b| b.keys.len()).sum()
+        self.buckets.values().map(|b| b.slots.len()).sum()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn key(s: &str) -> ObjectKey {
-        ObjectKey::from_raw(s)
-    }
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|v| (*v).to_owned()).collect()
@@ -176,17 +171,17 @@ mod tests {
     #[test]
     fn update_touches_only_the_difference() {
         let mut index = Index::default();
-        let k = key("ns/a");
-        let recorded = index.insert_all(strings(&["a", "b", "c"]), &k);
+        let k = 7;
+        let recorded = index.insert_all(strings(&["a", "b", "c"]), k);
         assert_eq!(index.touches, 3);
 
         // Same values: nothing touched, same shared copies kept.
-        let again = index.update(recorded.clone(), strings(&["a", "b", "c"]), &k);
+        let again = index.update(recorded.clone(), strings(&["a", "b", "c"]), k);
         assert_eq!(index.touches, 3);
         assert!(Arc::ptr_eq(&again[0], &recorded[0]));
 
         // Drop "a", keep "b" and "c", add "d": two touches.
-        let next = index.update(again, strings(&["b", "c", "d"]), &k);
+        let next = index.update(again, strings(&["b", "c", "d"]), k);
         assert_eq!(index.touches, 5);
         assert_eq!(
             next.iter().map(|v| &**v).collect::<Vec<_>>(),
@@ -195,30 +190,30 @@ mod tests {
         let mut values: Vec<_> = index.values().collect();
         values.sort_unstable();
         assert_eq!(values, ["b", "c", "d"]);
-        assert!(index.keys("a").is_none(), "an emptied bucket is removed");
+        assert!(index.slots("a").is_none(), "an emptied bucket is removed");
     }
 
     #[test]
     fn shared_values_are_stored_once() {
         let mut index = Index::default();
-        let a = index.insert("ns".to_owned(), &key("ns/a"));
-        let b = index.insert("ns".to_owned(), &key("ns/b"));
+        let a = index.insert("ns".to_owned(), 1);
+        let b = index.insert("ns".to_owned(), 2);
         assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(index.keys("ns").map(Set::len), Some(2));
-        index.remove("ns", "ns/a");
-        assert_eq!(index.keys("ns").map(Set::len), Some(1));
-        index.remove("ns", "ns/b");
-        assert!(index.keys("ns").is_none());
+        assert_eq!(index.slots("ns").map(Set::len), Some(2));
+        index.remove("ns", 1);
+        assert_eq!(index.slots("ns").map(Set::len), Some(1));
+        index.remove("ns", 2);
+        assert!(index.slots("ns").is_none());
         assert_eq!(index.entry_count(), 0);
     }
 
     #[test]
     fn update_from_and_to_nothing() {
         let mut index = Index::default();
-        let k = key("a");
-        let none = index.update(Values::new(), strings(&["x"]), &k);
+        let k = 3;
+        let none = index.update(Values::new(), strings(&["x"]), k);
         assert_eq!(index.entry_count(), 1);
-        let back = index.update(none, Vec::new(), &k);
+        let back = index.update(none, Vec::new(), k);
         assert!(back.is_empty());
         assert_eq!(index.entry_count(), 0);
     }

@@ -11,7 +11,7 @@ use informer_core::{
 use parking_lot::RwLock;
 use smallvec::SmallVec;
 
-use crate::index::{Index, Map, Values, normalize};
+use crate::index::{Index, Map, SlotId, Values, normalize};
 
 /// A thread-safe, indexed map from key to object: the default [`Indexer`].
 ///
@@ -62,33 +62,122 @@ impl<K> Clone for NamedIndexFunc<K> {
 /// The index values of one object, one slot per registered index in registration order.
 type ValueSlots = SmallVec<[Values; 2]>;
 
-/// A stored object and the values it is currently filed under in each index.
-struct Entry<K> {
+/// A stored object, its key, and the values it is currently filed under in each index.
+struct Slot<K> {
+    key: ObjectKey,
     obj: Arc<K>,
     values: ValueSlots,
 }
 
+/// The stored objects: a slot table (indices file slot numbers) and key → slot.
+///
+/// Invariants: `positions` maps each stored key to an occupied slot holding that key; every
+/// occupied slot is mapped; `free` lists exactly the unoccupied slots.
+struct Content<K> {
+    positions: Map<ObjectKey, SlotId>,
+    slots: Vec<Option<Slot<K>>>,
+    free: Vec<SlotId>,
+}
+
 /// Everything behind the lock.
 struct State<K> {
-    items: Map<ObjectKey, Entry<K>>,
+    content: Content<K>,
     /// Append-only (indices are never removed), so its length tells work prepared outside the
     /// lock which index functions it has not seen yet.
     funcs: Arc<[NamedIndexFunc<K>]>,
     /// One index per entry of `funcs`, same order.
     indices: Vec<Index>,
-    /// Counts mutations of `items`, so `add_indexers` can tell whether the snapshot it indexed
+    /// Counts mutations of `content`, so `add_indexers` can tell whether the snapshot it indexed
     /// outside the lock is still current.
     writes: u64,
 }
 
-/// A store's content: the items and one index per registered function.
-type Content<K> = (Map<ObjectKey, Entry<K>>, Vec<Index>);
-
 /// Freshly computed, normalized values of one object for the index functions it was given.
-type FreshValues = Vec<Vec<String>>;
+type FreshValues = SmallVec<[Vec<String>; 2]>;
 
 fn fresh_values<K>(funcs: &[NamedIndexFunc<K>], obj: &K) -> FreshValues {
     funcs.iter().map(|f| normalize((f.func)(obj))).collect()
+}
+
+impl<K> Content<K> {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            positions: Map::with_capacity_and_hasher(capacity, Default::default()),
+            slots: Vec::with_capacity(capacity),
+            free: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    fn slot(&self, id: SlotId) -> Option<&Slot<K>> {
+        self.slots.get(id).and_then(Option::as_ref)
+    }
+
+    fn by_key(&self, key: &str) -> Option<&Slot<K>> {
+        self.positions.get(key).and_then(|&id| self.slot(id))
+    }
+
+    fn occupied(&self) -> impl Iterator<Item = (SlotId, &Slot<K>)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(id, s)| Some((id, s.as_ref()?)))
+    }
+
+    /// The slot a new object goes to.
+    fn vacant(&mut self) -> SlotId {
+        self.free.pop().unwrap_or(self.slots.len())
+    }
+
+    /// Occupies `id` (as returned by [`Content::vacant`]).
+    fn occupy(&mut self, id: SlotId, slot: Slot<K>) {
+        self.positions.insert(slot.key.clone(), id);
+        match self.slots.get_mut(id) {
+            Some(vacant) => *vacant = Some(slot),
+            None => self.slots.push(Some(slot)),
+        }
+    }
+
+    /// Empties the slot of `key`.
+    fn vacate(&mut self, key: &str) -> Option<(SlotId, Slot<K>)> {
+        let id = self.positions.remove(key)?;
+        let slot = self.slots.get_mut(id)?.take()?;
+        self.free.push(id);
+        Some((id, slot))
+    }
+
+    /// Files every object in new indices for `funcs`: appends one index per function to
+    /// `indices` and the matching value slot to every object. Runs user code: callers call it
+    /// before they change anything else, so a panicking index function leaves the store as it
+    /// was.
+    fn index_with(&mut self, funcs: &[NamedIndexFunc<K>], indices: &mut Vec<Index>) {
+        let prepared: Vec<(SlotId, FreshValues)> = self
+            .occupied()
+            .map(|(id, slot)| (id, fresh_values(funcs, &slot.obj)))
+            .collect();
+        self.file(prepared, funcs.len(), indices);
+    }
+
+    /// Appends `count` indices built from `prepared` values (no user code runs here).
+    fn file(
+        &mut self,
+        prepared: Vec<(SlotId, FreshValues)>,
+        count: usize,
+        indices: &mut Vec<Index>,
+    ) {
+        let mut added: Vec<Index> = (0..count).map(|_| Index::default()).collect();
+        for (id, fresh) in prepared {
+            if let Some(Some(slot)) = self.slots.get_mut(id) {
+                for (index, values) in added.iter_mut().zip(fresh) {
+                    slot.values.push(index.insert_all(values, id));
+                }
+            }
+        }
+        indices.extend(added);
+    }
 }
 
 impl<K: Object> IndexedStore<K> {
@@ -117,7 +206,7 @@ impl<K: Object> IndexedStore<K> {
 
     /// Whether an object is stored under `key`.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.state.read().items.contains_key(key)
+        self.state.read().content.positions.contains_key(key)
     }
 
     /// The current index functions (cheap: one reference-count increment).
@@ -140,11 +229,11 @@ impl<K: Object> IndexedStore<K> {
     fn with_index<T>(
         &self,
         name: &str,
-        f: impl FnOnce(&State<K>, &Index) -> T,
+        f: impl FnOnce(&Content<K>, &Index) -> T,
     ) -> Result<T, StoreError> {
         let state = self.state.read();
         let position = state.position(name).ok_or_else(|| not_found(name))?;
-        Ok(f(&state, &state.indices[position]))
+        Ok(f(&state.content, &state.indices[position]))
     }
 
     /// Inserts or overwrites; returns the previous object.
@@ -154,60 +243,63 @@ impl<K: Object> IndexedStore<K> {
         let funcs = self.funcs();
         let mut fresh = fresh_values(&funcs, &obj);
         let mut state = self.state.write();
-        // Indices registered since the snapshot (rare): compute their values now.
+        // Indices registered since the snapshot (rare): compute their values now, still before
+        // changing anything.
         for f in &state.funcs[funcs.len()..] {
             fresh.push(normalize((f.func)(&obj)));
         }
         state.writes += 1;
-        let State { items, indices, .. } = &mut *state;
-        match items.get_mut(key.as_str()) {
-            Some(entry) => {
-                let slots = mem::take(&mut entry.values);
-                entry.values = slots
-                    .into_iter()
-                    .zip(fresh)
-                    .zip(indices.iter_mut())
-                    .map(|((recorded, fresh), index)| index.update(recorded, fresh, &key))
-                    .collect();
-                Ok(Some(mem::replace(&mut entry.obj, obj)))
-            }
-            None => {
-                let values = fresh
-                    .into_iter()
-                    .zip(indices.iter_mut())
-                    .map(|(fresh, index)| index.insert_all(fresh, &key))
-                    .collect();
-                items.insert(key, Entry { obj, values });
-                Ok(None)
-            }
+        let State {
+            content, indices, ..
+        } = &mut *state;
+        let existing = content.positions.get(key.as_str()).copied();
+        if let Some(id) = existing
+            && let Some(Some(slot)) = content.slots.get_mut(id)
+        {
+            let recorded = mem::take(&mut slot.values);
+            slot.values = recorded
+                .into_iter()
+                .zip(fresh)
+                .zip(indices.iter_mut())
+                .map(|((recorded, fresh), index)| index.update(recorded, fresh, id))
+                .collect();
+            return Ok(Some(mem::replace(&mut slot.obj, obj)));
         }
+        let id = content.vacant();
+        let values = fresh
+            .into_iter()
+            .zip(indices.iter_mut())
+            .map(|(fresh, index)| index.insert_all(fresh, id))
+            .collect();
+        content.occupy(id, Slot { key, obj, values });
+        Ok(None)
     }
 
-    /// Builds the items and indices of `objects` for `funcs`, without touching the store.
+    /// Builds the content and indices of `objects` for `funcs`, without touching the store.
     fn build(
         &self,
         funcs: &[NamedIndexFunc<K>],
         objects: Vec<Arc<K>>,
-    ) -> Result<Content<K>, StoreError> {
-        let mut items = Map::with_capacity_and_hasher(objects.len(), Default::default());
+    ) -> Result<(Content<K>, Vec<Index>), StoreError> {
+        let mut content = Content::with_capacity(objects.len());
         let mut indices: Vec<Index> = funcs.iter().map(|_| Index::default()).collect();
         for obj in objects {
             let key = self.key_of(&obj)?;
-            if let Some(previous) = items.remove(key.as_str()) {
+            if let Some((id, earlier)) = content.vacate(key.as_str()) {
                 // A later duplicate wins, as in any map insertion; unfile the earlier one.
-                let previous: Entry<K> = previous;
-                for (index, recorded) in indices.iter_mut().zip(&previous.values) {
-                    index.remove_all(recorded, key.as_str());
+                for (index, recorded) in indices.iter_mut().zip(&earlier.values) {
+                    index.remove_all(recorded, id);
                 }
             }
+            let id = content.vacant();
             let values = fresh_values(funcs, &obj)
                 .into_iter()
                 .zip(indices.iter_mut())
-                .map(|(fresh, index)| index.insert_all(fresh, &key))
+                .map(|(fresh, index)| index.insert_all(fresh, id))
                 .collect();
-            items.insert(key, Entry { obj, values });
+            content.occupy(id, Slot { key, obj, values });
         }
-        Ok((items, indices))
+        Ok((content, indices))
     }
 }
 
@@ -215,29 +307,14 @@ impl<K> State<K> {
     fn position(&self, name: &str) -> Option<usize> {
         self.funcs.iter().position(|f| f.name == name)
     }
+}
 
-    /// The objects stored under `keys` (every key in an index is stored, by invariant).
-    fn objects<'a>(&self, keys: impl IntoIterator<Item = &'a ObjectKey>) -> Vec<Arc<K>> {
-        keys.into_iter()
-            .filter_map(|k| self.items.get(k.as_str()).map(|e| e.obj.clone()))
+impl<K> Content<K> {
+    /// The objects in `ids` (every slot an index files is occupied, by invariant).
+    fn objects<'a>(&self, ids: impl IntoIterator<Item = &'a SlotId>) -> Vec<Arc<K>> {
+        ids.into_iter()
+            .filter_map(|&id| self.slot(id).map(|s| s.obj.clone()))
             .collect()
-    }
-
-    /// Files every stored object in the indices of `funcs[from..]`, computing values under the
-    /// lock. Used only when an index was registered while work was prepared outside the lock.
-    fn index_missing(&mut self, from: usize) {
-        let funcs = self.funcs.clone();
-        for (offset, f) in funcs[from..].iter().enumerate() {
-            let position = from + offset;
-            for (key, entry) in &mut self.items {
-                if entry.values.len() > position {
-                    continue;
-                }
-                let values =
-                    self.indices[position].insert_all(normalize((f.func)(&entry.obj)), key);
-                entry.values.push(values);
-            }
-        }
     }
 }
 
@@ -278,7 +355,7 @@ impl<K> IndexedStoreBuilder<K> {
         IndexedStore {
             key_func: self.key_func,
             state: RwLock::new(State {
-                items: Map::default(),
+                content: Content::with_capacity(0),
                 funcs: funcs.into(),
                 indices,
                 writes: 0,
@@ -297,7 +374,7 @@ impl<K> fmt::Debug for IndexedStore<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state.read();
         f.debug_struct("IndexedStore")
-            .field("len", &state.items.len())
+            .field("len", &state.content.len())
             .field(
                 "indices",
                 &state.funcs.iter().map(|f| &f.name).collect::<Vec<_>>(),
@@ -318,11 +395,17 @@ impl<K> fmt::Debug for IndexedStoreBuilder<K> {
 
 impl<K: Object> KnownObjects<K> for IndexedStore<K> {
     fn list_keys(&self) -> Vec<ObjectKey> {
-        self.state.read().items.keys().cloned().collect()
+        self.state
+            .read()
+            .content
+            .positions
+            .keys()
+            .cloned()
+            .collect()
     }
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.state.read().items.get(key).map(|e| e.obj.clone())
+        self.state.read().content.by_key(key).map(|s| s.obj.clone())
     }
 }
 
@@ -343,17 +426,17 @@ impl<K: Object> Store<K> for IndexedStore<K> {
     fn delete_by_key(&self, key: &str) -> Option<Arc<K>> {
         let mut state = self.state.write();
         let State {
-            items,
+            content,
             indices,
             writes,
             ..
         } = &mut *state;
-        let entry = items.remove(key)?;
+        let (id, slot) = content.vacate(key)?;
         *writes += 1;
-        for (index, recorded) in indices.iter_mut().zip(&entry.values) {
-            index.remove_all(recorded, key);
+        for (index, recorded) in indices.iter_mut().zip(&slot.values) {
+            index.remove_all(recorded, id);
         }
-        Some(entry.obj)
+        Some(slot.obj)
     }
 
     fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
@@ -362,35 +445,32 @@ impl<K: Object> Store<K> for IndexedStore<K> {
     }
 
     fn list(&self) -> Vec<Arc<K>> {
-        self.state
-            .read()
-            .items
-            .values()
-            .map(|e| e.obj.clone())
-            .collect()
+        let state = self.state.read();
+        let content = &state.content;
+        let mut objects = Vec::with_capacity(content.len());
+        objects.extend(content.occupied().map(|(_, s)| s.obj.clone()));
+        objects
     }
 
     fn len(&self) -> usize {
-        self.state.read().items.len()
+        self.state.read().content.len()
     }
 
     fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
         // Build the new content and every index outside the lock; swap under it.
         let funcs = self.funcs();
-        let (mut items, mut indices) = self.build(&funcs, objects)?;
+        let (mut content, mut indices) = self.build(&funcs, objects)?;
         let old = {
             let mut state = self.state.write();
+            // Indices registered while we built (rare): index the new content for them too,
+            // before changing anything.
+            let registered = state.funcs.clone();
+            content.index_with(&registered[funcs.len()..], &mut indices);
             state.writes += 1;
-            mem::swap(&mut state.items, &mut items);
-            mem::swap(&mut state.indices, &mut indices);
-            // Indices registered while we built start empty; fill them (rare).
-            let built = funcs.len();
-            let registered = state.funcs.len();
-            state
-                .indices
-                .extend((built..registered).map(|_| Index::default()));
-            state.index_missing(built);
-            (items, indices)
+            (
+                mem::replace(&mut state.content, content),
+                mem::replace(&mut state.indices, indices),
+            )
         };
         // The old content is freed after the lock is released.
         drop(old);
@@ -402,26 +482,30 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
     fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
         let func = self.func(index_name)?;
         let values = normalize(func(obj));
-        self.with_index(index_name, |state, index| {
-            let mut keys: Vec<&ObjectKey> = values
+        self.with_index(index_name, |content, index| {
+            let mut ids: Vec<&SlotId> = values
                 .iter()
-                .filter_map(|v| index.keys(v))
+                .filter_map(|v| index.slots(v))
                 .flatten()
                 .collect();
             if values.len() > 1 {
                 // An object may be filed under several of the values: report it once.
-                keys.sort_unstable();
-                keys.dedup();
+                ids.sort_unstable();
+                ids.dedup();
             }
-            state.objects(keys)
+            content.objects(ids)
         })
     }
 
     fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.with_index(index_name, |_, index| {
+        self.with_index(index_name, |content, index| {
             index
-                .keys(value)
-                .map(|keys| keys.iter().cloned().collect())
+                .slots(value)
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(|&id| content.slot(id).map(|s| s.key.clone()))
+                        .collect()
+                })
                 .unwrap_or_default()
         })
     }
@@ -433,10 +517,10 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
     }
 
     fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
-        self.with_index(index_name, |state, index| {
+        self.with_index(index_name, |content, index| {
             index
-                .keys(value)
-                .map(|keys| state.objects(keys))
+                .slots(value)
+                .map(|ids| content.objects(ids))
                 .unwrap_or_default()
         })
     }
@@ -471,45 +555,39 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
             if let Some(err) = taken(&state) {
                 return Err(err);
             }
-            let snapshot: Vec<(ObjectKey, Arc<K>)> = state
-                .items
-                .iter()
-                .map(|(k, e)| (k.clone(), e.obj.clone()))
+            let snapshot: Vec<(SlotId, Arc<K>)> = state
+                .content
+                .occupied()
+                .map(|(id, s)| (id, s.obj.clone()))
                 .collect();
             (snapshot, state.writes)
         };
-        let prepared: Vec<FreshValues> = snapshot
+        let prepared: Vec<(SlotId, FreshValues)> = snapshot
             .iter()
-            .map(|(_, obj)| fresh_values(&added, obj))
+            .map(|(id, obj)| (*id, fresh_values(&added, obj)))
             .collect();
+        drop(snapshot);
 
         let mut state = self.state.write();
         if let Some(err) = taken(&state) {
             return Err(err);
         }
-        let from = state.funcs.len();
-        let count = added.len();
-        let mut funcs = state.funcs.to_vec();
-        funcs.extend(added);
-        state.funcs = funcs.into();
-        if state.writes == writes {
-            // ...and use it if nothing was written since (the usual case)...
-            let mut new_indices: Vec<Index> = (0..count).map(|_| Index::default()).collect();
-            let State { items, indices, .. } = &mut *state;
-            for ((key, _), fresh) in snapshot.iter().zip(prepared) {
-                // Every snapshot key is still stored: nothing was written since the snapshot.
-                if let Some(entry) = items.get_mut(key.as_str()) {
-                    for (index, values) in new_indices.iter_mut().zip(fresh) {
-                        entry.values.push(index.insert_all(values, key));
-                    }
-                }
-            }
-            indices.extend(new_indices);
+        let State {
+            content,
+            funcs,
+            indices,
+            writes: now,
+        } = &mut *state;
+        if *now == writes {
+            // ...and file it if nothing was written since (the usual case)...
+            content.file(prepared, added.len(), indices);
         } else {
             // ...or index the current content under the lock.
-            state.indices.extend((0..count).map(|_| Index::default()));
-            state.index_missing(from);
+            content.index_with(&added, indices);
         }
+        let mut all = funcs.to_vec();
+        all.extend(added);
+        *funcs = all.into();
         Ok(())
     }
 }
@@ -860,6 +938,56 @@ mod tests {
             sorted(store.list_index_func_values("hook").unwrap()),
             ["ns"]
         );
+    }
+
+    #[test]
+    fn deleted_slots_are_reused() {
+        let store = IndexedStore::<JsonObject>::new();
+        for name in ["a", "b", "c"] {
+            store.add(obj("ns", name, "web")).unwrap();
+        }
+        store.delete_by_key("ns/b").unwrap();
+        let d = obj("other", "d", "web");
+        store.add(d.clone()).unwrap();
+        {
+            let state = store.state.read();
+            assert_eq!(state.content.slots.len(), 3, "the freed slot was reused");
+            assert!(state.content.free.is_empty());
+        }
+        assert_eq!(
+            keys_of(&store.by_index(NAMESPACE_INDEX, "ns").unwrap()),
+            ["ns/a", "ns/c"]
+        );
+        assert!(Arc::ptr_eq(
+            &store.by_index(NAMESPACE_INDEX, "other").unwrap()[0],
+            &d
+        ));
+    }
+
+    #[test]
+    fn a_panicking_index_function_leaves_the_store_unchanged() {
+        let inner = label_index_func::<JsonObject>("app");
+        let fragile: IndexFunc<JsonObject> = Arc::new(move |o: &JsonObject| {
+            assert_ne!(o.name(), Some("boom"), "index function failure");
+            inner(o)
+        });
+        let store = IndexedStore::with_indexers([("app".to_owned(), fragile)].into());
+        let a = obj("ns", "a", "web");
+        store.add(a.clone()).unwrap();
+        let boom = obj("ns", "boom", "db");
+        let attempts: [&dyn Fn(); 2] = [&|| drop(store.add(boom.clone())), &|| {
+            drop(store.replace(vec![obj("ns", "z", "web"), boom.clone()], "1"))
+        }];
+        for attempt in attempts {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(attempt));
+            assert!(result.is_err());
+            assert_eq!(store.list_keys(), [ObjectKey::from_raw("ns/a")]);
+            assert!(Arc::ptr_eq(&store.by_index("app", "web").unwrap()[0], &a));
+            assert_eq!(store.list_index_func_values("app").unwrap(), ["web"]);
+        }
+        // Still usable: the lock is not poisoned.
+        store.add(obj("ns", "b", "db")).unwrap();
+        assert_eq!(store.len(), 2);
     }
 
     #[test]

@@ -69,10 +69,19 @@
 //!    frees the old content after releasing it; `add_indexers` indexes a snapshot of the content
 //!    outside the lock and installs it if no write happened meanwhile (otherwise it indexes under
 //!    the lock). Readers share a read lock and never block each other.
-//! 7. **Append-only indices.** Indices can be added ([`Indexer::add_indexers`], also over
+//! 7. **Panic safety.** Every index function runs before the store changes, so one that panics
+//!    (user code) leaves the store exactly as it was, and usable (the lock does not poison).
+//! 8. **Append-only indices.** Indices can be added ([`Indexer::add_indexers`], also over
 //!    existing data) but not removed or redefined, so the function behind an index name never
 //!    changes. `add_indexers` with a taken name fails with
 //!    [`StoreError::IndexExists`](informer_core::StoreError::IndexExists) and adds none.
+//!
+//! # Layout
+//!
+//! Objects live in a slot table; a map from key to slot finds them by key, and the indices file
+//! slot numbers, not keys, so `by_index` goes from a value straight to the objects without
+//! hashing their keys again. A deleted object's slot is reused by the next insertion; the table
+//! is rebuilt densely by `replace`.
 //!
 //! `replace` with an object that has no key fails with
 //! [`StoreError::Key`](informer_core::StoreError::Key) and leaves the store unchanged; if
