@@ -125,6 +125,9 @@ pub trait Store<K: Object>: KnownObjects<K> {
     }
     /// Replaces the whole content with `objects` atomically. `resource_version` is the list's
     /// resourceVersion, for stores that record it.
+    ///
+    /// If any object has no key the call fails with [`StoreError::Key`] and changes nothing;
+    /// when two objects share a key, the later one wins.
     fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
     /// A hook called on every informer resync; plain in-memory stores do nothing.
     fn resync(&self) -> Result<(), StoreError> {
