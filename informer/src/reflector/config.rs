@@ -100,7 +100,10 @@ pub struct ReflectorConfig<K> {
     pub field_selector: Option<String>,
     /// Applied to every object before it is queued.
     pub transform: Option<Transform<K>>,
-    /// Told about every failure. Failures are logged with `tracing` either way.
+    /// Told about every failure: failed requests, broken or undecodable streams, `ERROR`
+    /// events, objects without a name. Failures are logged with `tracing` either way. A
+    /// streaming list given up for lack of its end bookmark is not an error from the server:
+    /// it is logged and counted ([`Counters::streaming_fallbacks`]), not passed here.
     pub watch_error_handler: Option<WatchErrorHandler>,
     /// Seeds the random numbers (watch timeouts, backoff jitter); `None` seeds from the OS.
     /// A fixed seed makes a run against a deterministic server reproducible.

@@ -2,10 +2,9 @@
 //! [`ListerWatcher`], through disconnects, compactions and relists.
 //!
 //! Every decision (which request next, with which resourceVersion, after how long) is made by
-//! the sans-IO [`Machine`](informer_core::reflector::Machine) of `informer-core`, whose module
-//! documentation lists the rules. This module only performs what it asks: it sends the
-//! requests, reads the streams, waits on tokio's clock (virtual in paused tests), and turns
-//! what the server says into queue operations:
+//! the sans-IO [`Machine`] of `informer-core`, whose module documentation lists the rules. This
+//! module only performs what it asks: it sends the requests, reads the streams, waits on tokio's
+//! clock (virtual in paused tests), and turns what the server says into queue operations:
 //!
 //! | server                                   | queue                                        |
 //! |------------------------------------------|----------------------------------------------|
@@ -65,8 +64,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use informer_core::reflector::{EventAction, Machine, Next};
 use informer_core::{
-    Error, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher, Object, ObjectKey, Queue,
-    QueueError, WatchEvent, WatchOptions, key_of,
+    Error, ErrorClass, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher, Object,
+    ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
 };
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -537,20 +536,33 @@ impl<K: Object> Reflector<K> {
             Some(Next::Replace { .. }) | None => (None, Default::default()),
         };
         let message = error_chain(error);
-        tracing::warn!(
-            reflector = self.name(),
-            ?stage,
-            class = ?error.class(),
-            ?then,
-            ?delay,
-            "{message}"
-        );
+        let class = error.class();
+        if class == ErrorClass::Expired {
+            // Routine: history moved on while the watch was away; a relist follows.
+            tracing::info!(
+                reflector = self.name(),
+                ?stage,
+                ?class,
+                ?then,
+                ?delay,
+                "{message}"
+            );
+        } else {
+            tracing::warn!(
+                reflector = self.name(),
+                ?stage,
+                ?class,
+                ?then,
+                ?delay,
+                "{message}"
+            );
+        }
         {
             let mut observed = self.observed.lock();
             observed.errors += 1;
             observed.last_error = Some(LastError {
                 stage,
-                class: error.class(),
+                class,
                 message,
                 at: tokio::time::Instant::now().into_std(),
             });
