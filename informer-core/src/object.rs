@@ -8,7 +8,7 @@ static EMPTY_MAP: BTreeMap<String, String> = BTreeMap::new();
 /// A Kubernetes object as the informer machinery sees it: only its metadata matters.
 ///
 /// Every accessor borrows from the object; nothing is copied. With the `kube` feature this trait is
-/// implemented for every [`kube_core::Resource`] (all k8s-openapi types, kube-derive custom
+/// implemented for every `kube_core::Resource` (all k8s-openapi types, kube-derive custom
 /// resources, `DynamicObject`, `PartialObjectMeta`), so most users never implement it by hand.
 ///
 /// # Contract
