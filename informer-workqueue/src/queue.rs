@@ -541,10 +541,10 @@ where
         let now = Instant::now();
         // MAX_DELAY from any real instant is representable; were it not, the item is due at once.
         let at = now.checked_add(delay.min(MAX_DELAY)).unwrap_or(now);
-        if let Some(&(existing, _)) = self.waiting_index.get(&item) {
-            if existing <= at {
-                return false;
-            }
+        if let Some(&(existing, _)) = self.waiting_index.get(&item)
+            && existing <= at
+        {
+            return false;
         }
         let earliest_before = self.next_deadline();
         let seq = self.next_seq;

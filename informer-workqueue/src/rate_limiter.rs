@@ -277,8 +277,8 @@ impl TokenBucketRateLimiter {
 
     /// Like [`new`](Self::new), reading the time from `clock`.
     pub fn with_clock(qps: f64, burst: u32, clock: Arc<dyn Clock>) -> Result<Self> {
-        // `!(qps > 0.0)` also rejects NaN.
-        if !(qps > 0.0) || 1.0 / qps > MAX_DELAY.as_secs_f64() {
+        let positive = qps.partial_cmp(&0.0) == Some(std::cmp::Ordering::Greater); // not NaN
+        if !positive || 1.0 / qps > MAX_DELAY.as_secs_f64() {
             return Err(Error::InvalidRate {
                 qps,
                 max_interval_secs: MAX_DELAY.as_secs(),
