@@ -271,6 +271,33 @@ async fn expired_continue_tokens_get_410() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn the_next_continue_request_can_be_expired() {
+    let server = with_pods(5);
+    server.faults().expire_next_continues("pods", 1);
+    let lw = lw(&server);
+    let opts = ListOptions {
+        limit: Some(2),
+        ..ListOptions::default()
+    };
+    // The first page has no continue token: not affected.
+    let first = lw.list(&opts).await.unwrap();
+    assert_eq!(server.faults().pending().len(), 1);
+    let next_page = ListOptions {
+        continue_token: first.continue_token,
+        ..opts.clone()
+    };
+    let err = lw.list(&next_page).await.unwrap_err();
+    assert!(err.is_expired());
+    assert_eq!(
+        err.status().unwrap().message,
+        status::CONTINUE_EXPIRED_MESSAGE
+    );
+    // Used up: the same token works now.
+    assert_eq!(lw.list(&next_page).await.unwrap().items.len(), 2);
+    server.faults().assert_all_used();
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_old_server_ignores_send_initial_events() {
     let server = with_pods(2);
     server.faults().ignore_send_initial_events("pods", true);

@@ -579,3 +579,36 @@ async fn frames_render_as_wire_lines() {
     assert_eq!(v["object"]["code"], 410);
     assert!(WatchFrame::Broken.to_json_line(def).is_none());
 }
+
+#[tokio::test(start_paused = true)]
+async fn tests_can_wait_for_watches_and_requests() {
+    let server = FakeApiServer::new();
+    let client_lw = lw(&server, Some("a"));
+    let client = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let mut w = client_lw.watch(&from(0)).await.unwrap();
+        // Read until the watch ends.
+        while w.next().await.is_some() {}
+    });
+    let start = tokio::time::Instant::now();
+    let req = server.wait_for_request(|r| r.is_watch_of("pods")).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    assert_eq!(req.path, "/api/v1/namespaces/a/pods");
+    server.wait_for_open_watches("pods", 1).await;
+    assert_eq!(server.open_watches("pods"), 1);
+    assert_eq!(server.faults().drop_watches("pods"), 1);
+    server.wait_for_open_watches("pods", 0).await;
+    client.await.unwrap();
+    // A watch that ended is no longer open, even before it is dropped.
+    let mut w = lw(&server, None)
+        .watch(&WatchOptions {
+            timeout_seconds: Some(1),
+            ..from(0)
+        })
+        .await
+        .unwrap();
+    assert_eq!(server.open_watches("*"), 1);
+    assert_ends(&mut w).await;
+    assert_eq!(server.open_watches("*"), 0);
+    assert_eq!(server.faults().drop_watches("*"), 0);
+}

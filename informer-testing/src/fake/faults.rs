@@ -81,6 +81,14 @@ pub enum PendingFault {
         /// The answer.
         status: Status,
     },
+    /// The next `remaining` continue requests (lists with a continue token) in `scope` will
+    /// get 410 Expired.
+    ExpireContinues {
+        /// Where.
+        scope: Scope,
+        /// How many are left.
+        remaining: usize,
+    },
     /// The next watch started in `scope` will be closed after `events` events.
     DropWatchAfter {
         /// Where.
@@ -108,6 +116,10 @@ impl fmt::Display for PendingFault {
             } => write!(
                 f,
                 "fail the next {remaining} watch start(s) of {scope} with {status}"
+            ),
+            Self::ExpireContinues { scope, remaining } => write!(
+                f,
+                "expire the continue token of the next {remaining} list page(s) of {scope}"
             ),
             Self::DropWatchAfter { scope, events } => {
                 write!(f, "drop the next watch of {scope} after {events} event(s)")
@@ -145,6 +157,7 @@ pub(crate) struct FaultState {
     fail_lists: Vec<(Scope, usize, Status)>,
     fail_watches: Vec<(Scope, usize, Status)>,
     drop_after: Vec<(Scope, usize)>,
+    expire_continues: Vec<(Scope, usize)>,
     list_delay: Vec<(Scope, Duration)>,
     event_delay: Vec<(Scope, Duration)>,
     ignore_send_initial_events: Vec<Scope>,
@@ -168,6 +181,21 @@ impl FaultState {
 
     pub(crate) fn take_watch_failure(&mut self, def: &ResourceDef) -> Option<Status> {
         Self::take_failure(&mut self.fail_watches, def)
+    }
+
+    pub(crate) fn take_expire_continue(&mut self, def: &ResourceDef) -> bool {
+        let Some(i) = self
+            .expire_continues
+            .iter()
+            .position(|(s, n)| *n > 0 && s.covers(def))
+        else {
+            return false;
+        };
+        self.expire_continues[i].1 -= 1;
+        if self.expire_continues[i].1 == 0 {
+            self.expire_continues.remove(i);
+        }
+        true
     }
 
     pub(crate) fn take_drop_after(&mut self, def: &ResourceDef) -> Option<usize> {
@@ -205,6 +233,12 @@ impl FaultState {
                 scope: scope.clone(),
                 remaining: *remaining,
                 status: status.clone(),
+            });
+        }
+        for (scope, remaining) in &self.expire_continues {
+            out.push(PendingFault::ExpireContinues {
+                scope: scope.clone(),
+                remaining: *remaining,
             });
         }
         for (scope, events) in &self.drop_after {
@@ -329,6 +363,19 @@ impl Faults {
         let line = line.into();
         self.shared
             .inject(&scope.into(), |_| Some(Injection::Raw(line.clone())))
+    }
+
+    /// The next `count` list requests in `scope` that carry a continue token get 410 Expired
+    /// (`The provided continue parameter is too old...`), as when compaction overtakes a
+    /// paginated list between two pages.
+    pub fn expire_next_continues(&self, scope: impl Into<Scope>, count: usize) {
+        if count > 0 {
+            self.shared
+                .faults
+                .lock()
+                .expire_continues
+                .push((scope.into(), count));
+        }
     }
 
     /// Every continue token issued so far is expired: its next use gets 410.

@@ -65,7 +65,8 @@
 //! **Faults** ([`Faults`], from [`FakeApiServer::faults`]): fail the next N lists or watch
 //! starts with any [`status`]; drop or break every open watch; drop the next watch after K
 //! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open
-//! watches; expire every outstanding continue token; ignore `sendInitialEvents` like an old
+//! watches; expire every outstanding continue token, or the next N continue requests; ignore
+//! `sendInitialEvents` like an old
 //! server; write raw lines ([`RawLine`]) into open watches. One-shot faults not used up are
 //! listed by [`Faults::pending`].
 //!
@@ -74,6 +75,8 @@
 //! ends: `GET /api/v1/namespaces/a/pods?limit=500&resourceVersion=0`. Direct writes made by
 //! the test ([`FakeApiServer::create`], ...) are not requests and are not recorded; the
 //! request-layer writes ([`FakeApiServer::create_at`], ...) are.
+//! [`FakeApiServer::wait_for_request`] and [`FakeApiServer::wait_for_open_watches`] let a test
+//! wait for a client's next move without sleeping.
 //!
 //! # Example
 //!

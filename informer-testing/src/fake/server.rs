@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::continue_token::ContinueToken;
@@ -73,6 +74,8 @@ pub(crate) struct Shared {
     pub fault_generation: AtomicU64,
     pub watchers: Mutex<Vec<Weak<WatcherHandle>>>,
     pub log: Mutex<Vec<RequestRecord>>,
+    /// Bumped on every request recorded and every watch opened or closed.
+    pub activity: watch::Sender<u64>,
     pub bookmark_interval: Mutex<Duration>,
 }
 
@@ -87,7 +90,8 @@ impl Shared {
         watchers.retain(|w| w.strong_count() > 0);
         let mut n = 0;
         for w in watchers.iter().filter_map(Weak::upgrade) {
-            if scope.covers(&w.def)
+            if w.is_open()
+                && scope.covers(&w.def)
                 && let Some(injection) = make(&w)
             {
                 w.push(injection);
@@ -244,6 +248,7 @@ impl FakeApiServer {
                 fault_generation: AtomicU64::new(0),
                 watchers: Mutex::new(Vec::new()),
                 log: Mutex::new(Vec::new()),
+                activity: watch::channel(0).0,
             }),
         }
     }
@@ -334,6 +339,7 @@ impl FakeApiServer {
     /// `*_at` writes itself; front ends record anything else they serve, e.g. discovery).
     pub fn record_request(&self, record: RequestRecord) {
         self.shared.log.lock().push(record);
+        self.shared.activity.send_modify(|n| *n += 1);
     }
 
     /// Serves a list request (one page). Records it, applies scripted faults, validates the
@@ -348,7 +354,11 @@ impl FakeApiServer {
         ));
         let (failure, delay) = {
             let mut f = self.shared.faults.lock();
-            (f.take_list_failure(&target.def), f.list_delay(&target.def))
+            let failure = f.take_list_failure(&target.def).or_else(|| {
+                (query.continue_token.is_some() && f.take_expire_continue(&target.def))
+                    .then(status::continue_expired)
+            });
+            (failure, f.list_delay(&target.def))
         };
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
@@ -513,6 +523,7 @@ impl FakeApiServer {
             watchers.retain(|w| w.strong_count() > 0);
             watchers.push(Arc::downgrade(&watcher.handle));
         }
+        self.shared.activity.send_modify(|n| *n += 1);
         Ok(WatchSubscription::new(watcher))
     }
 
@@ -796,16 +807,66 @@ impl FakeApiServer {
         *self.shared.bookmark_interval.lock() = interval;
     }
 
-    /// How many watches are open in `scope`.
+    /// How many watches are open in `scope` (started, not ended, not dropped).
     pub fn open_watches(&self, scope: impl Into<Scope>) -> usize {
-        let scope = scope.into();
+        self.count_open(&scope.into())
+    }
+
+    fn count_open(&self, scope: &Scope) -> usize {
         let mut watchers = self.shared.watchers.lock();
         watchers.retain(|w| w.strong_count() > 0);
         watchers
             .iter()
             .filter_map(Weak::upgrade)
-            .filter(|w| scope.covers(&w.def))
+            .filter(|w| w.is_open() && scope.covers(&w.def))
             .count()
+    }
+
+    /// Waits until exactly `count` watches are open in `scope` (for example until a client has
+    /// re-established its watch, or has dropped it). Combine with a timeout in tests.
+    pub async fn wait_for_open_watches(&self, scope: impl Into<Scope>, count: usize) {
+        let scope = scope.into();
+        let mut rx = self.shared.activity.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if self.count_open(&scope) == count {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until the request log holds a request matching `predicate` and returns the
+    /// first such request (at once if one is already there). Combine with a timeout in tests.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// # use informer_testing::fake::FakeApiServer;
+    /// # let server = FakeApiServer::new();
+    /// # let lw = server.lister_watcher::<informer_testing::JsonObject>("pods", None).unwrap();
+    /// # let client = tokio::spawn(async move {
+    /// #     informer_core::ListerWatcher::watch(&lw, &Default::default()).await.map(|_| ())
+    /// # });
+    /// let watch = server.wait_for_request(|r| r.is_watch_of("pods")).await;
+    /// assert_eq!(watch.param("resourceVersion"), None);
+    /// # client.await.unwrap().unwrap();
+    /// # }
+    /// ```
+    pub async fn wait_for_request(
+        &self,
+        predicate: impl Fn(&RequestRecord) -> bool,
+    ) -> RequestRecord {
+        let mut rx = self.shared.activity.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if let Some(r) = self.shared.log.lock().iter().find(|r| predicate(r)) {
+                return r.clone();
+            }
+            // The sender lives as long as `self`: `changed` cannot fail here.
+            let _ = rx.changed().await;
+        }
     }
 
     /// Every request received so far, oldest first.

@@ -4,7 +4,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -191,6 +191,7 @@ pub(crate) struct WatcherHandle {
     pub allow_bookmarks: bool,
     mailbox: Mutex<VecDeque<Injection>>,
     notify: Notify,
+    closed: AtomicBool,
 }
 
 impl WatcherHandle {
@@ -200,7 +201,13 @@ impl WatcherHandle {
             allow_bookmarks,
             mailbox: Mutex::new(VecDeque::new()),
             notify: Notify::new(),
+            closed: AtomicBool::new(false),
         }
+    }
+
+    /// Whether the watch is still open (not ended, not dropped).
+    pub(crate) fn is_open(&self) -> bool {
+        !self.closed.load(Ordering::Acquire)
     }
 
     pub(crate) fn push(&self, injection: Injection) {
@@ -351,6 +358,8 @@ impl Watcher {
 
     fn finish(&mut self, frame: Option<WatchFrame>) -> Option<WatchFrame> {
         self.done = true;
+        self.handle.closed.store(true, Ordering::Release);
+        self.shared.activity.send_modify(|n| *n += 1);
         frame
     }
 
@@ -512,6 +521,13 @@ impl Watcher {
             *n = n.saturating_sub(1);
         }
         Some(frame)
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.handle.closed.store(true, Ordering::Release);
+        self.shared.activity.send_modify(|n| *n += 1);
     }
 }
 
