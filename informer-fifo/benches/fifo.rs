@@ -21,8 +21,11 @@ fn objects(n: usize, prefix: &str, namespaces: usize) -> Vec<Arc<JsonObject>> {
     (0..n)
         .map(|i| {
             Arc::new(
-                JsonObject::new(Some(&format!("ns-{}", i % namespaces)), &format!("{prefix}-{i}"))
-                    .with_resource_version(i.to_string()),
+                JsonObject::new(
+                    Some(&format!("ns-{}", i % namespaces)),
+                    &format!("{prefix}-{i}"),
+                )
+                .with_resource_version(i.to_string()),
             )
         })
         .collect()
@@ -77,7 +80,10 @@ fn push_pop<Q: Queue<JsonObject>>(
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(N as u64));
     g.sample_size(10);
-    for (name, input) in [("distinct_keys_100k", &distinct), ("hot_keys_10_x_10k", &hot)] {
+    for (name, input) in [
+        ("distinct_keys_100k", &distinct),
+        ("hot_keys_10_x_10k", &hot),
+    ] {
         g.bench_function(name, |b| {
             b.iter_batched(
                 || (make(None), input.clone()),
