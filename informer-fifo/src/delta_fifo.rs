@@ -392,10 +392,16 @@ impl<K: Object> State<K> {
             // Another pop is processing; its batch may come back.
             return None;
         }
-        let Some(key) = self.order.pop_front() else {
-            return self.closed.then_some(Err(QueueError::Closed));
+        // `order` holds exactly the keys of `items`; skipping a stray key keeps pop live even if
+        // that invariant were ever broken.
+        let (key, entry) = loop {
+            let Some(key) = self.order.pop_front() else {
+                return self.closed.then_some(Err(QueueError::Closed));
+            };
+            if let Some(entry) = self.items.remove(&key) {
+                break (key, entry);
+            }
         };
-        let entry = self.items.remove(&key)?;
         let newest_live = entry
             .deltas
             .last()

@@ -191,11 +191,12 @@ impl<K: Object> InOrderFifo<K> {
             let mut st = self.state.lock();
             st.busy = false;
             match outcome {
-                Outcome::Done => st.done(batch),
+                Outcome::Done => st.done(&batch),
                 Outcome::Requeue => st.requeue(batch),
             }
             st.parked > 0
         };
+        // A processed batch is dropped here, outside the lock.
         self.wake(wake);
     }
 }
@@ -450,7 +451,7 @@ impl<K: Object> State<K> {
     }
 
     /// The batch is gone: its keys have that much less pending.
-    fn done(&mut self, batch: Batch<K>) {
+    fn done(&mut self, batch: &Batch<K>) {
         for key in &batch.keys {
             if let Some(p) = self.pending.get_mut(key) {
                 p.count -= 1;
