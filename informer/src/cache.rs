@@ -1,0 +1,231 @@
+//! Read-only views of an informer's cache: [`CacheReader`] (the indexer's read API) and
+//! [`Lister`] / [`NamespacedLister`] (selectors, namespaces, indices). Only the informer's
+//! processing loop writes the cache; these types cannot.
+
+use std::fmt;
+use std::sync::Arc;
+
+use informer_core::selector::LabelSelector;
+use informer_core::{Indexer, NAMESPACE_INDEX, Object, ObjectKey, StoreError};
+
+/// Read access to an informer's cache. Cheap to clone. Every object is handed out as the
+/// `Arc` the cache holds: nothing is copied.
+pub struct CacheReader<K> {
+    indexer: Arc<dyn Indexer<K>>,
+}
+
+impl<K> Clone for CacheReader<K> {
+    fn clone(&self) -> Self {
+        Self {
+            indexer: Arc::clone(&self.indexer),
+        }
+    }
+}
+
+impl<K: Object> CacheReader<K> {
+    /// A reader over `indexer` (the informer hands these out; build one yourself only over an
+    /// indexer you do not write to either).
+    pub fn new(indexer: Arc<dyn Indexer<K>>) -> Self {
+        Self { indexer }
+    }
+
+    /// The object under `key` (`namespace/name`, or `name` when cluster-scoped).
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.indexer.get_by_key(key)
+    }
+
+    /// The cached object with `obj`'s key.
+    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        self.indexer.get(obj)
+    }
+
+    /// Every cached object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.indexer.list()
+    }
+
+    /// Every key.
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.indexer.list_keys()
+    }
+
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.indexer.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.indexer.is_empty()
+    }
+
+    /// Objects whose index `index_name` contains `value`.
+    pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.indexer.by_index(index_name, value)
+    }
+
+    /// Keys of the objects whose index `index_name` contains `value`.
+    pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.indexer.index_keys(index_name, value)
+    }
+
+    /// Every value present in index `index_name`.
+    pub fn list_index_func_values(&self, index_name: &str) -> Result<Vec<String>, StoreError> {
+        self.indexer.list_index_func_values(index_name)
+    }
+
+    /// Objects sharing at least one value of index `index_name` with `obj`.
+    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
+        self.indexer.index(index_name, obj)
+    }
+
+    /// The names of the indices.
+    pub fn index_names(&self) -> Vec<String> {
+        self.indexer.index_names()
+    }
+}
+
+impl<K> fmt::Debug for CacheReader<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheReader").finish_non_exhaustive()
+    }
+}
+
+/// Queries over an informer's cache, the way controllers ask them: by label selector, by
+/// namespace and name, by index. Results are the cached `Arc`s.
+///
+/// [`get`](Self::get) and the namespaced views assume the default `namespace/name` keys.
+///
+/// ```
+/// use std::sync::Arc;
+/// use informer::{CacheReader, LabelSelector, Lister, Store};
+/// use informer_store::IndexedStore;
+/// use informer_testing::JsonObject;
+///
+/// let store = Arc::new(IndexedStore::<JsonObject>::new());
+/// store.add(Arc::new(JsonObject::new(Some("prod"), "web-0").with_label("app", "web"))).unwrap();
+/// store.add(Arc::new(JsonObject::new(Some("dev"), "web-0").with_label("app", "web"))).unwrap();
+/// store.add(Arc::new(JsonObject::new(Some("prod"), "db-0").with_label("app", "db"))).unwrap();
+///
+/// let lister = Lister::new(CacheReader::new(store));
+/// let web = LabelSelector::parse("app=web").unwrap();
+/// assert_eq!(lister.list(&web).len(), 2);
+/// assert_eq!(lister.namespaced("prod").list(&web).len(), 1);
+/// assert!(lister.get(Some("dev"), "web-0").is_some());
+/// assert!(lister.namespaced("dev").get("db-0").is_none());
+/// ```
+pub struct Lister<K> {
+    reader: CacheReader<K>,
+}
+
+impl<K> Clone for Lister<K> {
+    fn clone(&self) -> Self {
+        Self {
+            reader: self.reader.clone(),
+        }
+    }
+}
+
+impl<K: Object> Lister<K> {
+    /// A lister over a cache reader.
+    pub fn new(reader: CacheReader<K>) -> Self {
+        Self { reader }
+    }
+
+    /// The reader underneath.
+    pub fn reader(&self) -> &CacheReader<K> {
+        &self.reader
+    }
+
+    /// Every object whose labels match `selector` (all of them for an empty selector).
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
+        let mut all = self.reader.list();
+        if !selector.is_empty() {
+            all.retain(|o| selector.matches_object(o.as_ref()));
+        }
+        all
+    }
+
+    /// Every cached object.
+    pub fn list_all(&self) -> Vec<Arc<K>> {
+        self.reader.list()
+    }
+
+    /// The object `name` in `namespace` (`None` for cluster-scoped objects).
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        let key = ObjectKey::new(namespace, name).ok()?;
+        self.reader.get_by_key(key.as_str())
+    }
+
+    /// A view of one namespace.
+    pub fn namespaced(&self, namespace: impl Into<String>) -> NamespacedLister<K> {
+        NamespacedLister {
+            reader: self.reader.clone(),
+            namespace: namespace.into(),
+        }
+    }
+
+    /// Objects whose index `index_name` contains `value`.
+    pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        self.reader.by_index(index_name, value)
+    }
+}
+
+impl<K> fmt::Debug for Lister<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lister").finish_non_exhaustive()
+    }
+}
+
+/// A [`Lister`] limited to one namespace.
+pub struct NamespacedLister<K> {
+    reader: CacheReader<K>,
+    namespace: String,
+}
+
+impl<K> Clone for NamespacedLister<K> {
+    fn clone(&self) -> Self {
+        Self {
+            reader: self.reader.clone(),
+            namespace: self.namespace.clone(),
+        }
+    }
+}
+
+impl<K: Object> NamespacedLister<K> {
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The namespace's objects whose labels match `selector`. Uses the namespace index when
+    /// the cache has one, else scans.
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
+        let mut found = match self.reader.by_index(NAMESPACE_INDEX, &self.namespace) {
+            Ok(found) => found,
+            Err(_) => {
+                let mut all = self.reader.list();
+                all.retain(|o| o.namespace() == Some(self.namespace.as_str()));
+                all
+            }
+        };
+        if !selector.is_empty() {
+            found.retain(|o| selector.matches_object(o.as_ref()));
+        }
+        found
+    }
+
+    /// The object `name` in this namespace.
+    pub fn get(&self, name: &str) -> Option<Arc<K>> {
+        let key = ObjectKey::new(Some(&self.namespace), name).ok()?;
+        self.reader.get_by_key(key.as_str())
+    }
+}
+
+impl<K> fmt::Debug for NamespacedLister<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NamespacedLister")
+            .field("namespace", &self.namespace)
+            .finish_non_exhaustive()
+    }
+}

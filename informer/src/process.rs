@@ -1,0 +1,430 @@
+//! The processing rules: how one batch of deltas changes the cache and what handlers hear.
+//!
+//! | delta                                  | cache holds the key?          | cache       | handlers hear                      |
+//! |----------------------------------------|-------------------------------|-------------|------------------------------------|
+//! | `Added` `Updated` `Replaced` `Sync`    | no                            | add         | `on_add(new, initial)`             |
+//! |                                        | yes, same UID (or either none)| update      | `on_update(old, new)` (¹)          |
+//! |                                        | yes, other UID, `DeleteAndAdd`| update      | `on_delete(tombstone(old))`, `on_add(new, initial)` |
+//! |                                        | yes, other UID, `Update`      | update      | `on_update(old, new)` (¹)          |
+//! | `Deleted` (object or tombstone)        | yes                           | delete      | `on_delete(final object or tombstone)` |
+//! |                                        | no                            | —           | nothing (²)                        |
+//!
+//! (¹) When `old` and `new` have the same resourceVersion (a resync, or a relist that saw no
+//! change) the update is a *sync*: it goes only to handlers whose resync period is due. When
+//! the queue hands back the very `Arc` the cache holds, the cache is not written.
+//!
+//! (²) Upstream notifies handlers of a deletion the cache never held; here handlers only hear
+//! about objects they were told exist, so folding a handler's notifications always gives the
+//! cache. (The queues already drop deletions of keys they do not know.)
+//!
+//! `initial` is whether the queue had not yet synced when the batch was popped: true for the
+//! objects of the first full list.
+//!
+//! A delta the cache refuses (a backend error, an object without a key) is reported and
+//! skipped; the rest of the batch is applied. Nothing here waits.
+
+use std::sync::Arc;
+
+use informer_core::{
+    Delta, DeltaType, Indexer, KeyFunc, Notification, Object, ObjectOrTombstone, ObjectSummary,
+    StoreError, Tombstone,
+};
+
+use crate::config::UidChange;
+
+/// Where the rules send notifications. `is_sync` marks equal-resourceVersion updates.
+pub(crate) trait Sink<K> {
+    fn notify(&mut self, notification: Notification<K>, is_sync: bool);
+}
+
+/// The parameters of the rules.
+pub(crate) struct Rules<'a, K> {
+    pub(crate) indexer: &'a dyn Indexer<K>,
+    pub(crate) key_func: &'a KeyFunc<K>,
+    pub(crate) uid_change: UidChange,
+    pub(crate) informer: &'a str,
+}
+
+/// What one batch did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchOutcome {
+    pub(crate) applied: usize,
+    pub(crate) errors: usize,
+}
+
+impl<K: Object> Rules<'_, K> {
+    /// Applies `deltas` in order.
+    pub(crate) fn apply(
+        &self,
+        deltas: &[Delta<K>],
+        initial: bool,
+        sink: &mut impl Sink<K>,
+    ) -> BatchOutcome {
+        let mut outcome = BatchOutcome::default();
+        for delta in deltas {
+            match self.apply_one(delta, initial, sink) {
+                Ok(()) => outcome.applied += 1,
+                Err(error) => {
+                    outcome.errors += 1;
+                    tracing::warn!(
+                        informer = self.informer,
+                        kind = ?delta.kind,
+                        object = ?delta.object,
+                        error = %error_chain(&error),
+                        "cannot apply delta to the cache; skipped"
+                    );
+                }
+            }
+        }
+        outcome
+    }
+
+    fn apply_one(
+        &self,
+        delta: &Delta<K>,
+        initial: bool,
+        sink: &mut impl Sink<K>,
+    ) -> Result<(), StoreError> {
+        match delta.kind {
+            DeltaType::Added | DeltaType::Updated | DeltaType::Replaced | DeltaType::Sync => {
+                // Only deletions carry tombstones; take the last known state if a queue
+                // hands one anyway.
+                let new = delta.object.object();
+                match self.indexer.get(new)? {
+                    None => {
+                        self.indexer.add(Arc::clone(new))?;
+                        sink.notify(
+                            Notification::Add {
+                                object: Arc::clone(new),
+                                is_in_initial_list: initial,
+                            },
+                            false,
+                        );
+                    }
+                    Some(old) => {
+                        let replaced_by_namesake = self.uid_change == UidChange::DeleteAndAdd
+                            && matches!((old.uid(), new.uid()), (Some(a), Some(b)) if a != b);
+                        if !Arc::ptr_eq(&old, new) {
+                            self.indexer.update(Arc::clone(new))?;
+                        }
+                        if replaced_by_namesake {
+                            let key = (self.key_func)(&old)?;
+                            tracing::debug!(
+                                informer = self.informer,
+                                old = %ObjectSummary(old.as_ref()),
+                                new = %ObjectSummary(new.as_ref()),
+                                "UID changed: delivering delete then add"
+                            );
+                            sink.notify(
+                                Notification::Delete(ObjectOrTombstone::Tombstone(Tombstone {
+                                    key,
+                                    last_known: old,
+                                })),
+                                false,
+                            );
+                            sink.notify(
+                                Notification::Add {
+                                    object: Arc::clone(new),
+                                    is_in_initial_list: initial,
+                                },
+                                false,
+                            );
+                        } else {
+                            let is_sync = old.resource_version() == new.resource_version();
+                            sink.notify(
+                                Notification::Update {
+                                    old,
+                                    new: Arc::clone(new),
+                                },
+                                is_sync,
+                            );
+                        }
+                    }
+                }
+            }
+            DeltaType::Deleted => {
+                let removed = match &delta.object {
+                    ObjectOrTombstone::Object(obj) => self.indexer.delete(obj)?,
+                    ObjectOrTombstone::Tombstone(t) => self.indexer.delete_by_key(t.key.as_str()),
+                };
+                match removed {
+                    Some(_) => sink.notify(Notification::Delete(delta.object.clone()), false),
+                    None => tracing::debug!(
+                        informer = self.informer,
+                        object = ?delta.object,
+                        "deletion of an object the cache does not hold; not delivered"
+                    ),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An error and its sources, joined with ": ".
+pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+    use informer_core::{KeyError, KnownObjects, ObjectKey, Store, key_of};
+    use informer_store::IndexedStore;
+    use informer_testing::JsonObject;
+
+    #[derive(Default)]
+    struct Recorder(Vec<(String, bool)>);
+
+    impl Sink<JsonObject> for Recorder {
+        fn notify(&mut self, n: Notification<JsonObject>, is_sync: bool) {
+            self.0.push((format!("{n:?}"), is_sync));
+        }
+    }
+
+    fn obj(name: &str, rv: &str, uid: &str) -> Arc<JsonObject> {
+        Arc::new(
+            JsonObject::new(Some("ns"), name)
+                .with_resource_version(rv)
+                .with_uid(uid),
+        )
+    }
+
+    fn run(
+        store: &IndexedStore<JsonObject>,
+        uid_change: UidChange,
+        deltas: &[Delta<JsonObject>],
+        initial: bool,
+    ) -> (Vec<(String, bool)>, BatchOutcome) {
+        let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
+        let rules = Rules {
+            indexer: store,
+            key_func: &key_func,
+            uid_change,
+            informer: "test",
+        };
+        let mut rec = Recorder::default();
+        let outcome = rules.apply(deltas, initial, &mut rec);
+        (rec.0, outcome)
+    }
+
+    fn rv_of(store: &IndexedStore<JsonObject>, key: &str) -> Option<String> {
+        store
+            .get_by_key(key)
+            .and_then(|o| o.resource_version().map(str::to_owned))
+    }
+
+    #[test]
+    fn every_upsert_kind_adds_an_absent_key_with_the_initial_flag() {
+        for kind in [
+            DeltaType::Added,
+            DeltaType::Updated,
+            DeltaType::Replaced,
+            DeltaType::Sync,
+        ] {
+            let store = IndexedStore::new();
+            let (seen, outcome) = run(
+                &store,
+                UidChange::DeleteAndAdd,
+                &[Delta::new(kind, obj("a", "1", "u1"))],
+                true,
+            );
+            assert_eq!(
+                seen,
+                [("Add(ns/a@1, initial: true)".to_owned(), false)],
+                "{kind:?}"
+            );
+            assert_eq!(outcome.applied, 1);
+            assert_eq!(rv_of(&store, "ns/a").as_deref(), Some("1"));
+        }
+    }
+
+    #[test]
+    fn upsert_of_a_held_key_updates_and_marks_equal_versions_as_sync() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Updated, obj("a", "2", "u1")),
+                Delta::new(DeltaType::Replaced, obj("a", "2", "u1")),
+                Delta::new(DeltaType::Added, obj("a", "3", "u1")),
+            ],
+            false,
+        );
+        assert_eq!(
+            seen,
+            [
+                ("Update(ns/a@1 -> ns/a@2)".to_owned(), false),
+                ("Update(ns/a@2 -> ns/a@2)".to_owned(), true),
+                ("Update(ns/a@2 -> ns/a@3)".to_owned(), false),
+            ]
+        );
+        assert_eq!(rv_of(&store, "ns/a").as_deref(), Some("3"));
+    }
+
+    #[test]
+    fn a_sync_of_the_stored_arc_does_not_write_the_cache() {
+        let store = IndexedStore::new();
+        let stored = obj("a", "1", "u1");
+        store.add(Arc::clone(&stored)).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[Delta::new(DeltaType::Sync, Arc::clone(&stored))],
+            false,
+        );
+        assert_eq!(seen, [("Update(ns/a@1 -> ns/a@1)".to_owned(), true)]);
+        assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &stored));
+    }
+
+    #[test]
+    fn uid_change_is_delete_then_add_by_default() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[Delta::new(DeltaType::Replaced, obj("a", "7", "u2"))],
+            false,
+        );
+        assert_eq!(
+            seen,
+            [
+                (
+                    "Delete(Tombstone(ns/a, last_known: ns/a@1))".to_owned(),
+                    false
+                ),
+                ("Add(ns/a@7, initial: false)".to_owned(), false),
+            ]
+        );
+        assert_eq!(store.get_by_key("ns/a").unwrap().uid(), Some("u2"));
+    }
+
+    #[test]
+    fn uid_change_is_an_update_in_client_go_mode() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::Update,
+            &[Delta::new(DeltaType::Replaced, obj("a", "7", "u2"))],
+            false,
+        );
+        assert_eq!(seen, [("Update(ns/a@1 -> ns/a@7)".to_owned(), false)]);
+    }
+
+    #[test]
+    fn missing_uids_never_count_as_a_change() {
+        let store = IndexedStore::new();
+        store
+            .add(Arc::new(
+                JsonObject::new(Some("ns"), "a").with_resource_version("1"),
+            ))
+            .unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[Delta::new(DeltaType::Updated, obj("a", "2", "u2"))],
+            false,
+        );
+        assert_eq!(seen, [("Update(ns/a@1 -> ns/a@2)".to_owned(), false)]);
+    }
+
+    #[test]
+    fn deletions_carry_the_final_object_or_the_tombstone() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        store.add(obj("b", "2", "u2")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Deleted, obj("a", "3", "u1")),
+                Delta::tombstone(ObjectKey::from_raw("ns/b"), obj("b", "2", "u2")),
+            ],
+            false,
+        );
+        assert_eq!(
+            seen,
+            [
+                ("Delete(Object(ns/a@3))".to_owned(), false),
+                (
+                    "Delete(Tombstone(ns/b, last_known: ns/b@2))".to_owned(),
+                    false
+                ),
+            ]
+        );
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn deletion_of_an_unknown_key_is_not_delivered() {
+        let store = IndexedStore::new();
+        let (seen, outcome) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Deleted, obj("a", "3", "u1")),
+                Delta::tombstone(ObjectKey::from_raw("ns/b"), obj("b", "2", "u2")),
+            ],
+            false,
+        );
+        assert!(seen.is_empty());
+        assert_eq!(outcome.applied, 2);
+    }
+
+    #[test]
+    fn one_refused_delta_is_skipped_and_the_batch_goes_on() {
+        let store = IndexedStore::new();
+        let nameless = Arc::new(JsonObject::default());
+        let (seen, outcome) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Added, nameless),
+                Delta::new(DeltaType::Added, obj("a", "1", "u1")),
+            ],
+            false,
+        );
+        assert_eq!(
+            outcome,
+            BatchOutcome {
+                applied: 1,
+                errors: 1
+            }
+        );
+        assert_eq!(seen, [("Add(ns/a@1, initial: false)".to_owned(), false)]);
+        assert!(matches!(
+            store.get(&JsonObject::default()),
+            Err(StoreError::Key(KeyError::MissingName { .. }))
+        ));
+    }
+
+    #[test]
+    fn add_and_delete_in_one_batch_leave_nothing_and_say_both() {
+        let store = IndexedStore::new();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Added, obj("a", "1", "u1")),
+                Delta::new(DeltaType::Updated, obj("a", "2", "u1")),
+                Delta::new(DeltaType::Deleted, obj("a", "3", "u1")),
+            ],
+            false,
+        );
+        assert_eq!(seen.len(), 3);
+        assert!(store.list_keys().is_empty());
+    }
+}
