@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 
 use informer_core::{Object, non_empty};
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 /// A Kubernetes object of any kind: typed `metadata`, every other field kept as JSON.
@@ -11,11 +14,10 @@ use serde_json::{Map, Value};
 /// It serializes to and from the API server's JSON unchanged (unknown metadata fields are kept
 /// in [`JsonMeta::other`]). The fake API server stores objects in this form, the conformance
 /// suites use it, and tests can use it as the informer's object type without pulling in
-/// k8s-openapi.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// k8s-openapi. Decoding is a single pass (no `serde(flatten)` buffering).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct JsonObject {
     /// `metadata`.
-    #[serde(default)]
     pub metadata: JsonMeta,
     /// Every other top-level field (`apiVersion`, `kind`, `spec`, `status`, `data`, ...).
     #[serde(flatten)]
@@ -23,7 +25,7 @@ pub struct JsonObject {
 }
 
 /// The metadata fields informers read, plus the rest as JSON.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct JsonMeta {
     /// `metadata.name`.
@@ -47,6 +49,70 @@ pub struct JsonMeta {
     /// Every other metadata field (`generateName`, `creationTimestamp`, `managedFields`, ...).
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+impl<'de> Deserialize<'de> for JsonObject {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = JsonObject;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a Kubernetes object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonObject, A::Error> {
+                let mut obj = JsonObject::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "metadata" {
+                        obj.metadata = map.next_value::<Option<JsonMeta>>()?.unwrap_or_default();
+                    } else {
+                        let value = map.next_value::<Value>()?;
+                        obj.fields.insert(key, value);
+                    }
+                }
+                Ok(obj)
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for JsonMeta {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetaVisitor;
+        impl<'de> Visitor<'de> for MetaVisitor {
+            type Value = JsonMeta;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("object metadata")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonMeta, A::Error> {
+                let mut meta = JsonMeta::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "name" => meta.name = map.next_value()?,
+                        "namespace" => meta.namespace = map.next_value()?,
+                        "uid" => meta.uid = map.next_value()?,
+                        "resourceVersion" => meta.resource_version = map.next_value()?,
+                        "labels" => {
+                            meta.labels = map
+                                .next_value::<Option<BTreeMap<String, String>>>()?
+                                .unwrap_or_default();
+                        }
+                        "annotations" => {
+                            meta.annotations = map
+                                .next_value::<Option<BTreeMap<String, String>>>()?
+                                .unwrap_or_default();
+                        }
+                        _ => {
+                            let value = map.next_value::<Value>()?;
+                            meta.other.insert(key, value);
+                        }
+                    }
+                }
+                Ok(meta)
+            }
+        }
+        deserializer.deserialize_map(MetaVisitor)
+    }
 }
 
 impl JsonObject {
@@ -121,5 +187,17 @@ mod tests {
         assert_eq!(obj.labels().get("x").map(String::as_str), Some("y"));
         let back: Value = serde_json::to_value(&obj).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    #[test]
+    fn null_and_missing_metadata_decode_as_empty() {
+        let obj: JsonObject = serde_json::from_str(r#"{"kind":"X","metadata":null}"#).unwrap();
+        assert_eq!(obj.name(), None);
+        let obj: JsonObject =
+            serde_json::from_str(r#"{"metadata":{"name":"a","labels":null}}"#).unwrap();
+        assert_eq!(obj.name(), Some("a"));
+        assert!(obj.labels().is_empty());
+        assert!(serde_json::from_str::<JsonObject>(r#"{"metadata":{"name":5}}"#).is_err());
+        assert!(serde_json::from_str::<JsonObject>("[1]").is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! Conformance suite for [`Indexer`] backends: every rule of the [`Store`] and [`Indexer`]
+//! Conformance suite for [`Indexer`] backends: every rule of the [`Store`](informer_core::Store) and [`Indexer`]
 //! contracts as a named check, a model-based property test, and a concurrency check.
 //!
 //! A backend passes with one call per suite, giving a constructor that builds an empty backend
