@@ -92,7 +92,10 @@
 //!    `add_after`. Per-item limiters remember failures until `forget`.
 //!
 //! All state of a queue sits behind one `parking_lot` mutex, held only for short, non-async
-//! sections; no lock is held across an `.await`.
+//! sections; no lock is held across an `.await`. Each item is stored at most twice (its state
+//! in a `foldhash` map, and once in the FIFO while queued); `get` touches the `Notify` only
+//! when nothing is ready, and spends one unit of tokio's cooperative budget like a channel
+//! receive, so a worker that always finds work still lets its thread's other tasks run.
 //!
 //! # Metrics
 //!

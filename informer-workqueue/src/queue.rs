@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use foldhash::fast::RandomState;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -166,23 +167,20 @@ where
         tokio::task::coop::consume_budget().await;
         let shared = &*self.shared;
         loop {
-            // Register for wake-ups before looking, so an add between the look and the wait is
-            // not missed.
+            // Fast path: an item is ready, no need to touch the Notify.
+            match shared.take() {
+                Take::Item(item) => return Some(item),
+                Take::ShutDown => return None,
+                Take::Empty { .. } => {}
+            }
+            // Register for wake-ups, then look again, so an add between the first look and the
+            // wait is not missed.
             let mut notified = pin!(shared.ready.notified());
             notified.as_mut().enable();
-            let deadline = {
-                let mut state = shared.state.lock();
-                let pushed = state.promote_due();
-                if let Some(item) = state.pop() {
-                    drop(state);
-                    // Our own pop consumed one of the pushed items.
-                    shared.wake(pushed.saturating_sub(1));
-                    return Some(item);
-                }
-                if state.shutting_down {
-                    return None;
-                }
-                state.next_deadline()
+            let deadline = match shared.take() {
+                Take::Item(item) => return Some(item),
+                Take::ShutDown => return None,
+                Take::Empty { next_deadline } => next_deadline,
             };
             match deadline {
                 None => notified.await,
@@ -310,6 +308,37 @@ pub(crate) struct Shared<T> {
     drained: Notify,
 }
 
+/// What [`Shared::take`] found.
+enum Take<T> {
+    /// An item, now processing.
+    Item(T),
+    /// Nothing queued, and the queue is shutting down.
+    ShutDown,
+    /// Nothing queued yet; the earliest delayed item is due at `next_deadline`.
+    Empty { next_deadline: Option<Instant> },
+}
+
+impl<T: Clone + Eq + Hash> Shared<T> {
+    /// Takes the next item if one is queued (after moving due delayed items to the queue).
+    fn take(&self) -> Take<T> {
+        let mut state = self.state.lock();
+        let pushed = state.promote_due();
+        if let Some(item) = state.pop() {
+            drop(state);
+            // Our own pop consumed one of the pushed items.
+            self.wake(pushed.saturating_sub(1));
+            return Take::Item(item);
+        }
+        if state.shutting_down {
+            Take::ShutDown
+        } else {
+            Take::Empty {
+                next_deadline: state.next_deadline(),
+            }
+        }
+    }
+}
+
 impl<T> Shared<T> {
     /// Wakes one idle worker per newly queued item.
     fn wake(&self, pushed: usize) {
@@ -412,10 +441,10 @@ pub(crate) enum TraceEvent<T> {
 ///   heap entry; heap entries that do not match it are stale and skipped.
 struct State<T> {
     queue: VecDeque<T>,
-    items: HashMap<T, ItemState>,
+    items: HashMap<T, ItemState, RandomState>,
     processing: usize,
     waiting: BinaryHeap<Waiting<T>>,
-    waiting_index: HashMap<T, (Instant, u64)>,
+    waiting_index: HashMap<T, (Instant, u64), RandomState>,
     next_seq: u64,
     shutting_down: bool,
     draining: bool,
@@ -434,10 +463,10 @@ where
         let _ = recorder;
         Self {
             queue: VecDeque::new(),
-            items: HashMap::new(),
+            items: HashMap::default(),
             processing: 0,
             waiting: BinaryHeap::new(),
-            waiting_index: HashMap::new(),
+            waiting_index: HashMap::default(),
             next_seq: 0,
             shutting_down: false,
             draining: false,
