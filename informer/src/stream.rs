@@ -78,7 +78,7 @@ impl<K: Object> EventStream<K> {
     }
 
     /// How many notifications are waiting to be yielded.
-    pub fn buffered(&self) -> usize {
+    pub fn backlog(&self) -> usize {
         self.listener.buffered()
     }
 }
