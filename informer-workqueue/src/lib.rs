@@ -22,8 +22,9 @@
 //!   `prometheus_client` registry (see [Metrics](#metrics)).
 //!
 //! Delaying lives inside `WorkQueue` rather than in a wrapper (as it does upstream) because a
-//! delayed item must wake idle workers when it falls due: inside the queue that is one timer in
-//! the `get` that is already waiting, where a wrapper would need a background task per queue.
+//! delayed item must wake idle workers when it falls due: inside the queue, the idle `get`s
+//! themselves sleep until the earliest deadline, where a wrapper would need a background task
+//! per queue (upstream: a goroutine).
 //!
 //! # Example: a worker loop
 //!
