@@ -609,6 +609,66 @@ impl FakeApiServer {
             .patch(target.res, target.namespace(), name, patch)
     }
 
+    /// `PATCH` of an object with a patch the front end applies itself (a strategic merge patch
+    /// approximation, a JSON patch): `apply` turns the current object into the new one under
+    /// the store lock, so no write falls in between. A `metadata.resourceVersion` that `apply`
+    /// leaves different from the current one is a precondition (409 Conflict), as for merge
+    /// patches. Recorded in the request log as a `PATCH`.
+    pub fn patch_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, name);
+        let mut store = self.shared.store.lock();
+        let existing = store.get(target.res, target.namespace(), name)?;
+        let mut value = existing.to_value();
+        apply(&mut value)?;
+        if !value.get("metadata").is_some_and(Value::is_object) {
+            return Err(status::bad_request("a patch must not remove metadata"));
+        }
+        store.update(target.res, target.namespace(), name, value)
+    }
+
+    /// A `PATCH` that creates the object when it does not exist, the shape of server-side
+    /// apply: `apply` gets the current object (`None` when there is none) and returns the
+    /// object to store, under the store lock. Returns the stored object and whether it was
+    /// created. Recorded in the request log as a `PATCH`.
+    pub fn apply_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(Option<Value>) -> Result<Value, Status>,
+    ) -> Result<(Arc<StoredObject>, bool), Status> {
+        self.record_object_request("PATCH", target, name);
+        let mut store = self.shared.store.lock();
+        match store.get(target.res, target.namespace(), name) {
+            Ok(existing) => {
+                let value = apply(Some(existing.to_value()))?;
+                let obj = store.update(target.res, target.namespace(), name, value)?;
+                Ok((obj, false))
+            }
+            Err(s) if s.code == 404 => {
+                let value = apply(None)?;
+                match super::object::meta_str(&value, "name") {
+                    Some(n) if n != name => {
+                        return Err(status::bad_request(format!(
+                            "the name of the object ({n}) does not match the name on the URL \
+                             ({name})"
+                        )));
+                    }
+                    _ => {}
+                }
+                let mut value = value;
+                super::object::set_meta(&mut value, "name", Value::String(name.to_owned()));
+                let obj = store.create(target.res, target.namespace(), value)?;
+                Ok((obj, true))
+            }
+            Err(s) => Err(s),
+        }
+    }
+
     /// `DELETE` of an object. With finalizers only `deletionTimestamp` is set. Recorded in the
     /// request log.
     pub fn delete_at(

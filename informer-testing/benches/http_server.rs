@@ -1,0 +1,2 @@
+//! HTTP benchmark of the fake API server (written next).
+fn main() {}

@@ -1,0 +1,241 @@
+//! `fake-apiserver`: the fake Kubernetes API server of informer-testing as a program.
+//!
+//! Serves Kubernetes REST + JSON (for kubectl, kube-client and any other client) and the
+//! `/_fake/` admin API on `--listen`, optionally seeded with realistic objects and churning.
+//! The first line on stdout is a JSON object telling where it listens:
+//! `{"url":"http://127.0.0.1:40123","address":"127.0.0.1:40123","token":null,"kubeconfig":null}`.
+//! Ctrl-C or SIGTERM stops it cleanly. Run with `--help` for the options and the admin API.
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+use informer_testing::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
+use informer_testing::fake::{FakeApiServer, HistoryConfig, ServerConfig};
+use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig};
+
+/// A fake Kubernetes API server with real list/watch semantics (resourceVersions, history,
+/// compaction, paging, bookmarks, streaming lists) and scriptable faults.
+#[derive(Debug, Parser)]
+#[command(
+    name = "fake-apiserver",
+    version,
+    after_long_help = ADMIN_API_TABLE,
+    after_help = "Run with --help for the admin API (/_fake/) endpoint table."
+)]
+struct Args {
+    /// Address to listen on (port 0: a free port). The first stdout line is a JSON object
+    /// with the URL, address, token and kubeconfig path.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// Bearer token clients must send. Without one, a loopback listener needs none and any
+    /// other gets a generated token (printed on the first line).
+    #[arg(long, env = "FAKE_APISERVER_TOKEN")]
+    token: Option<String>,
+    /// Objects to create at start, e.g. `pods=10000,configmaps=500` (realistic objects with
+    /// managedFields), spread over --namespaces namespaces.
+    #[arg(long, value_parser = parse_seed, value_name = "pods=N,configmaps=M")]
+    seed: Option<(usize, usize)>,
+    /// Number of namespaces (ns-0 .. ns-{K-1}) seeded objects and churn are spread over.
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    namespaces: usize,
+    /// Seed of the random generator for seeded objects and churn.
+    #[arg(long, default_value_t = 1)]
+    rng_seed: u64,
+    /// Random creates, updates and deletes of pods and configmaps per second.
+    #[arg(long, value_name = "RATE")]
+    churn: Option<f64>,
+    /// History window: events always kept per resource.
+    #[arg(long, default_value_t = HistoryConfig::default().min_events)]
+    history_min_events: usize,
+    /// History window: at most this many events per resource.
+    #[arg(long, default_value_t = HistoryConfig::default().max_events)]
+    history_max_events: usize,
+    /// History window: events younger than this many seconds are kept.
+    #[arg(long, default_value_t = HistoryConfig::default().min_age.as_secs_f64())]
+    history_min_age: f64,
+    /// Seconds between bookmarks to watchers that asked for them.
+    #[arg(long, default_value_t = 60.0)]
+    bookmark_interval: f64,
+    /// The resourceVersion before the first write.
+    #[arg(long, default_value_t = 0)]
+    initial_resource_version: u64,
+    /// Namespaced writes need an existing Namespace (404 otherwise).
+    #[arg(long)]
+    require_namespaces: bool,
+    /// Write a kubeconfig for this server (kubectl, kube-client) to this path.
+    #[arg(long, value_name = "PATH")]
+    kubeconfig_out: Option<PathBuf>,
+    /// Default namespace of the kubeconfig's context.
+    #[arg(long, value_name = "NS")]
+    kubeconfig_namespace: Option<String>,
+}
+
+fn parse_seed(text: &str) -> Result<(usize, usize), String> {
+    let (mut pods, mut configmaps) = (0, 0);
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("expected resource=count, got {part:?}"))?;
+        let n: usize = value
+            .trim()
+            .parse()
+            .map_err(|e| format!("invalid count {value:?} for {key}: {e}"))?;
+        match key.trim() {
+            "pods" | "pod" | "po" => pods = n,
+            "configmaps" | "configmap" | "cm" => configmaps = n,
+            other => {
+                return Err(format!(
+                    "cannot seed {other:?} (pods and configmaps can be seeded)"
+                ));
+            }
+        }
+    }
+    Ok((pods, configmaps))
+}
+
+fn seconds(name: &str, s: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(s).map_err(|e| format!("invalid --{name} {s}: {e}"))
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(args).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut message = format!("fake-apiserver: {e}");
+            let mut source = e.source();
+            while let Some(s) = source {
+                message.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let config = ServerConfig {
+        history: HistoryConfig {
+            min_events: args.history_min_events,
+            max_events: args.history_max_events,
+            min_age: seconds("history-min-age", args.history_min_age)?,
+        },
+        bookmark_interval: seconds("bookmark-interval", args.bookmark_interval)?,
+        initial_resource_version: args.initial_resource_version,
+        require_namespaces: args.require_namespaces,
+        seed: args.rng_seed,
+        ..ServerConfig::default()
+    };
+    let server = FakeApiServer::with_config(config);
+    let namespaces = seed::namespace_names(args.namespaces);
+    if let Some((pods, configmaps)) = args.seed {
+        let report = seed::seed(
+            &server,
+            &SeedConfig {
+                namespaces: args.namespaces,
+                pods,
+                configmaps,
+                seed: args.rng_seed,
+            },
+        )
+        .map_err(|s| format!("seeding failed: {s}"))?;
+        eprintln!(
+            "fake-apiserver: seeded {} pods and {} configmaps in {} namespaces (resourceVersion {})",
+            report.pods,
+            report.configmaps,
+            report.namespaces.len(),
+            report.resource_version
+        );
+    }
+    let http = FakeHttpServer::start(
+        server.clone(),
+        HttpConfig {
+            listen: args.listen,
+            token: args.token.clone(),
+        },
+    )
+    .await?;
+    if let Some(path) = &args.kubeconfig_out {
+        http.write_kubeconfig(path, args.kubeconfig_namespace.as_deref())?;
+    }
+    let ready = serde_json::json!({
+        "url": http.url(),
+        "address": http.addr().to_string(),
+        "token": http.token(),
+        "kubeconfig": args.kubeconfig_out.as_ref().map(|p| p.display().to_string()),
+    });
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{ready}")?;
+        out.flush()?;
+    }
+    eprintln!(
+        "fake-apiserver: serving {} (admin API under {}/_fake/); Ctrl-C or SIGTERM stops",
+        http.url(),
+        http.url()
+    );
+    let churn = match args.churn {
+        Some(rate) if rate > 0.0 && rate.is_finite() => Some(Churn::start(
+            server.clone(),
+            ChurnConfig {
+                rate_per_second: rate,
+                seed: args.rng_seed,
+                namespaces,
+                ..ChurnConfig::default()
+            },
+        )),
+        Some(rate) if rate != 0.0 => return Err(format!("invalid --churn {rate}").into()),
+        _ => None,
+    };
+    wait_for_signal().await?;
+    eprintln!("fake-apiserver: stopping");
+    if let Some(c) = churn {
+        let stats = c.stop().await;
+        eprintln!(
+            "fake-apiserver: churn made {} creates, {} updates, {} deletes",
+            stats.creates, stats.updates, stats.deletes
+        );
+    }
+    http.shutdown().await?;
+    Ok(())
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() -> std::io::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r,
+        _ = term.recv() => Ok(()),
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() -> std::io::Result<()> {
+    tokio::signal::ctrl_c().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_counts() {
+        assert_eq!(parse_seed("pods=10,configmaps=3"), Ok((10, 3)));
+        assert_eq!(parse_seed("cm=2"), Ok((0, 2)));
+        assert!(parse_seed("secrets=1").is_err());
+        assert!(parse_seed("pods").is_err());
+        assert!(parse_seed("pods=x").is_err());
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Args::command().debug_assert();
+    }
+}

@@ -1,0 +1,70 @@
+//! Kubeconfig files pointing kubectl and kube-client at the fake server.
+
+use serde_json::Value;
+
+/// The context, cluster and user name in generated kubeconfigs.
+pub(crate) const CONTEXT_NAME: &str = "fake-apiserver";
+
+/// A kubeconfig (YAML) with one cluster (`server: <url>`), one user (the bearer token when
+/// there is one) and one context, current, with `namespace` as its default namespace.
+pub(crate) fn render(url: &str, token: Option<&str>, namespace: Option<&str>) -> String {
+    // JSON strings are valid YAML double-quoted scalars: quoting through serde_json escapes
+    // anything a token or URL could contain.
+    let q = |s: &str| Value::String(s.to_owned()).to_string();
+    let name = q(CONTEXT_NAME);
+    let user = match token {
+        Some(t) => format!("    token: {}\n", q(t)),
+        None => "    {}\n".to_owned(),
+    };
+    let ns = namespace
+        .map(|n| format!("    namespace: {}\n", q(n)))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: v1\n\
+         kind: Config\n\
+         clusters:\n\
+         - name: {name}\n  \
+           cluster:\n    \
+             server: {server}\n\
+         users:\n\
+         - name: {name}\n  \
+           user:\n\
+         {user}\
+         contexts:\n\
+         - name: {name}\n  \
+           context:\n    \
+             cluster: {name}\n    \
+             user: {name}\n\
+         {ns}\
+         current-context: {name}\n\
+         preferences: {{}}\n",
+        server = q(url),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_token_and_namespace() {
+        let text = render("http://127.0.0.1:1234", Some("abc\"d"), Some("prod"));
+        assert!(text.contains("server: \"http://127.0.0.1:1234\""), "{text}");
+        assert!(
+            text.contains("  user:\n    token: \"abc\\\"d\"\n"),
+            "{text}"
+        );
+        assert!(text.contains("    namespace: \"prod\"\n"), "{text}");
+        assert!(
+            text.contains("current-context: \"fake-apiserver\""),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn renders_an_anonymous_user() {
+        let text = render("http://[::1]:80", None, None);
+        assert!(text.contains("  user:\n    {}\n"), "{text}");
+        assert!(!text.contains("namespace"), "{text}");
+    }
+}

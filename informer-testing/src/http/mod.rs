@@ -1,0 +1,311 @@
+//! The HTTP front end of the fake API server: Kubernetes REST + JSON over a real socket, for
+//! kubectl, kube-client and clients in any language (feature `http`, on by default).
+//!
+//! [`FakeHttpServer::start`] serves a [`FakeApiServer`] (the engine: its semantics and faults
+//! are described in [`crate::fake`]) on a TCP address:
+//!
+//! - **Discovery**: `/api`, `/apis`, `/api/v1`, `/apis/<group>[/<version>]` as legacy JSON, and
+//!   `/api` and `/apis` in the aggregated form (`apidiscovery.k8s.io/v2` or `v2beta1`) when the
+//!   `Accept` header asks for it first, as kubectl 1.32 does; `/version` (reports 1.32).
+//! - **Resources**: `/api/v1/<plural>`, `/api/v1/namespaces/<ns>/<plural>[/<name>[/status]]`,
+//!   and the same under `/apis/<group>/<version>`. `GET` lists (typed `PodList`... with
+//!   `metadata.resourceVersion`, `continue`, `remainingItemCount`; the objects' stored bytes are
+//!   written as they are) or watches (`watch=1`/`true`, or a `/watch/` path): HTTP 200, chunked,
+//!   `Content-Type: application/json`, one event per line, flushed per event, `ERROR` events
+//!   as the engine yields them, the stream ending at `timeoutSeconds`. `POST` creates (201),
+//!   `PUT` updates (409 on a stale resourceVersion), `PATCH` takes
+//!   `application/merge-patch+json`, `application/json-patch+json`,
+//!   `application/strategic-merge-patch+json` (approximated: merge patch plus merge keys for
+//!   well-known lists and the `$patch`/`$setElementOrder`/`$retainKeys`/
+//!   `$deleteFromPrimitiveList` directives) and `application/apply-patch+yaml` (server-side
+//!   apply approximated as create-or-strategic-merge, without field ownership; JSON bodies
+//!   only). `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
+//!   `Success` Status; `DELETE` on a collection deletes what the selectors match. `dryRun` is
+//!   refused with 400.
+//! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
+//!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
+//!   IP, NODE for `-o wide`; other kinds NAME, AGE and a few kind-specific columns);
+//!   `as=PartialObjectMetadata[List]` gives metadata only.
+//! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
+//!   Status with `retryAfterSeconds`), a `Retry-After` header.
+//! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,
+//!   with every path and operation but open schemas. That is what kubectl 1.32 needs for
+//!   `create -f` and `apply -f` with its default validation: the `PATCH` operations list the
+//!   `fieldValidation` parameter, so kubectl leaves validation to the server (which accepts
+//!   any fields) instead of validating against schemas.
+//! - **CRDs**: `POST`ing an `apiextensions.k8s.io/v1` `CustomResourceDefinition` registers its
+//!   resource (storage version) with the engine, so `kubectl apply -f crd.yaml` followed by
+//!   `kubectl get <plural>` works; deleting the CRD object leaves the resource served.
+//!   [`FakeApiServer::register`] registers a resource without a CRD object.
+//! - **Slow watchers**: each watch reads the engine's history with its own cursor and is only
+//!   advanced when the connection can take more bytes, so a reader that stops reading never
+//!   makes the server buffer more than the socket's and hyper's write buffers, never blocks
+//!   writers or other watchers, and, once the history has moved past its cursor, gets
+//!   `ERROR` 410 and the end of the stream when it reads again (as a real server drops it).
+//! - **Authentication**: a server listening on a non-loopback address requires
+//!   `Authorization: Bearer <token>` ([`HttpConfig::token`], or a generated one, see
+//!   [`FakeHttpServer::token`]); requests without it get a 401 Status. On loopback no token is
+//!   needed unless one is configured.
+//! - **Request log**: resource requests are recorded by the engine
+//!   ([`FakeApiServer::requests`]); discovery and OpenAPI requests are recorded too; admin
+//!   requests are not.
+//!
+//! ```no_run
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use informer_testing::fake::FakeApiServer;
+//! use informer_testing::http::{FakeHttpServer, HttpConfig};
+//!
+//! let engine = FakeApiServer::new();
+//! let http = FakeHttpServer::start(engine.clone(), HttpConfig::default()).await?;
+//! println!("serving at {}", http.url());
+//! let dir = tempfile::tempdir()?;
+//! let kubeconfig = dir.path().join("kubeconfig");
+//! http.write_kubeconfig(&kubeconfig, Some("default"))?;
+//! // kubectl --kubeconfig <kubeconfig> get pods -A
+//! http.shutdown().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! The `fake-apiserver` binary (`cargo run -p informer-testing --bin fake-apiserver --
+//! --help`) runs the same server with seeding, churn and a kubeconfig file.
+//!
+#![doc = include_str!("admin_api.md")]
+// Handlers answer with `Status` values by design, like the engine's request layer: they are
+// the wire's error type, rendered as they are, and occur only on error paths.
+#![allow(clippy::result_large_err)]
+
+mod admin;
+mod auth;
+mod crd;
+mod discovery;
+mod kubeconfig;
+mod openapi;
+mod patch;
+mod resources;
+mod response;
+mod table;
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use axum::Router;
+use axum::middleware;
+use parking_lot::Mutex;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::fake::FakeApiServer;
+use crate::fake::seed::Churn;
+use auth::AuthPolicy;
+
+/// The admin API's endpoint table (Markdown), as documented above; the binary prints it in
+/// its `--help`.
+pub const ADMIN_API_TABLE: &str = admin::TABLE;
+
+/// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no
+/// token.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// The address to listen on (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The bearer token clients must send. `None`: none on a loopback address, a generated one
+    /// elsewhere. A token set here is required even on loopback.
+    pub token: Option<String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+        }
+    }
+}
+
+/// What can go wrong starting, running or stopping the HTTP front end.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpError {
+    /// The listener could not be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A kubeconfig could not be written.
+    #[error("cannot write the kubeconfig {}", path.display())]
+    WriteKubeconfig {
+        /// Where it was to be written.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The server task failed.
+    #[error("the HTTP server on {addr} failed")]
+    Serve {
+        /// The address it listened on.
+        addr: SocketAddr,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// State shared by every handler.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub server: FakeApiServer,
+    pub shutdown: CancellationToken,
+    pub churn: Arc<Mutex<Option<Churn>>>,
+    /// `host:port` for `/api`'s `serverAddressByClientCIDRs`.
+    pub server_address: String,
+}
+
+/// A running HTTP front end over a [`FakeApiServer`]. Dropping it stops the server (without
+/// waiting); [`FakeHttpServer::shutdown`] stops it and waits.
+pub struct FakeHttpServer {
+    addr: SocketAddr,
+    policy: AuthPolicy,
+    server: FakeApiServer,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<io::Result<()>>>,
+}
+
+impl std::fmt::Debug for FakeHttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeHttpServer")
+            .field("addr", &self.addr)
+            .field("token", &self.policy.token().map(|_| "<set>"))
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeHttpServer {
+    /// Binds `config.listen` and serves `server` on it until shut down (needs a tokio
+    /// runtime with IO enabled). Also registers the `customresourcedefinitions` resource
+    /// (`apiextensions.k8s.io/v1`) with the engine, so that CRDs can be posted.
+    pub async fn start(server: FakeApiServer, config: HttpConfig) -> Result<Self, HttpError> {
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| HttpError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(|source| HttpError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let policy = AuthPolicy::for_listener(&addr, config.token.as_deref(), auth::generate_token);
+        // Registering the same definition again is a no-op; a conflicting one (a test that
+        // registered its own `customresourcedefinitions`) keeps the test's.
+        let _ = server.register(crd::crd_resource());
+        let shutdown = CancellationToken::new();
+        let app = App {
+            server: server.clone(),
+            shutdown: shutdown.clone(),
+            churn: Arc::new(Mutex::new(None)),
+            server_address: addr.to_string(),
+        };
+        let router = router(app, policy.clone());
+        let stop = shutdown.clone();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await
+        });
+        Ok(Self {
+            addr,
+            policy,
+            server,
+            shutdown,
+            task: Some(task),
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The server's base URL, `http://127.0.0.1:<port>` (an unspecified listen address is
+    /// reported as loopback, where clients on this machine reach it).
+    pub fn url(&self) -> String {
+        let mut addr = self.addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(if addr.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            });
+        }
+        format!("http://{addr}")
+    }
+
+    /// The bearer token clients must send, if the server requires one.
+    pub fn token(&self) -> Option<&str> {
+        self.policy.token()
+    }
+
+    /// The engine behind the server.
+    pub fn server(&self) -> &FakeApiServer {
+        &self.server
+    }
+
+    /// A kubeconfig (YAML) for this server that kubectl and kube-client accept: one cluster
+    /// at [`url`](Self::url), one user with the token (if any), one current context with
+    /// `namespace` as its default namespace.
+    pub fn kubeconfig(&self, namespace: Option<&str>) -> String {
+        kubeconfig::render(&self.url(), self.token(), namespace)
+    }
+
+    /// Writes [`kubeconfig`](Self::kubeconfig) to `path`.
+    pub fn write_kubeconfig(&self, path: &Path, namespace: Option<&str>) -> Result<(), HttpError> {
+        std::fs::write(path, self.kubeconfig(namespace)).map_err(|source| {
+            HttpError::WriteKubeconfig {
+                path: path.to_owned(),
+                source,
+            }
+        })
+    }
+
+    /// Stops accepting connections, ends every open watch, waits for requests in flight, and
+    /// returns once the server has stopped.
+    pub async fn shutdown(mut self) -> Result<(), HttpError> {
+        self.shutdown.cancel();
+        match self.task.take() {
+            Some(task) => match task.await {
+                Ok(result) => result.map_err(|source| HttpError::Serve {
+                    addr: self.addr,
+                    source,
+                }),
+                Err(join) => Err(HttpError::Serve {
+                    addr: self.addr,
+                    source: io::Error::other(join.to_string()),
+                }),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for FakeHttpServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn router(app: App, policy: AuthPolicy) -> Router {
+    Router::new()
+        .nest("/_fake", admin::router())
+        .fallback(resources::dispatch)
+        .with_state(app)
+        .layer(middleware::from_fn_with_state(policy, auth::require_auth))
+}

@@ -1,0 +1,571 @@
+//! The Kubernetes REST routes: discovery under `/api` and `/apis`, and every resource's
+//! collection and object URLs (list, watch, get, create, update, patch, delete).
+
+use std::io;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use informer_core::Status;
+use serde_json::{Value, json};
+
+use super::App;
+use super::discovery::{self, GroupVersions};
+use super::patch;
+use super::response::{json_bytes, json_chunks, json_stream, json_value, status_response};
+use super::table::{self, IncludeObject, Rendering};
+use crate::fake::{
+    DeleteOutcome, Preconditions, Query, RequestRecord, ResourceDef, StoredObject, Target,
+    WatchFrame, WatchSubscription, status,
+};
+
+/// The largest request body accepted (kubectl's biggest objects are far below).
+const MAX_BODY: usize = 64 << 20;
+
+/// Serves every request outside `/_fake/`.
+pub(crate) async fn dispatch(State(app): State<App>, request: Request) -> Response {
+    match route(&app, request).await {
+        Ok(r) => r,
+        Err(s) => status_response(&s),
+    }
+}
+
+/// What the request asks for, decoded from the URL.
+struct Parsed {
+    method: Method,
+    path: String,
+    pairs: Vec<(String, String)>,
+    headers: HeaderMap,
+}
+
+impl Parsed {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn header(&self, name: header::HeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    fn record(&self, app: &App) {
+        app.server.record_request(RequestRecord::new(
+            self.method.as_str(),
+            self.path.clone(),
+            self.pairs.clone(),
+        ));
+    }
+}
+
+async fn route(app: &App, request: Request) -> Result<Response, Status> {
+    let (parts, body) = request.into_parts();
+    let pairs = match parts.uri.query() {
+        Some(q) => axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(p)| p)
+            .map_err(|e| status::bad_request(format!("invalid query {q:?}: {e}")))?,
+        None => Vec::new(),
+    };
+    let req = Parsed {
+        method: parts.method,
+        path: parts.uri.path().to_owned(),
+        pairs,
+        headers: parts.headers,
+    };
+    let path = req.path.trim_end_matches('/').to_owned();
+    let segments: Vec<&str> = path.split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["version"] => {
+            req.record(app);
+            Ok(json_value(StatusCode::OK, &discovery::version_info()))
+        }
+        ["healthz" | "livez" | "readyz", ..] => {
+            Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], "ok").into_response())
+        }
+        ["openapi", "v2"] => {
+            req.record(app);
+            Ok(json_value(
+                StatusCode::OK,
+                &super::openapi::v2_document(&gvs(app)),
+            ))
+        }
+        ["openapi", "v3"] => {
+            req.record(app);
+            Ok(json_value(
+                StatusCode::OK,
+                &super::openapi::v3_index(&gvs(app)),
+            ))
+        }
+        ["openapi", "v3", rest @ ..] => {
+            req.record(app);
+            super::openapi::v3_for_path(&gvs(app), &rest.join("/"))
+                .map(|doc| json_value(StatusCode::OK, &doc))
+                .ok_or_else(status::resource_not_found)
+        }
+        ["api"] => {
+            req.record(app);
+            Ok(discovery_root(app, &req, true))
+        }
+        ["apis"] => {
+            req.record(app);
+            Ok(discovery_root(app, &req, false))
+        }
+        ["apis", group] => {
+            req.record(app);
+            discovery::api_group_of(&gvs(app), group)
+                .map(|v| json_value(StatusCode::OK, &v))
+                .ok_or_else(status::resource_not_found)
+        }
+        ["api", version, rest @ ..] => resource(app, req, "", version, rest, body).await,
+        ["apis", group, version, rest @ ..] => resource(app, req, group, version, rest, body).await,
+        _ => Err(status::resource_not_found()),
+    }
+}
+
+fn gvs(app: &App) -> GroupVersions {
+    GroupVersions::new(&app.server.resources())
+}
+
+fn discovery_root(app: &App, req: &Parsed, core: bool) -> Response {
+    let gvs = gvs(app);
+    match discovery::negotiate_discovery(req.header(header::ACCEPT)) {
+        Some(form) => {
+            let body = discovery::aggregated(&gvs, core, form).to_string();
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, form.content_type())],
+                body,
+            )
+                .into_response()
+        }
+        None if core => json_value(
+            StatusCode::OK,
+            &discovery::api_versions(&gvs, &app.server_address),
+        ),
+        None => json_value(StatusCode::OK, &discovery::api_group_list(&gvs)),
+    }
+}
+
+/// Which URL of a resource was asked for.
+enum Url<'a> {
+    Collection,
+    Object { name: &'a str, status: bool },
+}
+
+async fn resource(
+    app: &App,
+    req: Parsed,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    body: Body,
+) -> Result<Response, Status> {
+    let (watch_prefix, rest) = match rest {
+        ["watch", tail @ ..] => (true, tail),
+        _ => (false, rest),
+    };
+    if rest.is_empty() && !watch_prefix {
+        req.record(app);
+        return discovery::api_resource_list(&gvs(app), group, version)
+            .map(|v| json_value(StatusCode::OK, &v))
+            .ok_or_else(status::resource_not_found);
+    }
+    let namespaced_plural = |plural: &str| {
+        app.server
+            .target_for(group, version, plural, None)
+            .is_ok_and(|t| t.resource().namespaced)
+    };
+    let (plural, namespace, tail): (&str, Option<&str>, &[&str]) = match rest {
+        ["namespaces", ns, plural, tail @ ..] if namespaced_plural(plural) => {
+            (plural, Some(ns), tail)
+        }
+        [plural, tail @ ..] => (plural, None, tail),
+        [] => return Err(status::resource_not_found()),
+    };
+    let target = app.server.target_for(group, version, plural, namespace)?;
+    if target.resource().namespaced && namespace.is_none() && !tail.is_empty() {
+        // `/api/v1/pods/<name>`: namespaced objects have no cluster-wide URL.
+        return Err(status::resource_not_found());
+    }
+    let url = match tail {
+        [] => Url::Collection,
+        [name] => Url::Object {
+            name,
+            status: false,
+        },
+        [name, "status"] if discovery::has_status(target.resource()) => {
+            Url::Object { name, status: true }
+        }
+        _ => return Err(status::resource_not_found()),
+    };
+    match (&req.method, url) {
+        (&Method::GET, Url::Collection) => {
+            let mut query = Query::from_pairs(req.pairs.iter().map(|(k, v)| (k, v)))?;
+            query.watch |= watch_prefix;
+            if query.watch {
+                watch(app, &req, &target, &query).await
+            } else {
+                list(app, &req, &target, &query).await
+            }
+        }
+        (&Method::GET, Url::Object { name, .. }) if watch_prefix => {
+            let mut query = Query::from_pairs(req.pairs.iter().map(|(k, v)| (k, v)))?;
+            query.watch = true;
+            let by_name = format!("metadata.name={name}");
+            query.field_selector = Some(match query.field_selector.take() {
+                Some(f) => format!("{f},{by_name}"),
+                None => by_name,
+            });
+            watch(app, &req, &target, &query).await
+        }
+        (&Method::GET, Url::Object { name, .. }) => {
+            let obj = app.server.get_at(&target, name)?;
+            Ok(render_object(&req, &target, &obj))
+        }
+        (&Method::POST, Url::Collection) => {
+            let body = read_json(body).await?;
+            check_dry_run(&req)?;
+            create(app, &target, body)
+        }
+        (&Method::PUT, Url::Object { name, .. }) => {
+            let body = read_json(body).await?;
+            check_dry_run(&req)?;
+            let obj = app.server.update_at(&target, name, body)?;
+            Ok(object_response(StatusCode::OK, &obj))
+        }
+        (&Method::PATCH, Url::Object { name, .. }) => {
+            let body = read_json(body).await?;
+            check_dry_run(&req)?;
+            patch_object(app, &req, &target, name, &body)
+        }
+        (
+            &Method::DELETE,
+            Url::Object {
+                name,
+                status: false,
+            },
+        ) => {
+            let body = read_optional_json(body).await?;
+            check_dry_run(&req)?;
+            delete_object(app, &target, name, body.as_ref())
+        }
+        (&Method::DELETE, Url::Collection) => {
+            check_dry_run(&req)?;
+            delete_collection(app, &req, &target).await
+        }
+        _ => Err(Status::failure(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "the server does not allow this method on the requested resource ({} {})",
+                req.method, req.path
+            ),
+        )),
+    }
+}
+
+fn check_dry_run(req: &Parsed) -> Result<(), Status> {
+    match req.param("dryRun") {
+        Some(v) if !v.is_empty() => Err(status::bad_request(
+            "dryRun is not supported by the fake API server",
+        )),
+        _ => Ok(()),
+    }
+}
+
+async fn read_body(body: Body) -> Result<Bytes, Status> {
+    axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|e| status::bad_request(format!("cannot read the request body: {e}")))
+}
+
+async fn read_json(body: Body) -> Result<Value, Status> {
+    let bytes = read_body(body).await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        status::bad_request(format!(
+            "the request body is not valid JSON (this server accepts JSON only): {e}"
+        ))
+    })
+}
+
+async fn read_optional_json(body: Body) -> Result<Option<Value>, Status> {
+    let bytes = read_body(body).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| status::bad_request(format!("the request body is not valid JSON: {e}")))
+}
+
+fn object_response(code: StatusCode, obj: &StoredObject) -> Response {
+    json_bytes(code, obj.bytes().clone())
+}
+
+fn render_object(req: &Parsed, target: &Target, obj: &StoredObject) -> Response {
+    match table::negotiate(req.header(header::ACCEPT)) {
+        Rendering::Json => object_response(StatusCode::OK, obj),
+        Rendering::Table(v) => {
+            let include = IncludeObject::from_query(req.param("includeObject"));
+            let meta = table::list_meta(obj.resource_version(), None, None);
+            json_value(
+                StatusCode::OK,
+                &table::table(target.resource(), v, &[obj], meta, include, true),
+            )
+        }
+        Rendering::Metadata(v) => json_value(StatusCode::OK, &table::partial(&obj.to_value(), v)),
+    }
+}
+
+async fn list(app: &App, req: &Parsed, target: &Target, query: &Query) -> Result<Response, Status> {
+    let resp = app.server.list(target, query).await?;
+    Ok(match table::negotiate(req.header(header::ACCEPT)) {
+        Rendering::Json => json_chunks(resp.to_json_chunks()),
+        rendering => {
+            let meta = table::list_meta(
+                resp.resource_version,
+                resp.continue_token.as_deref(),
+                resp.remaining_item_count,
+            );
+            let objects: Vec<&StoredObject> = resp.items.iter().map(Arc::as_ref).collect();
+            let value = match rendering {
+                Rendering::Table(v) => {
+                    let include = IncludeObject::from_query(req.param("includeObject"));
+                    table::table(target.resource(), v, &objects, meta, include, true)
+                }
+                Rendering::Metadata(v) => table::partial_list(&objects, meta, v),
+                Rendering::Json => Value::Null,
+            };
+            json_value(StatusCode::OK, &value)
+        }
+    })
+}
+
+async fn watch(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    query: &Query,
+) -> Result<Response, Status> {
+    let sub = app.server.watch(target, query).await?;
+    let rendering = table::negotiate(req.header(header::ACCEPT));
+    let include = IncludeObject::from_query(req.param("includeObject"));
+    Ok(json_stream(watch_stream(sub, rendering, include, app)))
+}
+
+/// The watch's frames as wire chunks, ending when the watch ends or the server shuts down.
+/// A broken-connection fault becomes an error item, which makes hyper abort the response.
+fn watch_stream(
+    sub: WatchSubscription,
+    rendering: Rendering,
+    include: IncludeObject,
+    app: &App,
+) -> impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
+    let resource = Arc::clone(sub.resource());
+    let mut first = true;
+    sub.take_until(app.shutdown.clone().cancelled_owned())
+        .flat_map(move |frame| {
+            let chunks = frame_chunks(&resource, &frame, rendering, include, first);
+            first = false;
+            futures::stream::iter(chunks)
+        })
+}
+
+fn frame_chunks(
+    resource: &ResourceDef,
+    frame: &WatchFrame,
+    rendering: Rendering,
+    include: IncludeObject,
+    first: bool,
+) -> Vec<Result<Bytes, io::Error>> {
+    let object = match frame {
+        WatchFrame::Added(o) | WatchFrame::Modified(o) | WatchFrame::Deleted(o) => Some(o),
+        _ => None,
+    };
+    match (rendering, object, frame.type_name()) {
+        (Rendering::Table(v), Some(o), Some(ty)) => {
+            let meta = table::list_meta(o.resource_version(), None, None);
+            let t = table::table(resource, v, &[o.as_ref()], meta, include, first);
+            vec![Ok(event_line(ty, &t))]
+        }
+        (Rendering::Metadata(v), Some(o), Some(ty)) => {
+            vec![Ok(event_line(ty, &table::partial(&o.to_value(), v)))]
+        }
+        _ => match frame.to_json_chunks(resource) {
+            Some(chunks) => chunks
+                .into_iter()
+                .filter(|c| !c.is_empty())
+                .map(Ok)
+                .collect(),
+            None => vec![Err(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "watch broken by an injected fault",
+            ))],
+        },
+    }
+}
+
+fn event_line(ty: &str, object: &Value) -> Bytes {
+    let mut line = json!({"type": ty, "object": object}).to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
+
+fn create(app: &App, target: &Target, body: Value) -> Result<Response, Status> {
+    let is_crd = is_crd_resource(target.resource());
+    let mut body = body;
+    if is_crd {
+        let def = super::crd::resource_def(&body)?;
+        super::crd::mark_established(&mut body);
+        app.server.register(def)?;
+    }
+    let obj = app.server.create_at(target, body)?;
+    Ok(object_response(StatusCode::CREATED, &obj))
+}
+
+fn is_crd_resource(def: &ResourceDef) -> bool {
+    def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
+}
+
+fn patch_object(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    name: &str,
+    body: &Value,
+) -> Result<Response, Status> {
+    let content_type = req
+        .header(header::CONTENT_TYPE)
+        .map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    let obj = match content_type.as_str() {
+        "application/merge-patch+json" => app.server.patch_at(target, name, body)?,
+        "application/strategic-merge-patch+json" => {
+            app.server
+                .patch_with_at(target, name, |v| patch::strategic_merge(v, body))?
+        }
+        "application/json-patch+json" => app
+            .server
+            .patch_with_at(target, name, |v| patch::json_patch(v, body))?,
+        "application/apply-patch+yaml" | "application/apply-patch+json" => {
+            let (obj, created) = app.server.apply_at(target, name, |current| {
+                if !body.is_object() {
+                    return Err(status::bad_request("an apply patch must be an object"));
+                }
+                match current {
+                    None => Ok(body.clone()),
+                    Some(mut v) => {
+                        patch::strategic_merge(&mut v, body)?;
+                        Ok(v)
+                    }
+                }
+            })?;
+            let code = if created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            return Ok(object_response(code, &obj));
+        }
+        other => {
+            return Err(Status::failure(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the body of the request was in an unknown format - accepted media types \
+                     include: application/json-patch+json, application/merge-patch+json, \
+                     application/apply-patch+yaml, application/strategic-merge-patch+json \
+                     (got {other:?})"
+                ),
+            ));
+        }
+    };
+    Ok(object_response(StatusCode::OK, &obj))
+}
+
+fn preconditions(body: Option<&Value>) -> Preconditions {
+    let p = body.and_then(|b| b.get("preconditions"));
+    let text = |k: &str| {
+        p.and_then(|p| p.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Preconditions {
+        uid: text("uid"),
+        resource_version: text("resourceVersion"),
+    }
+}
+
+fn delete_object(
+    app: &App,
+    target: &Target,
+    name: &str,
+    body: Option<&Value>,
+) -> Result<Response, Status> {
+    let outcome = app.server.delete_at(target, name, &preconditions(body))?;
+    Ok(delete_response(target.resource(), &outcome))
+}
+
+/// What DELETE answers: pods (which the real server deletes gracefully) and objects waiting
+/// for finalizers come back as the object; everything else as a `Success` Status naming it.
+fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome) -> Response {
+    match outcome {
+        DeleteOutcome::Deleted(o) if !(def.group.is_empty() && def.plural == "pods") => {
+            let mut s = status::success(def, o.name());
+            if let Some(d) = s.details.as_mut() {
+                d.uid = o.uid().to_owned();
+            }
+            json_bytes(StatusCode::OK, status::to_json(&s))
+        }
+        other => object_response(StatusCode::OK, other.object()),
+    }
+}
+
+async fn delete_collection(app: &App, req: &Parsed, target: &Target) -> Result<Response, Status> {
+    let query = Query::from_pairs(
+        req.pairs
+            .iter()
+            .filter(|(k, _)| matches!(k.as_str(), "labelSelector" | "fieldSelector"))
+            .map(|(k, v)| (k, v)),
+    )?;
+    let listed = app.server.list(target, &query).await?;
+    let mut deleted = Vec::new();
+    for o in &listed.items {
+        let t = match o.namespace() {
+            Some(ns) if target.namespace().is_none() => {
+                let def = target.resource();
+                app.server
+                    .target_for(&def.group, &def.version, &def.plural, Some(ns))?
+            }
+            _ => target.clone(),
+        };
+        match app
+            .server
+            .delete_at(&t, o.name(), &Preconditions::default())
+        {
+            Ok(outcome) => deleted.push(outcome.object().to_value()),
+            Err(s) if s.code == 404 => {}
+            Err(s) => return Err(s),
+        }
+    }
+    let def = target.resource();
+    Ok(json_value(
+        StatusCode::OK,
+        &json!({
+            "kind": def.list_kind,
+            "apiVersion": def.api_version(),
+            "metadata": {"resourceVersion": app.server.resource_version().to_string()},
+            "items": deleted,
+        }),
+    ))
+}

@@ -1,0 +1,72 @@
+//! Building HTTP responses: JSON bodies, Status errors (with `Retry-After`), streamed bodies.
+
+use std::convert::Infallible;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use futures::Stream;
+use informer_core::Status;
+
+use crate::fake::status;
+
+/// `Content-Type: application/json`.
+pub(crate) const JSON: &str = "application/json";
+
+/// A Status rendered as the API server does: its code as the HTTP status, the Status as the
+/// JSON body, and `Retry-After` when the Status carries `retryAfterSeconds`.
+pub(crate) fn status_response(s: &Status) -> Response {
+    let code = StatusCode::from_u16(s.code)
+        .ok()
+        .filter(|c| !c.is_informational())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = (code, [(header::CONTENT_TYPE, JSON)], status::to_json(s)).into_response();
+    if let Some(secs) = s.details.as_ref().and_then(|d| d.retry_after_seconds) {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}
+
+/// A JSON body with the given HTTP status.
+pub(crate) fn json_bytes(code: StatusCode, body: impl Into<Bytes>) -> Response {
+    (code, [(header::CONTENT_TYPE, JSON)], body.into()).into_response()
+}
+
+/// A JSON value with the given HTTP status.
+pub(crate) fn json_value(code: StatusCode, value: &serde_json::Value) -> Response {
+    json_bytes(code, value.to_string())
+}
+
+/// A JSON body written as a sequence of chunks (list responses share the stored objects' bytes
+/// this way instead of concatenating them).
+pub(crate) fn json_chunks(chunks: Vec<Bytes>) -> Response {
+    let stream = futures::stream::iter(chunks.into_iter().map(Ok::<_, Infallible>));
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, JSON)],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// A streamed JSON body (a watch): status 200, `Content-Type: application/json`, chunked
+/// transfer encoding (no length is known). An `Err` item aborts the connection.
+pub(crate) fn json_stream<S>(stream: S) -> Response
+where
+    S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+{
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(JSON)),
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache, private"),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
