@@ -8,6 +8,7 @@
 //!   only the in-process front end remains, without axum, hyper or clap.
 
 pub mod conformance;
+pub mod convergence;
 pub mod fake;
 #[cfg(feature = "http")]
 pub mod http;
