@@ -45,7 +45,7 @@ fn ok(value: Value) -> Answer {
 }
 
 fn parse<T: DeserializeOwned + Default>(body: &Bytes) -> Result<T, AdminError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
+    if body.iter().all(u8::is_ascii_whitespace) || body.trim_ascii() == b"null" {
         return Ok(T::default());
     }
     serde_json::from_slice(body).map_err(|e| {
@@ -101,7 +101,7 @@ pub(crate) fn router() -> Router<App> {
         })
 }
 
-async fn index() -> Response {
+pub(crate) async fn index() -> Response {
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "text/markdown; charset=utf-8")],

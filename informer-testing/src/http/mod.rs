@@ -304,6 +304,7 @@ impl Drop for FakeHttpServer {
 
 fn router(app: App, policy: AuthPolicy) -> Router {
     Router::new()
+        .route("/_fake/", axum::routing::get(admin::index))
         .nest("/_fake", admin::router())
         .fallback(resources::dispatch)
         .with_state(app)

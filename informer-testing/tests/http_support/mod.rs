@@ -225,3 +225,64 @@ pub fn names(list: &Value) -> Vec<String> {
         .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// A running `fake-apiserver` binary (killed when dropped).
+pub struct Binary {
+    pub child: tokio::process::Child,
+    /// Its first stdout line, parsed.
+    pub ready: Value,
+    /// The rest of its stdout.
+    pub stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl Binary {
+    /// Starts the binary with `args` and waits for its first line.
+    pub async fn start(args: &[&str]) -> Self {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fake-apiserver"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start fake-apiserver");
+        let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = tokio::time::timeout(GUARD, stdout.next_line())
+            .await
+            .expect("fake-apiserver printed nothing in time")
+            .unwrap();
+        let Some(first) = first else {
+            let out = child.wait_with_output().await.unwrap();
+            panic!(
+                "fake-apiserver exited ({}) without a first line: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ready = serde_json::from_str(&first).expect("the first line is JSON");
+        Self {
+            child,
+            ready,
+            stdout,
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        self.ready["url"].as_str().unwrap()
+    }
+
+    /// Sends SIGTERM (to this child, by its pid) and waits for it to exit.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().expect("still running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        tokio::time::timeout(GUARD, self.child.wait())
+            .await
+            .expect("fake-apiserver did not stop after SIGTERM")
+            .unwrap()
+    }
+}
