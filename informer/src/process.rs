@@ -90,7 +90,9 @@ impl<K: Object> Rules<'_, K> {
                 // Only deletions carry tombstones; take the last known state if a queue
                 // hands one anyway.
                 let new = delta.object.object();
-                match self.indexer.get(new)? {
+                // Keyed once, here: the lookup goes by key.
+                let key = (self.key_func)(new)?;
+                match self.indexer.get_by_key(key.as_str()) {
                     None => {
                         self.indexer.add(Arc::clone(new))?;
                         sink.notify(
@@ -108,7 +110,6 @@ impl<K: Object> Rules<'_, K> {
                             self.indexer.update(Arc::clone(new))?;
                         }
                         if replaced_by_namesake {
-                            let key = (self.key_func)(&old)?;
                             tracing::debug!(
                                 informer = self.informer,
                                 old = %ObjectSummary(old.as_ref()),
