@@ -20,9 +20,11 @@
 //! `initial` is whether the queue had not yet synced when the batch was popped: true for the
 //! objects of the first full list.
 //!
-//! A delta the cache refuses (a backend error, an object without a key) is reported and
-//! skipped; the rest of the batch is applied. Nothing here waits.
+//! A delta the cache refuses (a backend error, an object without a key, a panicking key or
+//! index function) is reported and skipped; the rest of the batch is applied. Nothing here
+//! waits.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use informer_core::{
@@ -31,6 +33,7 @@ use informer_core::{
 };
 
 use crate::config::UidChange;
+use crate::listener::panic_message;
 
 /// Where the rules send notifications. `is_sync` marks equal-resourceVersion updates.
 pub(crate) trait Sink<K> {
@@ -62,19 +65,25 @@ impl<K: Object> Rules<'_, K> {
     ) -> BatchOutcome {
         let mut outcome = BatchOutcome::default();
         for delta in deltas {
-            match self.apply_one(delta, initial, sink) {
-                Ok(()) => outcome.applied += 1,
-                Err(error) => {
-                    outcome.errors += 1;
-                    tracing::warn!(
-                        informer = self.informer,
-                        kind = ?delta.kind,
-                        object = ?delta.object,
-                        error = %error_chain(&error),
-                        "cannot apply delta to the cache; skipped"
-                    );
+            // User code runs in here (key and index functions, a custom indexer): a panic
+            // skips this delta like an error, and the loop goes on.
+            let result = catch_unwind(AssertUnwindSafe(|| self.apply_one(delta, initial, sink)));
+            let error = match result {
+                Ok(Ok(())) => {
+                    outcome.applied += 1;
+                    continue;
                 }
-            }
+                Ok(Err(error)) => error_chain(&error),
+                Err(payload) => format!("panicked: {}", panic_message(payload.as_ref())),
+            };
+            outcome.errors += 1;
+            tracing::warn!(
+                informer = self.informer,
+                kind = ?delta.kind,
+                object = ?delta.object,
+                %error,
+                "cannot apply delta to the cache; skipped"
+            );
         }
         outcome
     }
@@ -410,6 +419,41 @@ mod tests {
             store.get(&JsonObject::default()),
             Err(StoreError::Key(KeyError::MissingName { .. }))
         ));
+    }
+
+    #[test]
+    fn a_panicking_index_function_skips_the_delta_and_the_batch_goes_on() {
+        let store = IndexedStore::builder()
+            .indexer(
+                "fragile",
+                Arc::new(|o: &JsonObject| {
+                    assert_ne!(
+                        o.metadata.name.as_deref(),
+                        Some("boom"),
+                        "index refuses boom"
+                    );
+                    Vec::new()
+                }),
+            )
+            .build();
+        let (seen, outcome) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[
+                Delta::new(DeltaType::Added, obj("boom", "1", "u1")),
+                Delta::new(DeltaType::Added, obj("a", "2", "u2")),
+            ],
+            false,
+        );
+        assert_eq!(
+            outcome,
+            BatchOutcome {
+                applied: 1,
+                errors: 1
+            }
+        );
+        assert_eq!(seen, [("Add(ns/a@2, initial: false)".to_owned(), false)]);
+        assert_eq!(store.list_keys(), [ObjectKey::from_raw("ns/a")]);
     }
 
     #[test]
