@@ -178,8 +178,8 @@ impl Registration {
     }
 
     /// Waits until [`has_synced`](Self::has_synced); returns `false` instead when it can no
-    /// longer happen (the informer stopped before syncing, or the registration was removed
-    /// or disconnected).
+    /// longer happen (the informer stopped first, or the registration was removed or
+    /// disconnected).
     pub async fn wait_for_sync(&self) -> bool {
         let mut phase = self.shared.phase.clone();
         let mut state = self.shared.state.subscribe();
@@ -193,7 +193,8 @@ impl Registration {
             if p.synced && s.initial_pending == 0 {
                 return true;
             }
-            if p.stopped && !p.synced {
+            if p.stopped {
+                // Shutdown has drained (or abandoned) every handler: nothing changes now.
                 return false;
             }
             tokio::select! {
