@@ -1,0 +1,183 @@
+//! End to end for the kinds of objects the factory serves: a custom resource registered at run
+//! time (watched as a discovered `DynamicObject` and as a typed kube-derive resource),
+//! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
+//! the fake API server; event-driven waits with guards, no timing assertions.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod support;
+
+use informer::{LabelSelector, Object, SharedIndexInformer};
+use informer_testing::fake::seed::{SeedConfig, seed};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::Api;
+use kube_client::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube_client::core::{GroupVersionKind, PartialObjectMeta};
+use kube_derive::CustomResource;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use support::{Env, GUARD, State, cache_state, converge, wait_until};
+
+/// A custom resource, typed with kube-derive (schema generation off: the fake server does
+/// not validate, and schemars would be one more dependency for nothing here).
+#[derive(CustomResource, Clone, Debug, Serialize, Deserialize)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    schema = "disabled",
+    crates(
+        kube_core = "::kube_client::core",
+        k8s_openapi = "::k8s_openapi",
+        serde = "::serde",
+        serde_json = "::serde_json"
+    )
+)]
+pub struct WidgetSpec {
+    size: u32,
+    color: String,
+}
+
+async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
+    let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
+    assert!(matches!(synced, Ok(true)), "{} did not sync", informer.name());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
+    let env = Env::start().await;
+    // Register the CRD the way kubectl apply does: POST the definition.
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+        }
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(env.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    for (ns, count) in [("a", 5), ("b", 3)] {
+        let api = Api::<Widget>::namespaced(env.client.clone(), ns);
+        for i in 0..count {
+            let widget = Widget::new(
+                &format!("w-{i}"),
+                WidgetSpec {
+                    size: i,
+                    color: "blue".into(),
+                },
+            );
+            api.create(&PostParams::default(), &widget).await.unwrap();
+        }
+    }
+
+    let factory = env.factory();
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let dynamic = factory.discovered_informer(&gvk).await.unwrap();
+    let typed = factory.informer::<Widget>().unwrap();
+    let in_a = factory.namespace("a").informer::<Widget>().unwrap();
+    factory.start();
+    factory.wait_for_cache_sync(GUARD).await.unwrap();
+    let server = env.server_state("widgets", None);
+    assert_eq!(server.len(), 8);
+    assert_eq!(cache_state(&dynamic), server);
+    assert_eq!(cache_state(&typed), server);
+    assert_eq!(cache_state(&in_a), env.server_state("widgets", Some("a")));
+
+    let typed_w = typed.lister().get(Some("a"), "w-3").unwrap();
+    assert_eq!(typed_w.spec.size, 3);
+    let dynamic_w = dynamic.lister().get(Some("a"), "w-3").unwrap();
+    assert_eq!(dynamic_w.data["spec"]["size"], 3);
+    assert_eq!(dynamic_w.types.as_ref().map(|t| t.kind.as_str()), Some("Widget"));
+
+    // Changes reach both.
+    let api = Api::<Widget>::namespaced(env.client.clone(), "a");
+    api.patch(
+        "w-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"color": "red"}})),
+    )
+    .await
+    .unwrap();
+    api.delete("w-2", &DeleteParams::default()).await.unwrap();
+    converge(&env, &dynamic, "widgets", None, None).await;
+    converge(&env, &typed, "widgets", None, None).await;
+    converge(&env, &in_a, "widgets", Some("a"), None).await;
+    assert_eq!(typed.lister().get(Some("a"), "w-1").unwrap().spec.color, "red");
+    assert!(typed.lister().get(Some("a"), "w-2").is_none());
+    let report = factory.shutdown().await;
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_and_selector_views() {
+    let env = Env::start().await;
+    seed(
+        &env.engine,
+        &SeedConfig {
+            namespaces: 4,
+            pods: 400,
+            ..SeedConfig::default()
+        },
+    )
+    .unwrap();
+    let factory = env.factory();
+    let meta = factory.informer::<PartialObjectMeta<Pod>>().unwrap();
+    let web_in_ns1 = factory
+        .namespace("ns-1")
+        .label_selector("app in (web,api),tier=frontend")
+        .informer::<Pod>()
+        .unwrap();
+    let one_by_name = factory
+        .field_selector("metadata.namespace=ns-2")
+        .informer::<Pod>()
+        .unwrap();
+    factory.start();
+    factory.wait_for_cache_sync(GUARD).await.unwrap();
+    synced(&meta).await;
+
+    // Metadata-only: every pod, metadata identical to the server's.
+    assert_eq!(cache_state(&meta), env.server_state("pods", None));
+    let one = meta.lister().list_all().pop().unwrap();
+    assert!(!one.metadata.labels.clone().unwrap_or_default().is_empty());
+
+    // Selector views: exactly the server's matching objects.
+    let selector = LabelSelector::parse("app in (web,api),tier=frontend").unwrap();
+    let expected = |ns: &str, selector: Option<&LabelSelector>| -> State {
+        env.engine
+            .objects("pods", Some(ns))
+            .unwrap()
+            .iter()
+            .filter(|o| selector.is_none_or(|s| s.matches(o.labels())))
+            .map(|o| (o.key().to_owned(), (o.resource_version().to_string(), o.uid().to_owned())))
+            .collect()
+    };
+    let want = expected("ns-1", Some(&selector));
+    assert!(!want.is_empty());
+    assert_eq!(cache_state(&web_in_ns1), want);
+    assert_eq!(cache_state(&one_by_name), expected("ns-2", None));
+
+    // A pod leaving the selection is deleted from the view.
+    let (key, _) = want.iter().next().unwrap();
+    let name = key.split('/').nth(1).unwrap();
+    env.engine
+        .patch("pods", Some("ns-1"), name, &json!({"metadata": {"labels": {"tier": "backend"}}}))
+        .unwrap();
+    wait_until(
+        "the pod to leave the view",
+        None,
+        || cache_state(&web_in_ns1) == expected("ns-1", Some(&selector)),
+        || format!("{:?}", cache_state(&web_in_ns1).len()),
+    )
+    .await;
+    factory.shutdown().await;
+}
