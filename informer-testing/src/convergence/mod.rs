@@ -242,9 +242,8 @@ pub enum UidChanges {
     Update,
 }
 
-/// Options of [`check_convergence`].
+/// Options of [`check_convergence`]. Start from `Default`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct CheckOptions {
     /// How updates that change the UID are judged.
     pub uid_changes: UidChanges,
