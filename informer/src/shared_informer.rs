@@ -63,8 +63,8 @@ use crate::stream::EventStream;
 /// Each handler has a resync period ([`HandlerOptions::resync_period`], defaulting to
 /// [`InformerConfig::resync_period`]). The reflector resyncs at the smallest of them (the
 /// *resync check period*), and at each check the handlers whose period is due are marked
-/// syncing; updates with equal resourceVersions (resyncs, or relists that saw no change) go
-/// to them only. The rules are client-go's: periods under 1 s are raised to 1 s; a handler
+/// syncing (until the next check); updates with equal resourceVersions (resyncs, or relists
+/// that saw no change) go to the handlers marked syncing only. The rules are client-go's: periods under 1 s are raised to 1 s; a handler
 /// added before start with a shorter period than the check period lowers it; one added
 /// after start gets at least the check period; if the running informer does not resync, a
 /// handler cannot ask it to. One difference: an informer whose own period is zero still
