@@ -259,6 +259,7 @@ struct Totals {
     continue_pages: u64,
     full_list_fallbacks: u64,
     restarts: BTreeMap<&'static str, u64>,
+    errors: BTreeMap<String, u64>,
 }
 
 impl Totals {
@@ -269,6 +270,9 @@ impl Totals {
         self.virtual_secs += stats.virtual_time.as_secs_f64();
         self.continue_pages += stats.continue_pages;
         self.full_list_fallbacks += stats.full_list_fallbacks;
+        for (what, n) in &stats.errors {
+            *self.errors.entry(what.clone()).or_default() += n;
+        }
         for h in &stats.check.handlers {
             self.notifications += h.notifications as u64;
             self.initial_adds += h.initial_adds as u64;
@@ -320,12 +324,27 @@ impl Totals {
             "transport",
             "server_error",
             "decode",
-            "invalid_object",
             "resource_version_too_large",
             "initial_events_timeout",
         ] {
             if self.restarts.get(reason).copied().unwrap_or(0) == 0 {
                 missing.push(format!("watch restarts for {reason}"));
+            }
+        }
+        for reported in [
+            "List/Expired",
+            "List/Throttled",
+            "List/ServerError",
+            "List/ResourceVersionTooLarge",
+            "WatchStart/Expired",
+            "Watch/Expired",
+            "Watch/Transport",
+            "Watch/Decode",
+            "Watch/InvalidObject",
+            "StreamingList/Expired",
+        ] {
+            if self.errors.get(reported).copied().unwrap_or(0) == 0 {
+                missing.push(format!("{reported} errors"));
             }
         }
         assert!(
@@ -374,27 +393,31 @@ impl std::fmt::Display for Totals {
             .filter(|(_, n)| **n > 0)
             .map(|(r, n)| format!("{r} {n}"))
             .collect();
-        write!(f, "  watch restarts: {}", restarts.join(", "))
+        writeln!(f, "  watch restarts: {}", restarts.join(", "))?;
+        let errors: Vec<String> = self
+            .errors
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect();
+        write!(f, "  reported failures: {}", errors.join(", "))
     }
 }
 
-/// The chaos test must bite: with a `ListerWatcher` that loses events, many seeds fail. (Not
-/// all: relists repair the cache, and a handler cannot tell a lost intermediate update from
-/// one it was never meant to see; a loss is caught when no relist follows it, or when it breaks
-/// a handler's fold.)
+/// The chaos test must bite: with a `ListerWatcher` that loses watch events (and few faults, so
+/// that few relists repair the damage), most seeds fail.
 #[test]
 fn chaos_catches_a_lossy_watch() {
-    assert_sabotage_caught(Sabotage::DropWatchEvents(9));
+    assert_sabotage_caught(Sabotage::DropWatchEvents(5));
 }
 
 /// ... and with one that loses list items.
 #[test]
 fn chaos_catches_a_lossy_list() {
-    assert_sabotage_caught(Sabotage::DropListItems(7));
+    assert_sabotage_caught(Sabotage::DropListItems(3));
 }
 
 fn assert_sabotage_caught(sabotage: Sabotage) {
-    let seeds = 1000..1016;
+    let seeds = 1000..1024;
     let caught = seeds
         .clone()
         .filter(|seed| {
@@ -404,9 +427,14 @@ fn assert_sabotage_caught(sabotage: Sabotage) {
             )
         })
         .count();
+    println!(
+        "{sabotage:?}: caught by {caught} of {} seeds",
+        seeds.clone().count()
+    );
     assert!(
-        caught * 3 >= seeds.clone().count(),
+        caught * 2 >= seeds.clone().count(),
         "{sabotage:?}: only {caught} of {} seeds caught the defect",
         seeds.count()
     );
 }
+

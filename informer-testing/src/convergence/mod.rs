@@ -33,7 +33,10 @@
 //!   told about and that no longer exists on the server was reported deleted exactly once (by
 //!   final state or tombstone); an object that still exists was never reported deleted; and,
 //!   when deletions were recorded ([`Expected::track_deletions`]), a UID the handler heard of is
-//!   either live on the server or among the recorded deletions;
+//!   either live on the server or among the recorded deletions. With
+//!   [`CheckOptions::objects_may_return`] (informers with a label selector, where objects
+//!   leave the selection and come back) a UID may be added again after its delete: each add is
+//!   then closed by exactly one delete, except the last add of an object still selected;
 //! - **(d) UID changes**: with [`UidChanges::DeleteAndAdd`] (the informer's default), an update
 //!   never changes the UID: a namesake replacing a deleted object must come as delete then add.
 //!   With [`UidChanges::Update`] (client-go's behaviour) such an update counts, for rule (c), as
@@ -247,6 +250,13 @@ pub enum UidChanges {
 pub struct CheckOptions {
     /// How updates that change the UID are judged.
     pub uid_changes: UidChanges,
+    /// Whether an object may be reported deleted and later added again under the same UID:
+    /// what an informer with a label selector sees when an object leaves the selection and
+    /// comes back. Then each add must be closed by one delete (except the last add of an
+    /// object the server still selects), and [`Expected`] should hold the selected objects
+    /// only, without deletion tracking (leaving the selection is not a deletion). Default
+    /// false: a UID is added at most once.
+    pub objects_may_return: bool,
     /// How many notifications about an offending key the report shows per handler (the last
     /// ones). Default 12.
     pub trace_len: usize,
@@ -256,6 +266,7 @@ impl Default for CheckOptions {
     fn default() -> Self {
         Self {
             uid_changes: UidChanges::DeleteAndAdd,
+            objects_may_return: false,
             trace_len: 12,
         }
     }
@@ -515,7 +526,8 @@ impl Folder<'_> {
                     let life = self.life(uid, &key);
                     life.adds += 1;
                     let (adds, deletes) = (life.adds, life.deletes);
-                    if adds > 1 {
+                    let returning = self.options.objects_may_return && adds == deletes + 1;
+                    if adds > 1 && !returning {
                         self.violation(
                             Some(&key),
                             ViolationKind::DuplicateAdd {
@@ -726,19 +738,24 @@ pub fn check_convergence<K: Object>(
         let mut found = folded.violations;
         compare_states(&subject, &expected.objects, &folded.state, &mut found);
         for (uid, life) in &folded.lives {
-            let kind = if live.contains(uid.as_str()) {
-                (life.deletes > 0).then(|| ViolationKind::DeleteOfLiveObject {
+            let is_live = live.contains(uid.as_str());
+            // Each add is closed by one delete, except the last one of a live object.
+            let expected_deletes = life.adds.saturating_sub(usize::from(is_live));
+            let kind = if is_live && !options.objects_may_return && life.deletes > 0 {
+                Some(ViolationKind::DeleteOfLiveObject {
                     uid: uid.clone(),
                     deletes: life.deletes,
                 })
-            } else if let Some(deletions) = &expected.deletions
+            } else if !is_live
+                && let Some(deletions) = &expected.deletions
                 && !deletions.contains_key(uid)
             {
                 Some(ViolationKind::NeverExisted { uid: uid.clone() })
-            } else if life.adds > 0 && life.deletes != 1 {
+            } else if life.adds > 0 && life.deletes != expected_deletes {
                 Some(ViolationKind::DeleteCount {
                     uid: uid.clone(),
                     deletes: life.deletes,
+                    expected: expected_deletes,
                 })
             } else {
                 None

@@ -190,13 +190,16 @@ pub enum ViolationKind {
         /// The delete's object.
         got: Version,
     },
-    /// (c) An object the handler heard of was deleted on the server, and reported deleted a
-    /// number of times other than one.
+    /// (c) An object the handler heard of was reported deleted a wrong number of times: not
+    /// once when it no longer exists on the server (or, with objects that may return, not once
+    /// per add, less one when it is live).
     DeleteCount {
         /// The UID.
         uid: String,
         /// How many deletes the handler got.
         deletes: usize,
+        /// How many it should have got.
+        expected: usize,
     },
     /// (c) An object that still exists on the server was reported deleted.
     DeleteOfLiveObject {
@@ -320,10 +323,13 @@ impl fmt::Display for ViolationKind {
                 f,
                 "#{index} delete carries {got}, not the final state {expected}"
             ),
-            Self::DeleteCount { uid, deletes } => write!(
+            Self::DeleteCount {
+                uid,
+                deletes,
+                expected,
+            } => write!(
                 f,
-                "uid {uid} was deleted on the server; the handler got {deletes} deletes \
-                 (expected exactly 1)"
+                "uid {uid}: the handler got {deletes} delete(s), expected {expected}"
             ),
             Self::DeleteOfLiveObject { uid, deletes } => write!(
                 f,

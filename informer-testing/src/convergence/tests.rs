@@ -203,7 +203,8 @@ fn a_missed_delete_is_caught() {
     }));
     assert!(k.contains(&ViolationKind::DeleteCount {
         uid: "b1".into(),
-        deletes: 0
+        deletes: 0,
+        expected: 1
     }));
 }
 
@@ -288,7 +289,8 @@ fn a_duplicate_delete_is_caught() {
     );
     assert!(k.contains(&ViolationKind::DeleteCount {
         uid: "b1".into(),
-        deletes: 2
+        deletes: 2,
+        expected: 1
     }));
 }
 
@@ -552,4 +554,68 @@ fn expected_state_comes_from_objects_or_a_fake_server() {
     let deletion = deletions.get(outcome.object().uid()).unwrap();
     assert_eq!(deletion.key, "ns/b");
     assert_eq!(deletion.final_resource_version.as_deref(), Some("3"));
+}
+
+/// With a selector, `a` leaves the selection (a delete carrying its new state), comes back, and
+/// `b` leaves for good.
+fn selection_story() -> Vec<Notification<JsonObject>> {
+    let a1 = obj("a", "a1", "1");
+    let a2 = obj("a", "a1", "2");
+    let a3 = obj("a", "a1", "3");
+    let b1 = obj("b", "b1", "1");
+    let b4 = obj("b", "b1", "4");
+    vec![add(&a1), add(&b1), delete(&a2), add(&a3), delete(&b4)]
+}
+
+fn returning() -> CheckOptions {
+    CheckOptions {
+        objects_may_return: true,
+        ..CheckOptions::default()
+    }
+}
+
+#[test]
+fn objects_may_return_to_a_selection() {
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("3"));
+    let r = recording("h", selection_story());
+    let store = [obj("a", "a1", "3")];
+    check_convergence(&e, &store, &[&r], &returning()).unwrap();
+    // Without the option, the return is a violation.
+    let report = check_convergence(&e, &store, &[&r], &CheckOptions::default()).unwrap_err();
+    assert!(
+        kinds(&report)
+            .iter()
+            .any(|k| matches!(k, ViolationKind::DuplicateAdd { index: 3, .. })),
+        "{report}"
+    );
+}
+
+#[test]
+fn returning_objects_still_need_one_delete_per_add() {
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("3"));
+    let store = [obj("a", "a1", "3")];
+    // An add while present is still caught.
+    let mut ns = selection_story();
+    ns.insert(1, add(&obj("a", "a1", "1")));
+    let report = check_convergence(&e, &store, &[&recording("h", ns)], &returning()).unwrap_err();
+    assert!(
+        kinds(&report)
+            .iter()
+            .any(|k| matches!(k, ViolationKind::DuplicateAdd { index: 1, .. })),
+        "{report}"
+    );
+    // A missing final delete of an object no longer selected is caught.
+    let mut ns = selection_story();
+    ns.pop();
+    let report = check_convergence(&e, &store, &[&recording("h", ns)], &returning()).unwrap_err();
+    assert!(
+        kinds(&report).contains(&ViolationKind::DeleteCount {
+            uid: "b1".into(),
+            deletes: 0,
+            expected: 1
+        }),
+        "{report}"
+    );
 }

@@ -7,7 +7,7 @@
 //! seeded too). What is not pinned: the order in which the informer's hash maps hand out
 //! entries, so the interleaving inside the informer can differ between two runs of a seed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -17,16 +17,17 @@ use std::time::Duration;
 use futures::StreamExt;
 use informer::reflector::{ReflectorStats, WatchListMode};
 use informer::{
-    HandlerOptions, InOrderFifoConfig, InformerConfig, ListOptions, ListPage, ListerWatcher,
-    QueueChoice, Registration, SharedIndexInformer, UidChange, WatchEvent, WatchOptions,
-    WatchStream,
+    HandlerOptions, InOrderFifoConfig, InformerConfig, LabelSelector, ListOptions, ListPage,
+    ListerWatcher, QueueChoice, Registration, SharedIndexInformer, UidChange, WatchEvent,
+    WatchOptions, WatchStream,
 };
 use informer_testing::JsonObject;
 use informer_testing::convergence::{
     CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording, UidChanges,
-    check_convergence,
+    check_convergence, fold,
 };
 use informer_testing::fake::{FakeApiServer, Faults, HistoryConfig, RawLine, ServerConfig, status};
+use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
@@ -109,6 +110,14 @@ pub struct Plan {
     pub resync: Option<Duration>,
     pub in_order_batch: Option<usize>,
     pub client_go_uid_changes: bool,
+    /// The informer watches only this namespace (else all).
+    pub namespace: Option<usize>,
+    /// The informer's label selector (objects leave and re-enter it as their labels change).
+    pub selector: Option<&'static str>,
+    /// The informer strips the `v` label before storing.
+    pub transform: bool,
+    /// A handler added at the first step and removed at the second (checked as a prefix).
+    pub churn_handler: Option<(usize, usize)>,
     pub history: HistoryConfig,
     pub min_watch_timeout: Duration,
     pub initial_events_timeout: Duration,
@@ -145,6 +154,15 @@ impl Plan {
                 .then(|| Duration::from_secs(rng.random_range(1..=40))),
             in_order_batch: rng.random_bool(0.5).then(|| rng.random_range(1..=32)),
             client_go_uid_changes: rng.random_bool(0.12),
+            namespace: rng.random_bool(0.2).then(|| rng.random_range(0..3)),
+            selector: rng
+                .random_bool(0.25)
+                .then(|| ["tier!=b", "tier in (a)", "!tier"][rng.random_range(0..3)]),
+            transform: rng.random_bool(0.3),
+            churn_handler: rng.random_bool(0.4).then(|| {
+                let added = rng.random_range(0..steps);
+                (added, rng.random_range(added..=steps))
+            }),
             history: HistoryConfig {
                 min_events,
                 max_events: min_events + rng.random_range(0..=200),
@@ -169,7 +187,8 @@ impl fmt::Display for Plan {
             f,
             "{} ns × {} names, {} initial objects, {} steps ({:.0}% faults), page {:?}, queue {}, \
              uid changes {}, streaming {}{}, resync {:?}, history {}..{} events / {:?}, watch timeout ≥ {:?}, \
-             bookmarks every {:?}, stream delay ≤ {:?}, late handler {}",
+             bookmarks every {:?}, stream delay ≤ {:?}, late handler {}, namespace {:?}, \
+             selector {:?}, transform {}, churn handler {:?}",
             self.namespaces,
             self.names,
             self.initial_objects,
@@ -202,6 +221,10 @@ impl fmt::Display for Plan {
                 (None, _) => "none".to_owned(),
                 (Some(at), resync) => format!("at step {at}, resync {resync:?}"),
             },
+            self.namespace.map(namespace),
+            self.selector,
+            self.transform,
+            self.churn_handler,
         )
     }
 }
@@ -219,6 +242,8 @@ pub struct SeedStats {
     /// Lists without a limit right after a continue page: the full-list fallback of an
     /// expired continue token.
     pub full_list_fallbacks: u64,
+    /// Failures the reflector reported, by `stage/class`.
+    pub errors: BTreeMap<String, u64>,
 }
 
 /// Why a seed failed.
@@ -228,6 +253,8 @@ pub enum Failure {
     Diverged(ConvergenceReport),
     /// The informer did not catch up within the virtual-time bound.
     NoQuiescence(String),
+    /// The handler added and removed mid-run heard something inconsistent.
+    Churn(String),
     /// The informer or a registration does not report `has_synced` once quiet.
     NotSynced(String),
     /// Shutting down failed or left handlers stuck.
@@ -244,6 +271,10 @@ impl fmt::Display for Failure {
                 f,
                 "no quiescence within {QUIESCENCE_BOUND:?} of virtual time after faults stopped\n\
                  {diagnosis}"
+            ),
+            Self::Churn(what) => write!(
+                f,
+                "the churn handler's notifications break the rules:\n{what}"
             ),
             Self::NotSynced(what) => write!(f, "not synced once quiet: {what}"),
             Self::Shutdown(what) => write!(f, "shutdown failed: {what}"),
@@ -265,11 +296,17 @@ pub fn run_seed(seed: u64) -> Outcome {
     run_seed_with(seed, Sabotage::None)
 }
 
-/// Runs one seed with a deliberate defect.
+/// Runs one seed with a deliberate defect. A lossy watch runs with few faults: relists would
+/// repair much of its damage (which is the informer's job, but not what such a run is about).
 pub fn run_seed_with(seed: u64, sabotage: Sabotage) -> Outcome {
+    let base = Plan::of(seed);
     let plan = Plan {
         sabotage,
-        ..Plan::of(seed)
+        fault_rate: match sabotage {
+            Sabotage::DropWatchEvents(_) => 0.05,
+            Sabotage::None | Sabotage::DropListItems(_) => base.fault_rate,
+        },
+        ..base
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -339,7 +376,8 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
         world.faults.ignore_send_initial_events(RESOURCE, true);
     }
 
-    let informer = build_informer(&server, plan);
+    let errors = Arc::new(Mutex::new(BTreeMap::new()));
+    let informer = build_informer(&server, plan, &errors);
     let trait_recording = Recording::new("trait");
     let trait_registration = informer
         .add_handler_with(trait_recording.handler(), HandlerOptions::named("trait"))
@@ -367,7 +405,27 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
     let stop = CancellationToken::new();
     let run = informer.spawn(stop.clone());
 
+    let mut churn: Option<Recording<JsonObject>> = None;
+    let mut churn_registration: Option<Registration> = None;
     for step in 0..plan.steps {
+        if let Some((added, removed)) = plan.churn_handler {
+            if step == added {
+                let recording = Recording::new("churn");
+                churn_registration = Some(
+                    informer
+                        .add_handler_with(recording.handler(), HandlerOptions::named("churn"))
+                        .expect("add the churn handler"),
+                );
+                churn = Some(recording);
+                world.note(format!("step {step}: add the churn handler"));
+            }
+            if step == removed
+                && let Some(registration) = churn_registration.take()
+            {
+                assert!(informer.remove_handler(&registration));
+                world.note(format!("step {step}: remove the churn handler"));
+            }
+        }
         if plan.late_handler_at == Some(step) {
             let recording = Recording::new("late");
             let registration = informer
@@ -399,15 +457,9 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
     }
 
     let store = informer.reader().list();
-    let mut expected = Expected::from_fake_server(&server, RESOURCE, None)
-        .map_err(|s| Failure::Panicked(format!("listing the server's objects: {s}")))?;
-    if let Some(deletions) = world.expected.deletions() {
-        expected.track_deletions();
-        for (uid, d) in deletions {
-            expected.record_deletion(uid, &d.key, d.final_resource_version.as_deref());
-        }
-    }
+    let expected = expected_state(&server, plan, &world.expected);
     let options = CheckOptions {
+        objects_may_return: plan.selector.is_some(),
         uid_changes: if plan.client_go_uid_changes {
             UidChanges::Update
         } else {
@@ -417,6 +469,17 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
     };
     let check = check_convergence(&expected, &store, &handlers.recordings(), &options)
         .map_err(Failure::Diverged)?;
+    if let Some(churn) = &churn {
+        let folded = fold(churn.name(), &churn.notifications(), &options);
+        if !folded.violations.is_empty() {
+            let lines: Vec<String> = folded
+                .violations
+                .iter()
+                .map(|v| format!("  - {v}"))
+                .collect();
+            return Err(Failure::Churn(lines.join("\n")));
+        }
+    }
     let reflector = informer.stats().reflector;
     if !informer.has_synced() || handlers.registrations().iter().any(|r| !r.has_synced()) {
         return Err(Failure::NotSynced(format!(
@@ -456,7 +519,36 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
         virtual_time,
         continue_pages,
         full_list_fallbacks,
+        errors: errors.lock().clone(),
     })
+}
+
+/// The server's truth for this plan: its objects in the informer's namespace and selection,
+/// and (without a selector, under which leaving the selection looks like a deletion) the
+/// deletions the schedule made.
+fn expected_state(server: &FakeApiServer, plan: &Plan, recorded: &Expected) -> Expected {
+    let selector = plan
+        .selector
+        .map(|s| LabelSelector::parse(s).expect("a valid selector"));
+    let mut expected = Expected::new();
+    let objects = server
+        .objects(RESOURCE, plan.namespace.map(namespace).as_deref())
+        .expect("configmaps are built in");
+    for obj in objects {
+        if selector.as_ref().is_none_or(|s| s.matches(obj.labels())) {
+            let rv = obj.resource_version().to_string();
+            expected.insert(obj.key(), Some(obj.uid()), Some(&rv));
+        }
+    }
+    if selector.is_none()
+        && let Some(deletions) = recorded.deletions()
+    {
+        expected.track_deletions();
+        for (uid, d) in deletions {
+            expected.record_deletion(uid, &d.key, d.final_resource_version.as_deref());
+        }
+    }
+    expected
 }
 
 /// Counts continue pages and full-list fallbacks in the server's request log.
@@ -475,10 +567,14 @@ fn paging(server: &FakeApiServer) -> (u64, u64) {
     (pages, fallbacks)
 }
 
-fn build_informer(server: &FakeApiServer, plan: &Plan) -> SharedIndexInformer<JsonObject> {
+fn build_informer(
+    server: &FakeApiServer,
+    plan: &Plan,
+    errors: &Arc<Mutex<BTreeMap<String, u64>>>,
+) -> SharedIndexInformer<JsonObject> {
     let mut lister_watcher: Arc<dyn ListerWatcher<JsonObject>> = Arc::new(
         server
-            .lister_watcher::<JsonObject>(RESOURCE, None)
+            .lister_watcher::<JsonObject>(RESOURCE, plan.namespace.map(namespace).as_deref())
             .expect("configmaps are built in"),
     );
     if plan.sabotage != Sabotage::None {
@@ -513,6 +609,18 @@ fn build_informer(server: &FakeApiServer, plan: &Plan) -> SharedIndexInformer<Js
     config.reflector.min_watch_timeout = plan.min_watch_timeout;
     config.reflector.initial_events_timeout = plan.initial_events_timeout;
     config.reflector.seed = Some(plan.seed);
+    config.reflector.label_selector = plan.selector.map(str::to_owned);
+    let errors = Arc::clone(errors);
+    config.reflector.watch_error_handler = Some(Arc::new(move |error, context| {
+        let key = format!("{:?}/{:?}", context.stage, error.class());
+        *errors.lock().entry(key).or_default() += 1;
+    }));
+    if plan.transform {
+        config.transform = Some(Arc::new(|mut obj: JsonObject| {
+            obj.metadata.labels.remove("v");
+            obj
+        }));
+    }
     SharedIndexInformer::new(lister_watcher, config).expect("a valid informer config")
 }
 
@@ -620,7 +728,7 @@ impl World<'_> {
         self.counter += 1;
         let mut obj = JsonObject::new(Some(&namespace(ns)), &name(n))
             .with_label("v", self.counter.to_string());
-        if self.rng.random_bool(0.3) {
+        if self.rng.random_bool(0.6) {
             obj = obj.with_label("tier", ["a", "b"][self.rng.random_range(0..2)]);
         }
         obj
