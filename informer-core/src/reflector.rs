@@ -37,9 +37,11 @@
 //!   error that is not listed below: back off, then relist.
 //! - 429 (the delay is the server's `Retry-After` when given), transport errors and other 5xx,
 //!   on the request or mid-stream: back off, then re-watch without relisting.
-//! - A line that cannot be decoded, or an object without a name: the driver reports a typed
-//!   error; back off, then re-watch from the last good resourceVersion (nothing is lost: the
-//!   server sends everything after it again).
+//! - A line that cannot be decoded: the driver reports a typed error; back off, then re-watch
+//!   from the last good resourceVersion (nothing is lost: the server sends everything after it
+//!   again). An object without a name is the driver's to skip: it reports it and still passes
+//!   the event to [`Machine::event_received`] (its resourceVersion counts as seen) without
+//!   applying it, since re-watching would only bring the same object again.
 //!
 //! Streaming initial list ([`WatchListMode::On`])
 //! - Instead of a list, one watch with `sendInitialEvents=true`,

@@ -438,3 +438,99 @@ fn assert_sabotage_caught(sabotage: Sabotage) {
     );
 }
 
+/// Regression: a server that sends an object without a name at the start of every watch (a
+/// malformed object in its history, sent again to each watch from before it) used to stall
+/// the informer: the reflector re-watched from the last good resourceVersion, got the same
+/// object again, backed off, and so on for ever, never applying what followed.
+#[tokio::test(start_paused = true)]
+async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
+    use informer::reflector::Stage;
+    use informer::{
+        ErrorClass, InformerConfig, ListOptions, ListPage, ListerWatcher, SharedIndexInformer,
+        WatchEvent, WatchOptions, WatchStream,
+    };
+    use informer_testing::JsonObject;
+    use informer_testing::fake::FakeApiServer;
+
+    struct ResendsNameless(Arc<dyn ListerWatcher<JsonObject>>);
+
+    #[async_trait::async_trait]
+    impl ListerWatcher<JsonObject> for ResendsNameless {
+        async fn list(
+            &self,
+            options: &ListOptions,
+        ) -> Result<ListPage<JsonObject>, informer::Error> {
+            self.0.list(options).await
+        }
+
+        async fn watch(
+            &self,
+            options: &WatchOptions,
+        ) -> Result<WatchStream<JsonObject>, informer::Error> {
+            let stream = self.0.watch(options).await?;
+            let mut nameless = JsonObject::default();
+            nameless.metadata.namespace = Some("ns".into());
+            if let Some(rv) = &options.resource_version {
+                nameless.metadata.resource_version = Some(rv.clone());
+            }
+            let first = futures::stream::iter([Ok(WatchEvent::Added(nameless))]);
+            Ok(Box::pin(futures::StreamExt::chain(first, stream)))
+        }
+    }
+
+    let server = FakeApiServer::new();
+    server
+        .create(chaos_support::RESOURCE, &JsonObject::new(Some("ns"), "a"))
+        .unwrap();
+    let inner = Arc::new(
+        server
+            .lister_watcher::<JsonObject>(chaos_support::RESOURCE, None)
+            .unwrap(),
+    );
+    let errors = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let mut config = InformerConfig::<JsonObject>::default();
+    config.reflector.seed = Some(1);
+    config.reflector.watch_error_handler = Some(Arc::new({
+        let errors = Arc::clone(&errors);
+        move |error, context| {
+            errors
+                .lock()
+                .push((context.stage, error.class(), context.then))
+        }
+    }));
+    let informer = SharedIndexInformer::new(Arc::new(ResendsNameless(inner)), config).unwrap();
+    let stop = tokio_util::sync::CancellationToken::new();
+    let run = informer.spawn(stop.clone());
+    assert!(informer.wait_for_sync().await);
+
+    for name in ["b", "c"] {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        server
+            .create(chaos_support::RESOURCE, &JsonObject::new(Some("ns"), name))
+            .unwrap();
+    }
+    let converged = tokio::time::timeout(Duration::from_secs(600), async {
+        while informer.reader().len() != 3 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    let stats = informer.stats().reflector.unwrap();
+    assert!(
+        converged.is_ok(),
+        "the informer never saw b and c: cache {:?}, reflector {stats:?}",
+        informer.reader().list_keys()
+    );
+    // Reported every time, and skipped: the watch goes on.
+    let errors = errors.lock().clone();
+    assert!(!errors.is_empty());
+    assert!(
+        errors
+            .iter()
+            .all(|e| *e == (Stage::Watch, ErrorClass::InvalidObject, None)),
+        "{errors:?}"
+    );
+    assert_eq!(stats.counters.watch_starts, 1, "{stats:?}");
+    stop.cancel();
+    run.await.unwrap().unwrap();
+}

@@ -547,9 +547,8 @@ impl Machine {
         }
     }
 
-    /// The watch stream failed: a transport error, an undecodable line, an object without a
-    /// key. Everything before it was applied; the machine resumes from the last good
-    /// resourceVersion.
+    /// The watch stream failed: a transport error, an undecodable line. Everything before it
+    /// was applied; the machine resumes from the last good resourceVersion.
     pub fn watch_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
         self.stream_failure(error.class(), error.retry_after(), now, random)
     }

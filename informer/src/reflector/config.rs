@@ -27,8 +27,8 @@ pub enum Stage {
     ListItem,
     /// A watch request.
     WatchStart,
-    /// A running watch: a broken connection, an `ERROR` event, an undecodable line or an
-    /// object without a name.
+    /// A running watch: a broken connection, an `ERROR` event, an undecodable line, or an
+    /// object without a name (skipped; the watch goes on).
     Watch,
     /// A streaming initial list, before its end bookmark: the request or the stream.
     StreamingList,
@@ -44,7 +44,8 @@ pub struct FailureContext<'a> {
     pub stage: Stage,
     /// The last resourceVersion seen before it.
     pub resource_version: Option<&'a str>,
-    /// What the reflector does next: `None` when it just goes on ([`Stage::ListItem`]).
+    /// What the reflector does next: `None` when it just goes on (an object without a name,
+    /// in a list page or a watch event, is skipped).
     pub then: Option<Then>,
     /// After how long (zero: at once).
     pub delay: Duration,

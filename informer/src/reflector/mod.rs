@@ -24,11 +24,13 @@
 //!
 //! # Bad input
 //!
-//! An undecodable watch line, an unknown event type, or an object without a name is reported
-//! as a typed [`Error`] (to tracing, the stats and the
-//! [watch-error handler](ReflectorConfig::watch_error_handler)); the reflector then re-watches
-//! from the last good resourceVersion, so the server sends again everything after it and
-//! nothing is lost. A list item without a name is reported and skipped. Nothing panics.
+//! An undecodable watch line or an unknown event type is reported as a typed [`Error`] (to
+//! tracing, the stats and the [watch-error handler](ReflectorConfig::watch_error_handler)); the
+//! reflector then re-watches from the last good resourceVersion, so the server sends again
+//! everything after it and nothing is lost. An object without a name, in a list page or in a
+//! watch event, is reported and skipped: no key can hold it, and re-watching would only bring
+//! it again (the server sends the same history to every watch from before it), so the watch
+//! goes on, the event's resourceVersion counting as seen, as client-go does. Nothing panics.
 //!
 //! # Example
 //!
@@ -375,7 +377,14 @@ impl<K: Object> Reflector<K> {
                     ),
                     source,
                 };
-                return ControlFlow::Continue(self.watch_failed(&error, stage));
+                // No key can hold it. Re-watching would only bring it again (the server sends
+                // the same history to every watch from before it), so it is reported and
+                // skipped, its resourceVersion counting as seen, and the watch goes on.
+                self.report(&error, stage, None);
+                match self.decide(|m, now, r| m.event_received(&event, now, r)) {
+                    EventAction::Stop(next) => return ControlFlow::Continue(next),
+                    _ => continue,
+                }
             }
             match self.decide(|m, now, r| m.event_received(&event, now, r)) {
                 EventAction::Apply => self.apply(event)?,
