@@ -1,0 +1,36 @@
+//! `informer-demo`: a shared informer on pods with two handlers and a namespace index, fed by
+//! the embedded fake API server over HTTP (seeded pods, steady churn) or by a real cluster.
+//!
+//! ```text
+//! cargo run --release -p informer-kube --example informer-demo -- --duration 20s
+//! cargo run --release -p informer-kube --example informer-demo -- --kubeconfig ~/.kube/config
+//! cargo run --release -p informer-kube --example informer-demo -- --help
+//! ```
+//!
+//! The program logic lives in `app.rs`, which `tests/demo.rs` runs in process.
+
+mod app;
+
+use std::process::ExitCode;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    match app::run(std::env::args_os()).await {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("informer-demo: {error}");
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                eprintln!("  caused by: {cause}");
+                source = cause.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
