@@ -1,5 +1,6 @@
 //! HTTP front end: the `/_fake/` admin API (controls and faults as JSON) and the bearer-token
 //! rule, through a real HTTP client.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

@@ -1,5 +1,6 @@
 //! The `fake-apiserver` binary: its first line, seeding, kubeconfig, token, admin API and
 //! clean shutdown on SIGTERM.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

@@ -1,4 +1,5 @@
 //! HTTP front end: discovery, version and OpenAPI documents as kubectl and client-go read them.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

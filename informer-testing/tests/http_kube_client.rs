@@ -1,5 +1,6 @@
 //! Compatibility smoke test: kube-client (with k8s-openapi types) lists and watches pods
 //! against the HTTP front end, configured from the server's kubeconfig.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

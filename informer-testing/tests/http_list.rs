@@ -1,5 +1,6 @@
 //! HTTP front end: list semantics on the wire (paging, continue tokens, validation,
 //! selectors, errors, renderings) through a real HTTP client.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

@@ -1,5 +1,6 @@
 //! HTTP front end: watch streams on the wire (chunked JSON lines, ERROR events, streaming
 //! lists, bookmarks, timeouts, slow and many watchers) through real HTTP clients.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

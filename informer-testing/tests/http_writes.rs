@@ -1,5 +1,6 @@
 //! HTTP front end: writes on the wire (create, update with optimistic concurrency, the patch
 //! formats, delete, delete-collection, CRDs) through a real HTTP client.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;

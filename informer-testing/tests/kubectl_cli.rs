@@ -4,6 +4,7 @@
 //!
 //! Each test uses a fresh kubeconfig and `--cache-dir`. Without kubectl the tests print a
 //! notice and pass, except under `CI=true` where they fail (see `kubectl_support`).
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;
