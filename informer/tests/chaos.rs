@@ -16,7 +16,8 @@
 //! of CPUs), one paused-time runtime per seed. `CHAOS_SEEDS=a..b` (or `a..=b`) selects a range,
 //! `CHAOS_SEED=n` reruns one seed and prints its schedule; `CHAOS_LOG=<filter>` (with
 //! `CHAOS_SEED`) prints the informer's tracing output, e.g. `CHAOS_LOG=informer=debug`.
-//! A failing seed prints its plan, the last steps of its schedule, the checker's report, the
+//! `CHAOS_SABOTAGE=watch:N` or `list:N` loses every Nth watch event or list item on purpose, to
+//! see how failures are reported. A failing seed prints its plan, the last steps of its schedule, the checker's report, the
 //! command reproducing it, and a `CHAOS-FAILED-SEED: n` line that `cargo xtask soak` reads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
@@ -31,7 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use chaos_support::{Failure, Outcome, Sabotage, run_seed, run_seed_with};
+use chaos_support::{Failure, Outcome, Sabotage, run_seed_with};
 
 /// Seeds run when nothing is selected: what CI runs.
 const DEFAULT_SEEDS: Range<u64> = 0..200;
@@ -70,6 +71,23 @@ fn parse_range(text: &str) -> Option<std::ops::RangeInclusive<u64>> {
     Some(n..=n)
 }
 
+/// `CHAOS_SABOTAGE=watch:N` (lose every Nth watch event) or `list:N` (every Nth list item):
+/// a deliberate defect, to see a failure reported (for example through `cargo xtask soak`).
+fn sabotage() -> Sabotage {
+    let Ok(text) = std::env::var("CHAOS_SABOTAGE") else {
+        return Sabotage::None;
+    };
+    let parsed = text.split_once(':').and_then(|(what, n)| {
+        let n: u64 = n.trim().parse().ok().filter(|n| *n > 0)?;
+        match what.trim() {
+            "watch" => Some(Sabotage::DropWatchEvents(n)),
+            "list" => Some(Sabotage::DropListItems(n)),
+            _ => None,
+        }
+    });
+    parsed.unwrap_or_else(|| panic!("CHAOS_SABOTAGE={text:?}: expected `watch:N` or `list:N`"))
+}
+
 fn threads() -> usize {
     std::env::var("CHAOS_THREADS")
         .ok()
@@ -93,6 +111,7 @@ fn chaos_convergence() {
             .with_test_writer()
             .try_init();
     }
+    let sabotage = sabotage();
     let started = Instant::now();
     let seeds = Arc::new(seeds);
     let next = Arc::new(AtomicUsize::new(0));
@@ -105,7 +124,7 @@ fn chaos_convergence() {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { return };
                 let _ = tx.send(Event::Started(seed));
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed(seed)))
+                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage)))
                     .map_err(|payload| panic_message(payload.as_ref()));
                 let _ = tx.send(Event::Finished(seed, outcome));
             }

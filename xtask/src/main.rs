@@ -4,6 +4,7 @@
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
+//! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
 //!
 //! Kept dependency-free so it compiles in seconds.
 
@@ -11,12 +12,14 @@ use std::env;
 use std::process::{Command, ExitCode};
 
 mod layering;
+mod soak;
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
+        Some("soak") => soak::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print_help();
             Ok(())
@@ -36,7 +39,9 @@ fn print_help() {
     println!(
         "cargo xtask <task>\n\n\
          ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
-         layering  check that informer-core depends on no IO or async runtime crate"
+         layering  check that informer-core depends on no IO or async runtime crate\n\
+         soak      the chaos convergence test over many seeds, in release:\n\
+         \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]"
     );
 }
 

@@ -771,13 +771,19 @@ pub fn check_convergence<K: Object>(
         if let Some(deletions) = &expected.deletions {
             check_final_states(&subject, deletions, &notifications, &mut found);
         }
+        // Per offending key, the notifications up to just after its first violation.
+        let mut focus: BTreeMap<&str, Option<usize>> = BTreeMap::new();
         for v in &found {
-            if let Some(key) = &v.key
-                && !traces.contains_key(&(subject.clone(), key.clone()))
-            {
-                let trace = report::trace(&notifications, key, options.trace_len);
-                traces.insert((subject.clone(), key.clone()), trace);
+            if let Some(key) = &v.key {
+                let first = focus.entry(key).or_insert(None);
+                if let Some(index) = v.kind.index() {
+                    *first = Some(first.map_or(index, |f| f.min(index)));
+                }
             }
+        }
+        for (key, first) in focus {
+            let trace = report::trace(&notifications, key, first, options.trace_len);
+            traces.insert((subject.clone(), key.to_owned()), trace);
         }
         violations.extend(found);
         summary.handlers.push(folded.summary);

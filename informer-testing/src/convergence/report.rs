@@ -215,6 +215,35 @@ pub enum ViolationKind {
     },
 }
 
+impl ViolationKind {
+    /// The position of the offending notification in the handler's recording, when one
+    /// notification broke the rule (not for final-state comparisons).
+    pub fn index(&self) -> Option<usize> {
+        match self {
+            Self::Unkeyed { index, .. }
+            | Self::AddOfPresentKey { index, .. }
+            | Self::DuplicateAdd { index, .. }
+            | Self::UpdateOfAbsentKey { index, .. }
+            | Self::UpdateFromStaleState { index, .. }
+            | Self::UpdateKeyMismatch { index, .. }
+            | Self::UidChangedInUpdate { index, .. }
+            | Self::ResourceVersionRegressed { index, .. }
+            | Self::DeleteOfAbsentKey { index, .. }
+            | Self::DeleteOfOtherObject { index, .. }
+            | Self::StaleTombstone { index, .. }
+            | Self::TombstoneKeyMismatch { index, .. }
+            | Self::WrongFinalState { index, .. } => Some(*index),
+            Self::MissingObject { .. }
+            | Self::UnexpectedObject { .. }
+            | Self::WrongVersion { .. }
+            | Self::DuplicateCacheKey { .. }
+            | Self::DeleteCount { .. }
+            | Self::DeleteOfLiveObject { .. }
+            | Self::NeverExisted { .. } => None,
+        }
+    }
+}
+
 impl fmt::Display for ViolationKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -420,31 +449,41 @@ impl fmt::Display for ConvergenceReport {
 
 impl std::error::Error for ConvergenceReport {}
 
-/// The last `limit` notifications about `key`, one line each.
+/// The notifications about `key`, one line each: the last `limit` of them, or, when `focus`
+/// (the first offending notification) is given, the last `limit` up to two after it.
 pub(crate) fn trace<K: Object>(
     notifications: &[Notification<K>],
     key: &str,
+    focus: Option<usize>,
     limit: usize,
 ) -> Vec<String> {
-    let about = |n: &Notification<K>| match n {
-        Notification::Add { object, .. } => {
-            key_of(object.as_ref()).is_ok_and(|k| k.as_str() == key)
-        }
-        Notification::Update { old, new } => [old, new]
-            .iter()
-            .any(|o| key_of(o.as_ref()).is_ok_and(|k| k.as_str() == key)),
-        Notification::Delete(obj) => obj.key().is_ok_and(|k| k.as_str() == key),
-    };
-    let mut lines: Vec<String> = notifications
+    let is_key = |o: &K| key_of(o).is_ok_and(|k| k.as_str() == key);
+    let about: Vec<usize> = notifications
         .iter()
         .enumerate()
-        .filter(|(_, n)| about(n))
-        .map(|(i, n)| format!("#{i} {}", describe(n)))
+        .filter(|(_, n)| match n {
+            Notification::Add { object, .. } => is_key(object),
+            Notification::Update { old, new } => is_key(old) || is_key(new),
+            Notification::Delete(obj) => obj.key().is_ok_and(|k| k.as_str() == key),
+        })
+        .map(|(i, _)| i)
         .collect();
-    let skip = lines.len().saturating_sub(limit);
-    if skip > 0 {
-        lines.drain(..skip);
-        lines.insert(0, format!("({skip} earlier omitted)"));
+    let end = match focus {
+        Some(focus) => (about.partition_point(|i| *i <= focus) + 2).min(about.len()),
+        None => about.len(),
+    };
+    let start = end.saturating_sub(limit);
+    let mut lines = Vec::with_capacity(end - start + 2);
+    if start > 0 {
+        lines.push(format!("({start} earlier omitted)"));
+    }
+    lines.extend(
+        about[start..end]
+            .iter()
+            .map(|i| format!("#{i} {}", describe(&notifications[*i]))),
+    );
+    if end < about.len() {
+        lines.push(format!("({} later omitted)", about.len() - end));
     }
     lines
 }

@@ -619,3 +619,35 @@ fn returning_objects_still_need_one_delete_per_add() {
         "{report}"
     );
 }
+
+#[test]
+fn traces_center_on_the_first_offending_notification() {
+    let a = |rv: u32| obj("a", "a1", &rv.to_string());
+    let mut ns = vec![add(&a(1))];
+    for rv in 1..40 {
+        ns.push(update(&a(rv), &a(rv + 1)));
+    }
+    // #20: an update from a state the handler never saw.
+    ns[20] = update(&a(100), &a(20));
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("40"));
+    let options = CheckOptions {
+        trace_len: 5,
+        ..CheckOptions::default()
+    };
+    let r = recording("h", ns);
+    let report = check_convergence(&e, &[a(40)], &[&r], &options).unwrap_err();
+    let trace = report.trace(&Subject::Handler("h".into()), "ns/a").unwrap();
+    assert_eq!(
+        trace,
+        [
+            "(18 earlier omitted)",
+            "#18 Update(ns/a@18 uid=a1 -> ns/a@19 uid=a1)",
+            "#19 Update(ns/a@19 uid=a1 -> ns/a@20 uid=a1)",
+            "#20 Update(ns/a@100 uid=a1 -> ns/a@20 uid=a1)",
+            "#21 Update(ns/a@21 uid=a1 -> ns/a@22 uid=a1)",
+            "#22 Update(ns/a@22 uid=a1 -> ns/a@23 uid=a1)",
+            "(17 later omitted)",
+        ]
+    );
+}

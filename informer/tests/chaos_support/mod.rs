@@ -291,13 +291,9 @@ pub struct Outcome {
     pub schedule: Vec<String>,
 }
 
-/// Runs one seed on its own paused-time runtime.
-pub fn run_seed(seed: u64) -> Outcome {
-    run_seed_with(seed, Sabotage::None)
-}
-
-/// Runs one seed with a deliberate defect. A lossy watch runs with few faults: relists would
-/// repair much of its damage (which is the informer's job, but not what such a run is about).
+/// Runs one seed on its own paused-time runtime, with a deliberate defect unless `sabotage` is
+/// `None`. A lossy watch runs with few faults: relists would repair much of its damage (which
+/// is the informer's job, but not what such a run is about).
 pub fn run_seed_with(seed: u64, sabotage: Sabotage) -> Outcome {
     let base = Plan::of(seed);
     let plan = Plan {

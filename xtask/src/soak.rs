@@ -1,0 +1,263 @@
+//! `cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug]`: runs the chaos
+//! convergence test (`informer/tests/chaos.rs`) over many seeds, in release mode, chunk by
+//! chunk, printing progress; on failure it prints the failing chunk's output, the first failing
+//! seed and the command that reproduces it, and exits non-zero.
+//!
+//! The test is built once (`cargo test --release -p informer --test chaos --no-run`); each
+//! chunk then runs that binary (`chaos_convergence --exact --nocapture`) with
+//! `CHAOS_SEEDS=a..b`. The test runs its seeds in parallel (`CHAOS_THREADS`, default: the
+//! number of CPUs) and prints `CHAOS-FAILED-SEED: n` for each failure.
+
+use std::env;
+use std::process::Command;
+use std::time::Instant;
+
+/// What `soak` was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Options {
+    seeds: u64,
+    start: u64,
+    chunk: u64,
+    threads: Option<u64>,
+    release: bool,
+}
+
+const USAGE: &str = "cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug]";
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut options = Options {
+        seeds: 0,
+        start: 0,
+        chunk: 500,
+        threads: None,
+        release: true,
+    };
+    let mut seeds = None;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_owned())),
+            None => (arg.as_str(), None),
+        };
+        let mut value = || -> Result<u64, String> {
+            let text = match &inline {
+                Some(v) => v.clone(),
+                None => args
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value; usage: {USAGE}"))?,
+            };
+            text.parse()
+                .map_err(|e| format!("{name} {text:?}: {e}; usage: {USAGE}"))
+        };
+        match name {
+            "--seeds" => seeds = Some(value()?),
+            "--start" => options.start = value()?,
+            "--chunk" => options.chunk = value()?.max(1),
+            "--threads" => options.threads = Some(value()?.max(1)),
+            "--debug" => options.release = false,
+            other => return Err(format!("unknown soak option {other:?}; usage: {USAGE}")),
+        }
+    }
+    options.seeds = seeds.ok_or_else(|| format!("--seeds is required; usage: {USAGE}"))?;
+    if options.start.checked_add(options.seeds).is_none() {
+        return Err("--start + --seeds overflows".to_owned());
+    }
+    Ok(options)
+}
+
+/// The seeds a failed chunk reported, in order.
+fn failed_seeds(output: &str) -> Vec<u64> {
+    let mut seeds: Vec<u64> = output
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("CHAOS-FAILED-SEED:"))
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds
+}
+
+/// The test's own summary line (`chaos: 500 seed(s) on 2 thread(s) in ...`).
+fn summary_line(output: &str) -> Option<&str> {
+    output.lines().find(|l| l.starts_with("chaos: "))
+}
+
+/// The test binary's path, from `cargo test --no-run`'s `Executable tests/chaos.rs (path)`.
+fn executable(build_output: &str) -> Option<&str> {
+    build_output
+        .lines()
+        .filter(|l| l.contains("Executable") && l.contains("chaos.rs"))
+        .find_map(|l| l.rsplit_once('(')?.1.strip_suffix(')'))
+}
+
+/// Runs the soak.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let options = parse(args)?;
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut build: Vec<&str> = vec!["test"];
+    if options.release {
+        build.push("--release");
+    }
+    build.extend_from_slice(&["-p", "informer", "--test", "chaos", "--no-run"]);
+
+    // Build once and run that binary for every chunk: one soak, one build.
+    println!(
+        "soak: building the chaos test (`cargo {}`)",
+        build.join(" ")
+    );
+    let built = Command::new(&cargo)
+        .args(&build)
+        .output()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    let build_log = String::from_utf8_lossy(&built.stderr);
+    if !built.status.success() {
+        eprintln!("{build_log}");
+        return Err(format!(
+            "`cargo {}` failed ({})",
+            build.join(" "),
+            built.status
+        ));
+    }
+    let binary = executable(&build_log)
+        .ok_or_else(|| {
+            format!(
+                "no chaos test binary in the output of `cargo {}`:\n{build_log}",
+                build.join(" ")
+            )
+        })?
+        .to_owned();
+    println!("soak: running {binary}");
+
+    let started = Instant::now();
+    let end = options.start + options.seeds;
+    let mut from = options.start;
+    while from < end {
+        let to = (from + options.chunk).min(end);
+        let range = format!("{from}..{to}");
+        let args = ["chaos_convergence", "--exact", "--nocapture"];
+        let mut command = Command::new(&binary);
+        command.args(args).env("CHAOS_SEEDS", &range);
+        if let Some(threads) = options.threads {
+            command.env("CHAOS_THREADS", threads.to_string());
+        }
+        let chunk_started = Instant::now();
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run {binary}: {e}"))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if !output.status.success() {
+            println!("{stdout}");
+            eprintln!("{stderr}");
+            let failed = failed_seeds(&stdout);
+            let Some(first) = failed.first() else {
+                return Err(format!(
+                    "seeds {range}: {binary} failed ({}) without naming a seed",
+                    output.status
+                ));
+            };
+            let release = if options.release { " --release" } else { "" };
+            // The environment the chaos test reads, so that the command reproduces the run.
+            let env: String = ["CHAOS_SABOTAGE", "CHAOS_THREADS"]
+                .iter()
+                .filter_map(|k| env::var(k).ok().map(|v| format!("{k}={v} ")))
+                .collect();
+            return Err(format!(
+                "seeds {range}: {} failed: {failed:?}\nfirst failing seed: {first}\nreproduce: \
+                 {env}CHAOS_SEED={first} cargo test{release} -p informer --test chaos -- \
+                 chaos_convergence --nocapture   (add CHAOS_LOG=informer=debug for the \
+                 informer's log)",
+                failed.len()
+            ));
+        }
+        let done = to - options.start;
+        println!(
+            "soak: seeds {range} ok in {:.1}s ({done}/{} done, {:.0}s elapsed){}",
+            chunk_started.elapsed().as_secs_f64(),
+            options.seeds,
+            started.elapsed().as_secs_f64(),
+            summary_line(&stdout)
+                .map(|l| format!("\n  {l}"))
+                .unwrap_or_default()
+        );
+        from = to;
+    }
+    println!(
+        "soak: all {} seeds ({}..{end}) passed in {:.1}s",
+        options.seeds,
+        options.start,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn options_parse_with_defaults_and_both_spellings() {
+        assert_eq!(
+            parse(&args("--seeds 2000")).unwrap(),
+            Options {
+                seeds: 2000,
+                start: 0,
+                chunk: 500,
+                threads: None,
+                release: true
+            }
+        );
+        assert_eq!(
+            parse(&args(
+                "--start=100 --seeds=50 --chunk 10 --threads 4 --debug"
+            ))
+            .unwrap(),
+            Options {
+                seeds: 50,
+                start: 100,
+                chunk: 10,
+                threads: Some(4),
+                release: false
+            }
+        );
+    }
+
+    #[test]
+    fn bad_options_are_errors_with_the_usage() {
+        for bad in ["", "--start 5", "--seeds", "--seeds x", "--seeds 5 --bogus"] {
+            let error = parse(&args(bad)).unwrap_err();
+            assert!(error.contains("usage"), "{bad:?}: {error}");
+        }
+        assert!(parse(&args(&format!("--seeds 2 --start {}", u64::MAX))).is_err());
+    }
+
+    #[test]
+    fn failed_seeds_are_read_from_the_test_output() {
+        let output = "chaos seed 7 FAILED\nCHAOS-FAILED-SEED: 12\nnoise\nCHAOS-FAILED-SEED: 7\n\
+                      CHAOS-FAILED-SEED: 12\nchaos: 3 seed(s) on 2 thread(s) in 0.1s";
+        assert_eq!(failed_seeds(output), vec![7, 12]);
+        assert_eq!(
+            summary_line(output),
+            Some("chaos: 3 seed(s) on 2 thread(s) in 0.1s")
+        );
+        assert!(failed_seeds("all good").is_empty());
+    }
+
+    #[test]
+    fn the_binary_is_read_from_the_build_output() {
+        let log = "   Compiling informer v0.1.0\n    Finished `release` profile\n  Executable \
+                   tests/chaos.rs (/t/release/deps/chaos-962827dcd0807224)\n";
+        assert_eq!(
+            executable(log),
+            Some("/t/release/deps/chaos-962827dcd0807224")
+        );
+        assert_eq!(executable("Finished"), None);
+    }
+}
