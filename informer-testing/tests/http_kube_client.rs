@@ -169,3 +169,33 @@ async fn kube_client_streaming_list() {
     assert_eq!(watch.param("sendInitialEvents"), Some("true"));
     assert_eq!(watch.param("resourceVersionMatch"), Some("NotOlderThan"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_client_sends_the_kubeconfig_token() {
+    let server = informer_testing::fake::FakeApiServer::new();
+    server
+        .create("pods", &http_support::pod("ns-0", "p", json!({})))
+        .unwrap();
+    let http = informer_testing::http::FakeHttpServer::start(
+        server,
+        informer_testing::http::HttpConfig {
+            token: Some("t0ken".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
+    let list = pods.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    // Without the token the same request is refused with the server's 401 Status.
+    let anonymous = Client::try_from(Config::new(http.url().parse().unwrap())).unwrap();
+    let err = Api::<Pod>::namespaced(anonymous, "ns-0")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("Unauthorized") || err.to_string().contains("401"),
+        "{err}"
+    );
+}
