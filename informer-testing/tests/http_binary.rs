@@ -43,11 +43,8 @@ async fn seeds_serves_writes_a_kubeconfig_and_stops_on_sigterm() {
         .json()
         .await
         .unwrap();
-    assert!(
-        pods["items"].as_array().unwrap().len() >= 3,
-        "{}",
-        pods["items"].as_array().unwrap().len()
-    );
+    // 4 seeded per namespace; churn (5 writes/s) may have deleted some already.
+    assert!(!pods["items"].as_array().unwrap().is_empty(), "{pods}");
     assert_eq!(pods["items"][0]["kind"], "Pod");
     let state: Value = client()
         .get(format!("{}/_fake/state", bin.url()))
