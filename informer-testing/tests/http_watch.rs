@@ -391,7 +391,8 @@ async fn a_stalled_reader_is_dropped_with_410_while_others_go_on() {
             .unwrap();
     }
     let mut fast = reader.await.unwrap();
-    // The stalled reader now reads what the server had sent: part of the events, then 410.
+    // The stalled reader now reads what the server had sent: at most part of the events,
+    // then 410.
     let mut rest = Vec::new();
     tokio::time::timeout(GUARD, stalled.read_to_end(&mut rest))
         .await
@@ -400,8 +401,10 @@ async fn a_stalled_reader_is_dropped_with_410_while_others_go_on() {
     let text = String::from_utf8_lossy(&rest);
     let delivered = text.matches("{\"type\":\"ADDED\"").count();
     eprintln!("the stalled reader got {delivered} of {PODS} events before its 410");
+    // How many got through before it fell out of the 20-event history depends on the
+    // scheduling of its connection (none at all on a busy machine); never all of them.
     assert!(
-        delivered > 0 && delivered < PODS,
+        delivered < PODS,
         "the stalled reader got {delivered} events"
     );
     assert!(
