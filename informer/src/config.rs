@@ -10,6 +10,7 @@ use std::time::Duration;
 use informer_core::{Indexer, Indexers, KeyFunc, Object, Queue, key_of};
 use informer_fifo::InOrderFifoConfig;
 
+use crate::metrics::InformerMetrics;
 use crate::reflector::{ReflectorConfig, Transform};
 use crate::registration::RegistrationId;
 
@@ -78,6 +79,10 @@ pub struct InformerConfig<K> {
     pub shutdown_timeout: Duration,
     /// Told about every [`Incident`].
     pub on_incident: Option<IncidentHook>,
+    /// Where to record the `informer_*` metrics of this informer and its handlers, and the
+    /// `reflector_*` metrics of its reflector (unless [`ReflectorConfig::metrics`] is set);
+    /// `None` (the default) records none. Values exist only with the `metrics` feature.
+    pub metrics: Option<InformerMetrics>,
 }
 
 impl<K: Object> Default for InformerConfig<K> {
@@ -94,6 +99,7 @@ impl<K: Object> Default for InformerConfig<K> {
             uid_change: UidChange::DeleteAndAdd,
             shutdown_timeout: Duration::from_secs(30),
             on_incident: None,
+            metrics: None,
         }
     }
 }
@@ -113,6 +119,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("uid_change", &self.uid_change)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("on_incident", &self.on_incident.is_some())
+            .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
     }
 }

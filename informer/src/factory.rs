@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::{IncidentHook, InformerConfig, UidChange};
 use crate::error::{CacheSyncError, FactoryError, InformerError};
+use crate::metrics::InformerMetrics;
 use crate::processor::ShutdownReport;
 use crate::shared_informer::SharedIndexInformer;
 use crate::sync::{SyncSource, wait_for_cache_sync};
@@ -122,6 +123,8 @@ pub struct FactoryConfig {
     pub shutdown_timeout: Duration,
     /// [`InformerConfig::on_incident`]. Default none.
     pub on_incident: Option<IncidentHook>,
+    /// [`InformerConfig::metrics`]. Default none.
+    pub metrics: Option<InformerMetrics>,
 }
 
 impl Default for FactoryConfig {
@@ -131,6 +134,7 @@ impl Default for FactoryConfig {
             uid_change: UidChange::DeleteAndAdd,
             shutdown_timeout: Duration::from_secs(30),
             on_incident: None,
+            metrics: None,
         }
     }
 }
@@ -142,6 +146,7 @@ impl fmt::Debug for FactoryConfig {
             .field("uid_change", &self.uid_change)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("on_incident", &self.on_incident.is_some())
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -310,6 +315,7 @@ impl<P> InformerFactory<P> {
             uid_change: factory.uid_change,
             shutdown_timeout: factory.shutdown_timeout,
             on_incident: factory.on_incident.clone(),
+            metrics: factory.metrics.clone(),
             ..InformerConfig::default()
         };
         config.reflector.label_selector = spec.label_selector.clone();

@@ -116,6 +116,8 @@ mod error;
 mod factory;
 mod handler;
 mod listener;
+mod metrics;
+mod observability;
 mod process;
 mod processor;
 pub mod reflector;
@@ -135,6 +137,7 @@ pub use factory::{
     ProviderError,
 };
 pub use handler::{ClosureHandler, handler};
+pub use metrics::InformerMetrics;
 pub use processor::{ShutdownReport, StuckHandler};
 pub use registration::{Registration, RegistrationId, RegistrationStats, RegistrationStatus};
 pub use shared_informer::{InformerStats, SharedIndexInformer};

@@ -16,6 +16,8 @@ use informer_core::{Notification, Object, ResourceEventHandler};
 use parking_lot::Mutex;
 
 use crate::config::{Incident, IncidentHook, IncidentKind};
+use crate::metrics::InformerRecorder;
+use crate::observability::{lag_warning_due, warn_slow_handler};
 use crate::registration::{RegistrationShared, RegistrationStatus};
 
 /// A handler as the informer keeps it: erased.
@@ -76,7 +78,7 @@ impl<K: Object> Listener<K> {
     /// Queues a notification for the handler. Never waits.
     pub(crate) fn push(&self, n: Notification<K>) -> Pushed {
         let initial = is_initial(&n);
-        {
+        let lag = {
             let mut buf = self.buffer.lock();
             if !buf.open {
                 return Pushed::Closed;
@@ -106,6 +108,10 @@ impl<K: Object> Listener<K> {
                     false
                 });
             }
+            buf.live
+        };
+        if !initial && lag_warning_due(lag) {
+            warn_slow_handler(&self.shared, lag);
         }
         self.waker.wake();
         Pushed::Queued
@@ -184,13 +190,20 @@ pub(crate) struct Reporter {
     pub(crate) panics: AtomicU64,
     pub(crate) disconnections: AtomicU64,
     pub(crate) stuck: AtomicU64,
+    /// Metrics of the informer and its handlers (nothing without the `metrics` feature).
+    pub(crate) metrics: InformerRecorder,
 }
 
 impl Reporter {
-    pub(crate) fn new(informer: String, hook: Option<IncidentHook>) -> Self {
+    pub(crate) fn new(
+        informer: String,
+        hook: Option<IncidentHook>,
+        metrics: InformerRecorder,
+    ) -> Self {
         Self {
             informer,
             hook,
+            metrics,
             panics: AtomicU64::new(0),
             disconnections: AtomicU64::new(0),
             stuck: AtomicU64::new(0),
@@ -198,6 +211,7 @@ impl Reporter {
     }
 
     pub(crate) fn report(&self, shared: &RegistrationShared, kind: IncidentKind) {
+        self.metrics.incident(&shared.name, &kind);
         match &kind {
             IncidentKind::Panicked {
                 message,

@@ -9,6 +9,7 @@ use informer_core::{Indexer, Notification, Object};
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::config::{Delivery, HandlerOptions, IncidentKind};
 use crate::listener::{BoxedHandler, Listener, Pushed, Reporter, deliver};
@@ -177,7 +178,18 @@ impl<K: Object> Processor<K> {
         }
         let resync = self.resync_for(&mut registry, options.resync_period, &name);
         shared.set_resync_period(resync.period);
-        for object in indexer.list() {
+        let replayed = indexer.list();
+        tracing::debug!(
+            informer = %self.reporter.informer,
+            handler = %name,
+            registration = %id,
+            replayed = replayed.len(),
+            resync_period = ?resync.period,
+            stream = matches!(new, NewRegistration::Stream),
+            "handler registered"
+        );
+        self.reporter.metrics.track_handler(&shared);
+        for object in replayed {
             listener.push(Notification::Add {
                 object,
                 is_in_initial_list: true,
@@ -314,9 +326,14 @@ impl<K: Object> Processor<K> {
         delivery: Delivery,
     ) {
         let reporter = Arc::clone(&self.reporter);
+        let span = tracing::debug_span!(
+            "handler",
+            informer = %self.reporter.informer,
+            handler = %listener.shared.name
+        );
         match delivery {
             Delivery::Task => {
-                runtime.spawn(deliver(listener, handler, reporter, true));
+                runtime.spawn(deliver(listener, handler, reporter, true).instrument(span));
             }
             Delivery::Thread => {
                 let name = format!("informer-handler-{}", listener.shared.id.0);
@@ -324,8 +341,10 @@ impl<K: Object> Processor<K> {
                 let slot = Arc::new(Mutex::new(Some((Arc::clone(&listener), handler))));
                 let for_thread = Arc::clone(&slot);
                 let thread_reporter = Arc::clone(&reporter);
+                let thread_span = span.clone();
                 let spawned = std::thread::Builder::new().name(name).spawn(move || {
                     if let Some((listener, handler)) = for_thread.lock().take() {
+                        let _entered = thread_span.enter();
                         futures::executor::block_on(deliver(
                             listener,
                             handler,
@@ -342,7 +361,7 @@ impl<K: Object> Processor<K> {
                         "cannot spawn a handler thread; delivering on a task instead"
                     );
                     if let Some((listener, handler)) = slot.lock().take() {
-                        runtime.spawn(deliver(listener, handler, reporter, true));
+                        runtime.spawn(deliver(listener, handler, reporter, true).instrument(span));
                     }
                 }
             }
@@ -365,7 +384,14 @@ impl<K: Object> Processor<K> {
         };
         match removed {
             Some(entry) => {
-                entry.listener.close(RegistrationStatus::Removed, true);
+                let dropped = entry.listener.close(RegistrationStatus::Removed, true);
+                tracing::debug!(
+                    informer = %self.reporter.informer,
+                    handler = %entry.listener.shared.name,
+                    registration = %id,
+                    dropped,
+                    "handler removed"
+                );
                 // Streams and handlers registered before start have no delivery loop to
                 // signal it.
                 if entry.delivery.is_none() || never_started {

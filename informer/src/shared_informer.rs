@@ -21,6 +21,7 @@ use crate::cache::{CacheReader, Lister};
 use crate::config::{HandlerOptions, InformerConfig, QueueChoice, UidChange};
 use crate::error::InformerError;
 use crate::listener::Reporter;
+use crate::metrics::InformerRecorder;
 use crate::process::Rules;
 use crate::processor::{NewRegistration, Processor, RegisterError, ShutdownReport};
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorStats};
@@ -159,6 +160,7 @@ impl<K: Object> SharedIndexInformer<K> {
             uid_change,
             shutdown_timeout,
             on_incident,
+            metrics,
         } = config;
         let name = if name.is_empty() {
             "informer".to_owned()
@@ -204,8 +206,13 @@ impl<K: Object> SharedIndexInformer<K> {
         if transform.is_some() {
             reflector.transform = transform;
         }
+        if reflector.metrics.is_none() {
+            reflector.metrics.clone_from(&metrics);
+        }
+        let recorder = InformerRecorder::new(metrics.as_ref(), &name);
+        recorder.track_cache(&indexer);
         let phase = Arc::new(watch::Sender::new(Phase::default()));
-        let reporter = Arc::new(Reporter::new(name.clone(), on_incident));
+        let reporter = Arc::new(Reporter::new(name.clone(), on_incident, recorder));
         let processor = Arc::new(Processor::new(
             reporter,
             phase.subscribe(),
@@ -443,11 +450,18 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         let stop = cancel.child_token();
         tokio::join!(reflector.run(stop.clone()), self.process_loop(&stop));
+        tracing::debug!(informer = %inner.name, "informer shutting down: draining handlers");
         inner.raw_queue.close();
         let report = inner.processor.shutdown(inner.shutdown_timeout).await;
         inner.phase.send_modify(|p| p.stopped = true);
         guard.inner = None;
-        tracing::debug!(informer = %inner.name, ?report, "informer stopped");
+        tracing::info!(
+            informer = %inner.name,
+            drained = report.drained,
+            streams = report.streams,
+            stuck = report.stuck.len(),
+            "informer stopped"
+        );
         Ok(report)
     }
 
@@ -464,6 +478,7 @@ impl<K: Object> SharedIndexInformer<K> {
             // The batch being processed still counts as not popped: a batch of the first
             // list sees the queue unsynced.
             let initial = !inner.raw_queue.has_synced();
+            inner.processor.reporter.metrics.deltas(deltas);
             let mut distribution = inner.processor.lock();
             let outcome = rules.apply(deltas, initial, &mut distribution);
             inner.processor.unlock(distribution);
@@ -478,12 +493,21 @@ impl<K: Object> SharedIndexInformer<K> {
             }
             Ok(())
         };
+        let mut announced_sync = false;
         loop {
             let popped = tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
                 popped = inner.queue.pop(&mut process) => popped,
             };
+            if !announced_sync && inner.phase.borrow().synced {
+                announced_sync = true;
+                tracing::info!(
+                    informer = %inner.name,
+                    cached = inner.indexer.len(),
+                    "informer synced: the first list is in the cache"
+                );
+            }
             match popped {
                 Ok(()) => {}
                 Err(QueueError::Closed) => return,

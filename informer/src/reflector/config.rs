@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use informer_core::reflector::{BackoffConfig, Counters, MachineConfig, Then, WatchListMode};
 use informer_core::{Error, ErrorClass};
 
+use crate::metrics::InformerMetrics;
+
 /// A function applied to every object before it is shared and queued (for example to drop
 /// `metadata.managedFields`). It must keep the name, namespace and resourceVersion.
 pub type Transform<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
@@ -109,6 +111,11 @@ pub struct ReflectorConfig<K> {
     /// Seeds the random numbers (watch timeouts, backoff jitter); `None` seeds from the OS.
     /// A fixed seed makes a run against a deterministic server reproducible.
     pub seed: Option<u64>,
+    /// Where to record the `reflector_*` metrics (series labelled with [`name`](Self::name));
+    /// `None` (the default) records none. Values exist only with the `metrics` feature. An
+    /// informer fills it from [`InformerConfig::metrics`](crate::InformerConfig::metrics)
+    /// when left `None`.
+    pub metrics: Option<InformerMetrics>,
 }
 
 impl<K> ReflectorConfig<K> {
@@ -143,6 +150,7 @@ impl<K> Default for ReflectorConfig<K> {
             transform: None,
             watch_error_handler: None,
             seed: None,
+            metrics: None,
         }
     }
 }
@@ -163,6 +171,7 @@ impl<K> Clone for ReflectorConfig<K> {
             transform: self.transform.clone(),
             watch_error_handler: self.watch_error_handler.clone(),
             seed: self.seed,
+            metrics: self.metrics.clone(),
         }
     }
 }
@@ -183,6 +192,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("transform", &self.transform.is_some())
             .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("seed", &self.seed)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }

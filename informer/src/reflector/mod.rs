@@ -73,6 +73,10 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::metrics::ReflectorRecorder;
+use crate::observability::{BeforeStep, OpenWatch};
 
 pub use config::{
     FailureContext, LastError, ReflectorConfig, ReflectorStats, ShouldResync, Stage, Transform,
@@ -96,6 +100,7 @@ pub struct Reflector<K: Object> {
     observed: Mutex<Observed>,
     synced: tokio::sync::watch::Sender<bool>,
     running: AtomicBool,
+    recorder: ReflectorRecorder,
 }
 
 /// The state machine and the random numbers it is fed.
@@ -140,7 +145,9 @@ impl<K: Object> Reflector<K> {
             Some(seed) => StdRng::seed_from_u64(seed),
             None => StdRng::from_os_rng(),
         };
+        let recorder = ReflectorRecorder::new(config.metrics.as_ref(), &config.name);
         Self {
+            recorder,
             decisions: Mutex::new(Decisions {
                 machine: Machine::new(config.machine_config()),
                 rng,
@@ -240,28 +247,53 @@ impl<K: Object> Reflector<K> {
         let now = tokio::time::Instant::now().into_std();
         let mut decisions = self.decisions.lock();
         let random = decisions.rng.random::<f64>();
-        f(&mut decisions.machine, now, random)
+        let before = BeforeStep::of(&decisions.machine);
+        let result = f(&mut decisions.machine, now, random);
+        before.after(self.name(), &self.recorder, &decisions.machine);
+        result
     }
 
     /// The list/watch loop. Returns only when the queue is closed.
     async fn drive(&self) {
         let mut items: Vec<Arc<K>> = Vec::new();
+        let mut list_started = tokio::time::Instant::now();
         let mut next = self.decide(|m, now, r| m.start(now, r));
         loop {
             next = match next {
                 Next::List(options) => {
                     items.clear();
-                    self.list_page(&options, &mut items).await
+                    list_started = tokio::time::Instant::now();
+                    self.recorder.list_started();
+                    tracing::debug!(
+                        reflector = self.name(),
+                        resource_version = options.resource_version.as_deref(),
+                        limit = options.limit,
+                        "listing"
+                    );
+                    self.list_page(&options, &mut items)
+                        .instrument(tracing::debug_span!("list", reflector = self.name()))
+                        .await
                 }
-                Next::ListNextPage(options) => self.list_page(&options, &mut items).await,
+                Next::ListNextPage(options) => {
+                    self.list_page(&options, &mut items)
+                        .instrument(tracing::debug_span!("list", reflector = self.name()))
+                        .await
+                }
                 Next::Replace { resource_version } => {
                     let objects = std::mem::take(&mut items);
-                    if self.replace(objects, &resource_version).is_break() {
+                    if self
+                        .replace(objects, &resource_version, list_started)
+                        .is_break()
+                    {
                         return;
                     }
                     self.decide(|m, now, r| m.replaced(now, r))
                 }
-                Next::Watch(options) => match self.watch(&options).await {
+                Next::Watch(options) => match self
+                    .watch(&options)
+                    .instrument(tracing::debug_span!("watch", reflector = self.name()))
+                    .await
+                {
                     ControlFlow::Continue(next) => next,
                     ControlFlow::Break(()) => return,
                 },
@@ -316,6 +348,7 @@ impl<K: Object> Reflector<K> {
     /// Starts a watch and reads it until it ends, fails, or the queue closes.
     async fn watch(&self, options: &WatchOptions) -> Flow {
         let streaming = options.send_initial_events == Some(true);
+        self.recorder.watch_started(streaming);
         let mut stream = match self.lister_watcher.watch(options).await {
             Ok(stream) => stream,
             Err(error) => {
@@ -329,6 +362,12 @@ impl<K: Object> Reflector<K> {
                 return ControlFlow::Continue(next);
             }
         };
+        let mut open = OpenWatch::new(
+            self.name(),
+            &self.recorder,
+            options.resource_version.as_deref(),
+            streaming,
+        );
         let mut deadline = self
             .decide(|m, now, _| m.watch_started(now))
             .map(tokio::time::Instant::from_std);
@@ -364,6 +403,7 @@ impl<K: Object> Reflector<K> {
                 Some(Err(error)) => return ControlFlow::Continue(self.watch_failed(&error, stage)),
                 Some(Ok(event)) => event,
             };
+            open.events += 1;
             if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
                 &event
                 && let Err(source) = key_of(obj)
@@ -392,7 +432,7 @@ impl<K: Object> Reflector<K> {
                 EventAction::Skip => {}
                 EventAction::ReplaceBuffered { resource_version } => {
                     let objects: Vec<Arc<K>> = std::mem::take(&mut buffer).into_values().collect();
-                    self.replace(objects, &resource_version)?;
+                    self.replace(objects, &resource_version, open.started)?;
                     deadline = None;
                 }
                 EventAction::Stop(next) => {
@@ -470,20 +510,35 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> ControlFlow<()> {
+    fn replace(
+        &self,
+        objects: Vec<Arc<K>>,
+        resource_version: &str,
+        started: tokio::time::Instant,
+    ) -> ControlFlow<()> {
         let count = objects.len();
         let flow = self.queue_result(
             self.queue.replace(objects, resource_version),
             "replacing the queue's content",
         );
         if flow.is_continue() {
+            let took = started.elapsed();
+            self.recorder.list_completed(took, count);
             tracing::debug!(
                 reflector = self.name(),
                 count,
                 resource_version,
+                ?took,
                 "list replaced"
             );
-            self.synced.send_replace(true);
+            if !self.synced.send_replace(true) {
+                tracing::info!(
+                    reflector = self.name(),
+                    count,
+                    resource_version,
+                    "synced: the first full list is in the queue"
+                );
+            }
         }
         flow
     }
