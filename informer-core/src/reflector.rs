@@ -37,6 +37,13 @@
 //!   error that is not listed below: back off, then relist.
 //! - 429 (the delay is the server's `Retry-After` when given), transport errors and other 5xx,
 //!   on the request or mid-stream: back off, then re-watch without relisting.
+//! - A watch from `"0"` (after a list that reported resourceVersion `"0"`, as a server that
+//!   was never written may; real API servers never do) starts with the current state as
+//!   synthetic `ADDED` events in no resourceVersion order: their resourceVersions are not
+//!   taken as resume points (re-watching from one would replay older states, or skip the rest
+//!   of the snapshot) until a bookmark says where the watch stands. If such a watch ends or
+//!   fails after delivering objects and before a bookmark, the machine relists instead of
+//!   re-watching (a new watch from `"0"` would not report the deletions since).
 //! - A line that cannot be decoded: the driver reports a typed error; back off, then re-watch
 //!   from the last good resourceVersion (nothing is lost: the server sends everything after it
 //!   again). An object without a name is the driver's to skip: it reports it and still passes

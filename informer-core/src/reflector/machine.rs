@@ -269,11 +269,17 @@ enum State {
     },
     StartingWatch {
         streaming: bool,
+        resumable: bool,
     },
     Watching {
         started: Instant,
         events: u64,
         initial_deadline: Option<Instant>,
+        /// Whether the events' resourceVersions are resume points: false for a plain watch
+        /// from `"0"` (or from none), which starts with the current state as synthetic
+        /// `ADDED` events in no particular resourceVersion order, until a bookmark says
+        /// where the watch stands.
+        resumable: bool,
     },
 }
 
@@ -473,24 +479,40 @@ impl Machine {
     /// bookmark when it is a streaming list: if it passes first, report
     /// [`Machine::initial_events_timed_out`].
     pub fn watch_started(&mut self, now: Instant) -> Option<Instant> {
-        let streaming = matches!(self.state, State::StartingWatch { streaming: true });
+        let (streaming, resumable) = match self.state {
+            State::StartingWatch {
+                streaming,
+                resumable,
+            } => (streaming, resumable),
+            _ => (false, true),
+        };
         let deadline = streaming.then(|| now + self.config.initial_events_timeout);
         self.counters.watch_starts += 1;
         self.state = State::Watching {
             started: now,
             events: 0,
             initial_deadline: deadline,
+            resumable,
         };
         deadline
     }
 
     /// The watch request itself failed (an HTTP error, a refused connection).
     pub fn watch_start_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
-        let State::StartingWatch { streaming } = std::mem::replace(&mut self.state, State::Idle)
+        let State::StartingWatch { streaming, .. } =
+            std::mem::replace(&mut self.state, State::Idle)
         else {
             return self.misuse(random);
         };
-        self.watch_failure(streaming, error.class(), error.retry_after(), now, random)
+        // Nothing was received: re-watching from the same point is sound.
+        self.watch_failure(
+            streaming,
+            true,
+            error.class(),
+            error.retry_after(),
+            now,
+            random,
+        )
     }
 
     /// A watch event arrived. `ERROR` events end the watch ([`EventAction::Stop`]).
@@ -503,6 +525,7 @@ impl Machine {
         let State::Watching {
             events,
             initial_deadline,
+            resumable,
             ..
         } = &mut self.state
         else {
@@ -510,6 +533,7 @@ impl Machine {
         };
         *events += 1;
         let initial = initial_deadline.is_some();
+        let resumable = *resumable;
         self.counters.events += 1;
         match event {
             WatchEvent::Error(status) => EventAction::Stop(self.error_event(status, now, random)),
@@ -517,7 +541,7 @@ impl Machine {
                 EventAction::Buffer
             }
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
-                if let Some(rv) = obj.resource_version() {
+                if resumable && let Some(rv) = obj.resource_version() {
                     self.set_rv(rv);
                 }
                 EventAction::Apply
@@ -527,10 +551,14 @@ impl Machine {
                     return EventAction::Skip;
                 }
                 if let State::Watching {
-                    initial_deadline, ..
+                    initial_deadline,
+                    resumable,
+                    ..
                 } = &mut self.state
                 {
+                    // The same stream goes on with live changes, in order.
                     *initial_deadline = None;
+                    *resumable = true;
                 }
                 self.set_rv(&bookmark.resource_version);
                 self.rv_unavailable = false;
@@ -542,6 +570,9 @@ impl Machine {
             }
             WatchEvent::Bookmark(bookmark) => {
                 self.set_rv(&bookmark.resource_version);
+                if let State::Watching { resumable, .. } = &mut self.state {
+                    *resumable = is_resume_point(Some(&bookmark.resource_version));
+                }
                 EventAction::Skip
             }
         }
@@ -550,7 +581,7 @@ impl Machine {
     /// The watch stream failed: a transport error, an undecodable line. Everything before it
     /// was applied; the machine resumes from the last good resourceVersion.
     pub fn watch_failed(&mut self, error: &Error, now: Instant, random: f64) -> Next {
-        self.stream_failure(error.class(), error.retry_after(), now, random)
+        self.stream_failure(error.class(), error.retry_after(), 0, now, random)
     }
 
     /// The watch stream ended (`None`).
@@ -559,6 +590,7 @@ impl Machine {
             started,
             events,
             initial_deadline,
+            resumable,
         } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return self.misuse(random);
@@ -574,6 +606,11 @@ impl Machine {
             return self.wait(Then::Rewatch, None, now, random);
         }
         self.counters.watch_restarts.bump(RestartReason::Ended);
+        if !resumable && events > 0 {
+            // A snapshot gave no resume point, and a new one would miss deletions: relist.
+            self.counters.relists += 1;
+            return self.begin_relist(random);
+        }
         self.begin_watch(random)
     }
 
@@ -606,28 +643,47 @@ impl Machine {
     }
 
     fn error_event(&mut self, status: &Status, now: Instant, random: f64) -> Next {
-        self.stream_failure(status.class(), status.retry_after(), now, random)
+        // The ERROR event itself was counted.
+        self.stream_failure(status.class(), status.retry_after(), 1, now, random)
     }
 
+    /// `not_objects`: how many of the watch's counted events were not objects (the ERROR).
     fn stream_failure(
         &mut self,
         class: ErrorClass,
         retry_after: Option<Duration>,
+        not_objects: u64,
         now: Instant,
         random: f64,
     ) -> Next {
         let State::Watching {
-            initial_deadline, ..
+            initial_deadline,
+            resumable,
+            events,
+            ..
         } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return self.misuse(random);
         };
-        self.watch_failure(initial_deadline.is_some(), class, retry_after, now, random)
+        // A snapshot watch that delivered nothing can be started again as it was.
+        let resumable = resumable || events <= not_objects;
+        self.watch_failure(
+            initial_deadline.is_some(),
+            resumable,
+            class,
+            retry_after,
+            now,
+            random,
+        )
     }
 
+    /// `resumable`: whether the last seen resourceVersion is a sound point to re-watch from
+    /// (not after part of a snapshot, see `State::Watching`); if not, what would re-watch
+    /// relists instead.
     fn watch_failure(
         &mut self,
         streaming: bool,
+        resumable: bool,
         class: ErrorClass,
         retry_after: Option<Duration>,
         now: Instant,
@@ -660,7 +716,11 @@ impl Machine {
             | ErrorClass::Transport
             | ErrorClass::ServerError
             | ErrorClass::Decode
-            | ErrorClass::InvalidObject => self.wait(Then::Rewatch, retry_after, now, random),
+            | ErrorClass::InvalidObject
+                if resumable =>
+            {
+                self.wait(Then::Rewatch, retry_after, now, random)
+            }
             ErrorClass::ResourceVersionTooLarge => {
                 self.rv_unavailable = true;
                 self.counters.relists += 1;
@@ -699,7 +759,10 @@ impl Machine {
             allow_watch_bookmarks: true,
             send_initial_events: Some(true),
         };
-        self.state = State::StartingWatch { streaming: true };
+        self.state = State::StartingWatch {
+            streaming: true,
+            resumable: true,
+        };
         Next::Watch(options)
     }
 
@@ -743,7 +806,10 @@ impl Machine {
             allow_watch_bookmarks: true,
             send_initial_events: None,
         };
-        self.state = State::StartingWatch { streaming: false };
+        self.state = State::StartingWatch {
+            streaming: false,
+            resumable: is_resume_point(self.last_rv.as_deref()),
+        };
         Next::Watch(options)
     }
 
@@ -783,4 +849,11 @@ impl Machine {
     fn misuse(&mut self, random: f64) -> Next {
         self.begin_relist(random)
     }
+}
+
+/// Whether a watch from `rv` gets changes in resourceVersion order (so that each event's
+/// resourceVersion is a point to resume from). `"0"` and none ask for the current state first,
+/// as synthetic `ADDED` events in no particular order.
+fn is_resume_point(rv: Option<&str>) -> bool {
+    rv.is_some_and(|rv| !rv.is_empty() && rv != "0")
 }

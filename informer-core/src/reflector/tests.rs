@@ -988,3 +988,95 @@ mod properties {
         }
     }
 }
+
+// ---- watches from "0": a snapshot first, in no resourceVersion order ----
+
+/// A list that reports resourceVersion "0" (an empty fake server that was never written; real
+/// servers never do) leads to a watch from "0", which starts with the current state as
+/// synthetic ADDED events in key order, not resourceVersion order.
+fn snapshot_watch() -> Rig {
+    let mut r = Rig::default();
+    let w = r.synced_at("0");
+    assert_eq!(w.resource_version.as_deref(), Some("0"));
+    // The snapshot: b@13 then c@11 (key order), then a live change at 14.
+    assert_eq!(r.event(&added("13")), EventAction::Apply);
+    assert_eq!(r.event(&added("11")), EventAction::Apply);
+    assert_eq!(r.event(&modified("14")), EventAction::Apply);
+    r
+}
+
+#[test]
+fn snapshot_events_are_not_resume_points() {
+    let mut r = snapshot_watch();
+    // Resuming from 11 would replay 12 and 13 (older states after newer ones); from 14, miss
+    // anything of the snapshot sent after it. Neither is taken.
+    assert_eq!(r.m.last_synced_resource_version(), Some("0"));
+    // A failure relists (a new watch from "0" would miss the deletions since).
+    r.advance(secs(5));
+    let (_, then) = wait(r.m.watch_failed(&transport(), r.now, 0.5));
+    assert_eq!(then, Then::Relist);
+    let relist = list(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(relist.resource_version.as_deref(), Some("0"));
+    assert_eq!(r.m.counters().relists, 1);
+}
+
+#[test]
+fn a_snapshot_watch_ending_or_erroring_relists() {
+    let mut r = snapshot_watch();
+    r.advance(secs(300));
+    list(r.m.watch_ended(r.now, 0.5));
+    let mut r = snapshot_watch();
+    let status = Status::failure(500, "InternalError", "reset");
+    let EventAction::Stop(next) = r.event(&WatchEvent::Error(status)) else {
+        panic!("an ERROR event stops the watch")
+    };
+    assert_eq!(wait(next).1, Then::Relist);
+}
+
+#[test]
+fn a_bookmark_gives_a_snapshot_watch_its_resume_point() {
+    let mut r = snapshot_watch();
+    assert_eq!(r.event(&bookmark("14")), EventAction::Skip);
+    assert_eq!(r.m.last_synced_resource_version(), Some("14"));
+    // From now on events are live changes, in order.
+    assert_eq!(r.event(&modified("15")), EventAction::Apply);
+    assert_eq!(r.m.last_synced_resource_version(), Some("15"));
+    r.advance(secs(5));
+    let (_, then) = wait(r.m.watch_failed(&transport(), r.now, 0.5));
+    assert_eq!(then, Then::Rewatch);
+    let w = watch(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(w.resource_version.as_deref(), Some("15"));
+}
+
+#[test]
+fn a_snapshot_watch_that_delivered_nothing_is_retried_as_it_was() {
+    let mut r = Rig::default();
+    r.synced_at("0");
+    r.advance(secs(5));
+    let (_, then) = wait(r.m.watch_failed(&transport(), r.now, 0.5));
+    assert_eq!(then, Then::Rewatch);
+    let w = watch(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(w.resource_version.as_deref(), Some("0"));
+    r.m.watch_started(r.now);
+    let status = Status::failure(500, "InternalError", "reset");
+    let EventAction::Stop(next) = r.event(&WatchEvent::Error(status)) else {
+        panic!("an ERROR event stops the watch")
+    };
+    assert_eq!(wait(next).1, Then::Rewatch);
+}
+
+#[test]
+fn live_events_after_the_end_bookmark_of_a_streaming_list_are_resume_points() {
+    let mut r = Rig::streaming();
+    let w = watch(r.start());
+    assert_eq!(w.send_initial_events, Some(true));
+    r.m.watch_started(r.now);
+    assert_eq!(r.event(&added("3")), EventAction::Buffer);
+    // An empty server's snapshot ends at "0"; the same stream then carries live changes.
+    assert!(matches!(
+        r.event(&end_bookmark("0")),
+        EventAction::ReplaceBuffered { .. }
+    ));
+    assert_eq!(r.event(&added("1")), EventAction::Apply);
+    assert_eq!(r.m.last_synced_resource_version(), Some("1"));
+}
