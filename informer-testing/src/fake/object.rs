@@ -66,7 +66,8 @@ impl StoredObject {
         let bytes = serde_json::to_vec(value)
             .map_err(|e| status::internal_error(&format!("cannot serialize object: {e}")))?;
         Ok(Self {
-            bytes: Bytes::from(bytes),
+            // `into_boxed_slice` drops the serializer's spare capacity: stored objects live long.
+            bytes: Bytes::from(bytes.into_boxed_slice()),
             meta: StoredMeta {
                 key,
                 name,
