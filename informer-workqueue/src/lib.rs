@@ -98,6 +98,15 @@
 //! when nothing is ready, and spends one unit of tokio's cooperative budget like a channel
 //! receive, so a worker that always finds work still lets its thread's other tasks run.
 //!
+//! # Tracing
+//!
+//! The queue emits `tracing` events (target `informer_workqueue::…`, level `DEBUG`, field
+//! `queue` = the queue's name): `work queue shutting down` (with `drain`, `queued`,
+//! `processing` and `delayed_dropped`), `work queue shut down` when a drain ends, and, for
+//! every [`add_rate_limited`](RateLimitingQueue::add_rate_limited), `retrying an item after
+//! its rate-limited delay` (with `requeues` and `delay`). Items are not logged: they need not
+//! implement `Debug`.
+//!
 //! # Metrics
 //!
 //! With the `metrics` feature, `WorkQueueMetrics::register` adds these families to a

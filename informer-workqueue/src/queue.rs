@@ -246,6 +246,7 @@ where
     pub fn shut_down(&self) {
         {
             let mut state = self.shared.state.lock();
+            state.log_shut_down(self.name(), false);
             state.shut_down();
             state.draining = false;
         }
@@ -261,6 +262,7 @@ where
     pub async fn shut_down_with_drain(&self) {
         {
             let mut state = self.shared.state.lock();
+            state.log_shut_down(self.name(), true);
             state.shut_down();
             state.draining = true;
         }
@@ -271,6 +273,11 @@ where
             {
                 let state = self.shared.state.lock();
                 if state.processing == 0 || !state.draining {
+                    tracing::debug!(
+                        queue = self.name(),
+                        drained = state.processing == 0,
+                        "work queue shut down"
+                    );
                     return;
                 }
             }
@@ -611,6 +618,20 @@ where
             }
         }
         pushed
+    }
+
+    /// Logs a shutdown request with what it finds (before the delayed items are dropped).
+    fn log_shut_down(&self, name: &str, drain: bool) {
+        if !self.shutting_down {
+            tracing::debug!(
+                queue = name,
+                drain,
+                queued = self.queue.len(),
+                processing = self.processing,
+                delayed_dropped = self.waiting.len(),
+                "work queue shutting down"
+            );
+        }
     }
 
     fn shut_down(&mut self) {

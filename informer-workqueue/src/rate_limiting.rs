@@ -121,6 +121,12 @@ where
             return;
         }
         let delay = self.rate_limiter.when(&item);
+        tracing::debug!(
+            queue = self.name(),
+            requeues = self.rate_limiter.num_requeues(&item),
+            ?delay,
+            "retrying an item after its rate-limited delay"
+        );
         self.queue.add_after(item, delay);
     }
 
