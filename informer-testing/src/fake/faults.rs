@@ -89,6 +89,16 @@ pub enum PendingFault {
         /// How many are left.
         remaining: usize,
     },
+    /// The next `remaining` writes (create, update, patch, apply, delete) in `scope` will
+    /// fail with `status`.
+    FailWrites {
+        /// Where.
+        scope: Scope,
+        /// How many failures are left.
+        remaining: usize,
+        /// The answer.
+        status: Status,
+    },
     /// The next watch started in `scope` will be closed after `events` events.
     DropWatchAfter {
         /// Where.
@@ -116,6 +126,14 @@ impl fmt::Display for PendingFault {
             } => write!(
                 f,
                 "fail the next {remaining} watch start(s) of {scope} with {status}"
+            ),
+            Self::FailWrites {
+                scope,
+                remaining,
+                status,
+            } => write!(
+                f,
+                "fail the next {remaining} write(s) of {scope} with {status}"
             ),
             Self::ExpireContinues { scope, remaining } => write!(
                 f,
@@ -156,6 +174,7 @@ impl RawLine {
 pub(crate) struct FaultState {
     fail_lists: Vec<(Scope, usize, Status)>,
     fail_watches: Vec<(Scope, usize, Status)>,
+    fail_writes: Vec<(Scope, usize, Status)>,
     drop_after: Vec<(Scope, usize)>,
     expire_continues: Vec<(Scope, usize)>,
     list_delay: Vec<(Scope, Duration)>,
@@ -181,6 +200,10 @@ impl FaultState {
 
     pub(crate) fn take_watch_failure(&mut self, def: &ResourceDef) -> Option<Status> {
         Self::take_failure(&mut self.fail_watches, def)
+    }
+
+    pub(crate) fn take_write_failure(&mut self, def: &ResourceDef) -> Option<Status> {
+        Self::take_failure(&mut self.fail_writes, def)
     }
 
     pub(crate) fn take_expire_continue(&mut self, def: &ResourceDef) -> bool {
@@ -230,6 +253,13 @@ impl FaultState {
         }
         for (scope, remaining, status) in &self.fail_watches {
             out.push(PendingFault::FailWatches {
+                scope: scope.clone(),
+                remaining: *remaining,
+                status: status.clone(),
+            });
+        }
+        for (scope, remaining, status) in &self.fail_writes {
+            out.push(PendingFault::FailWrites {
                 scope: scope.clone(),
                 remaining: *remaining,
                 status: status.clone(),
@@ -315,6 +345,21 @@ impl Faults {
                 .faults
                 .lock()
                 .fail_watches
+                .push((scope.into(), count, status));
+        }
+    }
+
+    /// The next `count` write requests in `scope` (create, update, patch, apply and delete
+    /// through the request layer: the `*_at` methods, so every HTTP write) fail with `status`
+    /// (500, 429 with retryAfterSeconds, 409...) and change nothing. The failure counts as a
+    /// received request in the request log. The test's own direct writes
+    /// ([`FakeApiServer::create`](super::FakeApiServer::create) and the like) never fail.
+    pub fn fail_writes(&self, scope: impl Into<Scope>, count: usize, status: Status) {
+        if count > 0 {
+            self.shared
+                .faults
+                .lock()
+                .fail_writes
                 .push((scope.into(), count, status));
         }
     }

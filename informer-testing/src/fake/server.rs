@@ -572,6 +572,7 @@ impl FakeApiServer {
             target.collection_path(),
             Vec::<(String, String)>::new(),
         ));
+        self.write_fault(target)?;
         self.shared
             .store
             .lock()
@@ -587,6 +588,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PUT", target, name);
+        self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
         self.shared
             .store
@@ -603,6 +605,7 @@ impl FakeApiServer {
         patch: &Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PATCH", target, name);
+        self.write_fault(target)?;
         self.shared
             .store
             .lock()
@@ -621,6 +624,7 @@ impl FakeApiServer {
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PATCH", target, name);
+        self.write_fault(target)?;
         let mut store = self.shared.store.lock();
         let existing = store.get(target.res, target.namespace(), name)?;
         let mut value = existing.to_value();
@@ -642,6 +646,7 @@ impl FakeApiServer {
         apply: impl FnOnce(Option<Value>) -> Result<Value, Status>,
     ) -> Result<(Arc<StoredObject>, bool), Status> {
         self.record_object_request("PATCH", target, name);
+        self.write_fault(target)?;
         let mut store = self.shared.store.lock();
         match store.get(target.res, target.namespace(), name) {
             Ok(existing) => {
@@ -678,6 +683,7 @@ impl FakeApiServer {
         preconditions: &Preconditions,
     ) -> Result<DeleteOutcome, Status> {
         self.record_object_request("DELETE", target, name);
+        self.write_fault(target)?;
         self.shared
             .store
             .lock()
@@ -691,6 +697,15 @@ impl FakeApiServer {
             .store
             .lock()
             .get(target.res, target.namespace(), name)
+    }
+
+    /// A scripted write failure for `target`'s resource, if one is pending (see
+    /// [`Faults::fail_writes`]).
+    fn write_fault(&self, target: &Target) -> Result<(), Status> {
+        match self.shared.faults.lock().take_write_failure(&target.def) {
+            Some(status) => Err(status),
+            None => Ok(()),
+        }
     }
 
     fn record_object_request(&self, method: &str, target: &Target, name: &str) {

@@ -68,6 +68,7 @@ pub(crate) fn router() -> Router<App> {
         .route("/faults", get(pending_faults).delete(clear_faults))
         .route("/faults/fail-lists", post(fail_lists))
         .route("/faults/fail-watches", post(fail_watches))
+        .route("/faults/fail-writes", post(fail_writes))
         .route("/faults/drop-watches", post(drop_watches))
         .route("/faults/break-watches", post(break_watches))
         .route("/faults/drop-next-watch-after", post(drop_next_watch_after))
@@ -342,6 +343,15 @@ async fn fail_watches(State(app): State<App>, body: Bytes) -> Answer {
     app.server
         .faults()
         .fail_watches(scope(b.resource.as_deref()), b.count, s);
+    ok(json!({}))
+}
+
+async fn fail_writes(State(app): State<App>, body: Bytes) -> Answer {
+    let b: FailBody = parse(&body)?;
+    let s = to_status(b.status.as_ref(), app.server.resource_version())?;
+    app.server
+        .faults()
+        .fail_writes(scope(b.resource.as_deref()), b.count, s);
     ok(json!({}))
 }
 
