@@ -612,3 +612,49 @@ async fn tests_can_wait_for_watches_and_requests() {
     assert_eq!(server.open_watches("*"), 0);
     assert_eq!(server.faults().drop_watches("*"), 0);
 }
+
+/// An update that drops the last finalizer of an object being deleted deletes it. When that
+/// update also changes its labels out of a watcher's selection, the watcher saw the object
+/// before and must still hear of its deletion (it used to hear nothing, and its cache kept
+/// the object for ever; found by the chaos convergence test).
+#[tokio::test(start_paused = true)]
+async fn a_deletion_that_leaves_the_selection_is_still_seen() {
+    let server = FakeApiServer::new();
+    let mut held = pod("a", "p").with_label("app", "web");
+    held.metadata
+        .other
+        .insert("finalizers".into(), json!(["example.com/hold"]));
+    server.create("pods", &held).unwrap(); // 1
+    server.delete("pods", Some("a"), "p").unwrap(); // 2: marked for deletion
+    let mut w = lw(&server, None)
+        .watch(&WatchOptions {
+            label_selector: Some("app=web".into()),
+            ..from(2)
+        })
+        .await
+        .unwrap();
+    // 3: the finalizer goes, and the labels change: the object is deleted.
+    server
+        .update("pods", &pod("a", "p").with_label("app", "db"))
+        .unwrap();
+    server
+        .create("pods", &pod("a", "marker").with_label("app", "web"))
+        .unwrap(); // 4
+    match next_event(&mut w).await {
+        WatchEvent::Deleted(o) => {
+            assert_eq!(o.name(), Some("p"));
+            assert_eq!(o.resource_version(), Some("3"));
+            // The content the watcher knew.
+            assert_eq!(o.labels().get("app").map(String::as_str), Some("web"));
+        }
+        other => panic!("expected DELETED, got {other:?}"),
+    }
+    assert_eq!(show(&next_event(&mut w).await), "ADDED marker@4");
+    assert!(
+        server
+            .objects("pods", Some("a"))
+            .unwrap()
+            .iter()
+            .all(|o| o.name() != "p")
+    );
+}

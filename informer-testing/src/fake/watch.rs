@@ -486,12 +486,27 @@ impl Watcher {
     }
 
     /// What this watcher sees of an event, given its selectors (like the real watch cache:
-    /// an object leaving the selection is a `DELETED`, one entering it an `ADDED`).
+    /// an object leaving the selection is a `DELETED`, one entering it an `ADDED`, and a
+    /// deletion is seen by the watchers that saw the object before it).
     fn transform(&self, ev: &HistoryEvent) -> Option<WatchFrame> {
         let now_matches = self.filter.matches(&ev.object);
         match ev.kind {
             EventKind::Added => now_matches.then(|| WatchFrame::Added(Arc::clone(&ev.object))),
-            EventKind::Deleted => now_matches.then(|| WatchFrame::Deleted(Arc::clone(&ev.object))),
+            EventKind::Deleted => {
+                // An update that drops the last finalizer of an object being deleted deletes
+                // it with new content, which may no longer match: the watcher still saw the
+                // object before, so it hears of the deletion (with the content it knew, as
+                // the real watch cache sends).
+                let before = ev.prev.as_ref().is_none_or(|p| self.filter.matches(p));
+                match (before, now_matches) {
+                    (false, _) => None,
+                    (true, true) => Some(WatchFrame::Deleted(Arc::clone(&ev.object))),
+                    (true, false) => Some(WatchFrame::Deleted(
+                        ev.prev_at_event_rv()
+                            .unwrap_or_else(|| Arc::clone(&ev.object)),
+                    )),
+                }
+            }
             EventKind::Modified => {
                 let before = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
                 match (before, now_matches) {
