@@ -26,7 +26,9 @@ use informer_testing::convergence::{
     CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording, UidChanges,
     check_convergence, fold,
 };
-use informer_testing::fake::{FakeApiServer, Faults, HistoryConfig, RawLine, ServerConfig, status};
+use informer_testing::fake::{
+    DeleteOutcome, FakeApiServer, Faults, HistoryConfig, RawLine, ServerConfig, status,
+};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -34,6 +36,9 @@ use tokio_util::sync::CancellationToken;
 
 /// The resource every scenario writes and watches.
 pub const RESOURCE: &str = "configmaps";
+
+/// The finalizer some objects are created with.
+const FINALIZER: &str = "chaos.example/hold";
 
 /// How long quiescence may take, in virtual time, once faults stop.
 const QUIESCENCE_BOUND: Duration = Duration::from_secs(30 * 60);
@@ -358,6 +363,8 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
         rng: StdRng::seed_from_u64(plan.seed),
         plan: plan.clone(),
         live: BTreeSet::new(),
+        held: BTreeSet::new(),
+        finalizing: BTreeSet::new(),
         expected: Expected::new(),
         counter: 0,
         writes: 0,
@@ -700,6 +707,10 @@ struct World<'a> {
     plan: Plan,
     /// Live objects as (namespace index, name index), mirroring the server.
     live: BTreeSet<(usize, usize)>,
+    /// Live objects created with a finalizer: a delete only marks them.
+    held: BTreeSet<(usize, usize)>,
+    /// Held objects marked for deletion: the next update, which drops the finalizer, deletes.
+    finalizing: BTreeSet<(usize, usize)>,
     expected: Expected,
     counter: u64,
     writes: u64,
@@ -720,10 +731,15 @@ impl World<'_> {
         self.log.push(line);
     }
 
-    fn object(&mut self, ns: usize, n: usize) -> JsonObject {
+    fn object(&mut self, ns: usize, n: usize, hold: bool) -> JsonObject {
         self.counter += 1;
         let mut obj = JsonObject::new(Some(&namespace(ns)), &name(n))
             .with_label("v", self.counter.to_string());
+        if hold {
+            obj.metadata
+                .other
+                .insert("finalizers".into(), serde_json::json!([FINALIZER]));
+        }
         if self.rng.random_bool(0.6) {
             obj = obj.with_label("tier", ["a", "b"][self.rng.random_range(0..2)]);
         }
@@ -746,36 +762,66 @@ impl World<'_> {
     }
 
     fn create(&mut self, (ns, n): (usize, usize)) -> String {
-        let obj = self.object(ns, n);
+        let hold = self.rng.random_bool(0.15);
+        let obj = self.object(ns, n, hold);
         let created = self
             .server
             .create(RESOURCE, &obj)
             .unwrap_or_else(|s| panic!("create {}/{}: {s}", namespace(ns), name(n)));
         self.live.insert((ns, n));
+        if hold {
+            self.held.insert((ns, n));
+        }
         self.writes += 1;
-        format!("create {}@{}", created.key(), created.resource_version())
+        format!(
+            "create {}@{}{}",
+            created.key(),
+            created.resource_version(),
+            if hold { " (with a finalizer)" } else { "" }
+        )
     }
 
-    fn update(&mut self, (ns, n): (usize, usize)) -> String {
-        let obj = self.object(ns, n);
+    /// An update; of an object marked for deletion, it drops the finalizer, which deletes it.
+    fn update(&mut self, slot: (usize, usize)) -> String {
+        let finalizing = self.finalizing.remove(&slot);
+        let hold = self.held.contains(&slot) && !finalizing;
+        let obj = self.object(slot.0, slot.1, hold);
         let updated = self
             .server
             .update(RESOURCE, &obj)
-            .unwrap_or_else(|s| panic!("update {}/{}: {s}", namespace(ns), name(n)));
+            .unwrap_or_else(|s| panic!("update {}/{}: {s}", namespace(slot.0), name(slot.1)));
         self.writes += 1;
-        format!("update {}@{}", updated.key(), updated.resource_version())
+        let rv = updated.resource_version().to_string();
+        if finalizing {
+            self.expected
+                .record_deletion(updated.uid(), updated.key(), Some(&rv));
+            self.live.remove(&slot);
+            self.held.remove(&slot);
+            return format!("update {}@{rv} (finalizer dropped: deleted)", updated.key());
+        }
+        format!("update {}@{rv}", updated.key())
     }
 
-    fn delete(&mut self, (ns, n): (usize, usize)) -> String {
+    /// A delete; returns whether the object is gone (not just marked for deletion).
+    fn delete(&mut self, (ns, n): (usize, usize)) -> (String, bool) {
         let outcome = self
             .server
             .delete(RESOURCE, Some(&namespace(ns)), &name(n))
             .unwrap_or_else(|s| panic!("delete {}/{}: {s}", namespace(ns), name(n)));
         self.expected.record_delete_outcome(&outcome);
-        self.live.remove(&(ns, n));
         self.writes += 1;
         let obj = outcome.object();
-        format!("delete {}@{}", obj.key(), obj.resource_version())
+        let text = format!("delete {}@{}", obj.key(), obj.resource_version());
+        match outcome {
+            DeleteOutcome::Deleted(_) => {
+                self.live.remove(&(ns, n));
+                (text, true)
+            }
+            _ => {
+                self.finalizing.insert((ns, n));
+                (format!("{text} (finalizer: marked)"), false)
+            }
+        }
     }
 
     fn create_random(&mut self) -> String {
@@ -803,12 +849,14 @@ impl World<'_> {
         match (roll, self.random_live()) {
             (0..30, _) | (_, None) => self.create_random(),
             (30..60, Some(slot)) => self.update(slot),
-            (60..82, Some(slot)) => self.delete(slot),
-            (_, Some(slot)) => {
-                let deleted = self.delete(slot);
-                let created = self.create(slot);
-                format!("{deleted}; re-{created}")
-            }
+            (60..82, Some(slot)) => self.delete(slot).0,
+            (_, Some(slot)) => match self.delete(slot) {
+                (deleted, true) => {
+                    let created = self.create(slot);
+                    format!("{deleted}; re-{created}")
+                }
+                (marked, false) => marked,
+            },
         }
     }
 
