@@ -101,8 +101,22 @@ enum Event {
     Finished(u64, Result<Outcome, String>),
 }
 
+/// Keeps the deliberate panics of the panicking handler quiet; every other panic is printed.
+fn quiet_deliberate_panics() {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if info.payload().downcast_ref::<&str>() != Some(&chaos_support::DELIBERATE_PANIC) {
+                default(info);
+            }
+        }));
+    });
+}
+
 #[test]
 fn chaos_convergence() {
+    quiet_deliberate_panics();
     let seeds = selected_seeds();
     let single = seeds.len() == 1;
     if single && let Ok(filter) = std::env::var("CHAOS_LOG") {
@@ -277,6 +291,7 @@ struct Totals {
     streaming_fallbacks: u64,
     continue_pages: u64,
     full_list_fallbacks: u64,
+    handler_panics: u64,
     restarts: BTreeMap<&'static str, u64>,
     errors: BTreeMap<String, u64>,
 }
@@ -289,6 +304,7 @@ impl Totals {
         self.virtual_secs += stats.virtual_time.as_secs_f64();
         self.continue_pages += stats.continue_pages;
         self.full_list_fallbacks += stats.full_list_fallbacks;
+        self.handler_panics += stats.handler_panics;
         for (what, n) in &stats.errors {
             *self.errors.entry(what.clone()).or_default() += n;
         }
@@ -331,6 +347,7 @@ impl Totals {
                 "full lists after an expired continue",
                 self.full_list_fallbacks,
             ),
+            ("handler panics", self.handler_panics),
         ] {
             if n == 0 {
                 missing.push(what.to_owned());
@@ -384,7 +401,7 @@ impl std::fmt::Display for Totals {
         writeln!(
             f,
             "  handlers heard {} notifications: {} initial adds, {} adds, {} updates, {} resyncs, \
-             {} deletes, {} tombstones, {} namesake replacements",
+             {} deletes, {} tombstones, {} namesake replacements; {} handler panics caught",
             self.notifications,
             self.initial_adds,
             self.adds,
@@ -392,7 +409,8 @@ impl std::fmt::Display for Totals {
             self.resyncs,
             self.deletes,
             self.tombstones,
-            self.replacements
+            self.replacements,
+            self.handler_panics
         )?;
         writeln!(
             f,
@@ -436,6 +454,7 @@ fn chaos_catches_a_lossy_list() {
 }
 
 fn assert_sabotage_caught(sabotage: Sabotage) {
+    quiet_deliberate_panics();
     let seeds = 1000..1024;
     let caught = seeds
         .clone()

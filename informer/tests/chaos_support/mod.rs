@@ -18,8 +18,8 @@ use futures::StreamExt;
 use informer::reflector::{ReflectorStats, WatchListMode};
 use informer::{
     HandlerOptions, InOrderFifoConfig, InformerConfig, LabelSelector, ListOptions, ListPage,
-    ListerWatcher, QueueChoice, Registration, SharedIndexInformer, UidChange, WatchEvent,
-    WatchOptions, WatchStream,
+    ListerWatcher, ObjectOrTombstone, QueueChoice, Registration, ResourceEventHandler,
+    SharedIndexInformer, UidChange, WatchEvent, WatchOptions, WatchStream, label_index_func,
 };
 use informer_testing::JsonObject;
 use informer_testing::convergence::{
@@ -123,6 +123,8 @@ pub struct Plan {
     pub transform: bool,
     /// A handler added at the first step and removed at the second (checked as a prefix).
     pub churn_handler: Option<(usize, usize)>,
+    /// The trait handler panics (after recording) on this share of notifications.
+    pub panic_rate: f64,
     pub history: HistoryConfig,
     pub min_watch_timeout: Duration,
     pub initial_events_timeout: Duration,
@@ -168,6 +170,7 @@ impl Plan {
                 let added = rng.random_range(0..steps);
                 (added, rng.random_range(added..=steps))
             }),
+            panic_rate: if rng.random_bool(0.25) { 0.05 } else { 0.0 },
             history: HistoryConfig {
                 min_events,
                 max_events: min_events + rng.random_range(0..=200),
@@ -193,7 +196,7 @@ impl fmt::Display for Plan {
             "{} ns × {} names, {} initial objects, {} steps ({:.0}% faults), page {:?}, queue {}, \
              uid changes {}, streaming {}{}, resync {:?}, history {}..{} events / {:?}, watch timeout ≥ {:?}, \
              bookmarks every {:?}, stream delay ≤ {:?}, late handler {}, namespace {:?}, \
-             selector {:?}, transform {}, churn handler {:?}",
+             selector {:?}, transform {}, churn handler {:?}, trait handler panics {:.0}%",
             self.namespaces,
             self.names,
             self.initial_objects,
@@ -230,6 +233,7 @@ impl fmt::Display for Plan {
             self.selector,
             self.transform,
             self.churn_handler,
+            self.panic_rate * 100.0,
         )
     }
 }
@@ -247,6 +251,8 @@ pub struct SeedStats {
     /// Lists without a limit right after a continue page: the full-list fallback of an
     /// expired continue token.
     pub full_list_fallbacks: u64,
+    /// Panics of the trait handler, caught and reported by the informer.
+    pub handler_panics: u64,
     /// Failures the reflector reported, by `stage/class`.
     pub errors: BTreeMap<String, u64>,
 }
@@ -258,6 +264,10 @@ pub enum Failure {
     Diverged(ConvergenceReport),
     /// The informer did not catch up within the virtual-time bound.
     NoQuiescence(String),
+    /// A handler got an initial-list add after a live one.
+    InitialFlag(String),
+    /// The cache's index disagrees with its content.
+    Index(String),
     /// The handler added and removed mid-run heard something inconsistent.
     Churn(String),
     /// The informer or a registration does not report `has_synced` once quiet.
@@ -277,6 +287,8 @@ impl fmt::Display for Failure {
                 "no quiescence within {QUIESCENCE_BOUND:?} of virtual time after faults stopped\n\
                  {diagnosis}"
             ),
+            Self::InitialFlag(what) => write!(f, "initial-list flags out of order: {what}"),
+            Self::Index(what) => write!(f, "the tier index is wrong: {what}"),
             Self::Churn(what) => write!(
                 f,
                 "the churn handler's notifications break the rules:\n{what}"
@@ -382,8 +394,17 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
     let errors = Arc::new(Mutex::new(BTreeMap::new()));
     let informer = build_informer(&server, plan, &errors);
     let trait_recording = Recording::new("trait");
+    let panics = Arc::new(AtomicU64::new(0));
     let trait_registration = informer
-        .add_handler_with(trait_recording.handler(), HandlerOptions::named("trait"))
+        .add_handler_with(
+            Panicky {
+                inner: trait_recording.handler(),
+                rng: StdRng::seed_from_u64(plan.seed ^ 0xdead),
+                rate: plan.panic_rate,
+                panics: Arc::clone(&panics),
+            },
+            HandlerOptions::named("trait"),
+        )
         .expect("add the trait handler");
     let stream_recording = Recording::new("stream");
     let stream = informer
@@ -472,6 +493,15 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
     };
     let check = check_convergence(&expected, &store, &handlers.recordings(), &options)
         .map_err(Failure::Diverged)?;
+    initial_flags(&handlers.recordings()).map_err(Failure::InitialFlag)?;
+    index_matches_cache(&informer).map_err(Failure::Index)?;
+    let reported = informer.stats().handler_panics;
+    let panicked = panics.load(Ordering::Relaxed);
+    if reported != panicked {
+        return Err(Failure::Panicked(format!(
+            "the trait handler panicked {panicked} times, the informer reports {reported}"
+        )));
+    }
     if let Some(churn) = &churn {
         let folded = fold(churn.name(), &churn.notifications(), &options);
         if !folded.violations.is_empty() {
@@ -523,7 +553,117 @@ async fn scenario(plan: &Plan, schedule: &mut Vec<String>) -> Result<SeedStats, 
         continue_pages,
         full_list_fallbacks,
         errors: errors.lock().clone(),
+        handler_panics: reported,
     })
+}
+
+/// The text deliberate handler panics carry (the chaos test's panic hook keeps them quiet).
+pub const DELIBERATE_PANIC: &str = "chaos: deliberate handler panic";
+
+/// A recording handler that panics, after recording, on a share of its notifications: the
+/// informer must report the panic and go on delivering.
+struct Panicky {
+    inner: informer_testing::convergence::RecordingHandler<JsonObject>,
+    rng: StdRng,
+    rate: f64,
+    panics: Arc<AtomicU64>,
+}
+
+impl Panicky {
+    fn maybe_panic(&mut self) {
+        if self.rate > 0.0 && self.rng.random_bool(self.rate) {
+            self.panics.fetch_add(1, Ordering::Relaxed);
+            std::panic::panic_any(DELIBERATE_PANIC);
+        }
+    }
+}
+
+impl ResourceEventHandler<JsonObject> for Panicky {
+    fn on_add(&mut self, obj: &Arc<JsonObject>, is_in_initial_list: bool) {
+        self.inner.on_add(obj, is_in_initial_list);
+        self.maybe_panic();
+    }
+
+    fn on_update(&mut self, old: &Arc<JsonObject>, new: &Arc<JsonObject>) {
+        self.inner.on_update(old, new);
+        self.maybe_panic();
+    }
+
+    fn on_delete(&mut self, obj: &ObjectOrTombstone<JsonObject>) {
+        self.inner.on_delete(obj);
+        self.maybe_panic();
+    }
+}
+
+/// Once a handler got an add that is not part of the initial list (or of a late handler's
+/// replay of the cache), it gets no more initial-list adds.
+fn initial_flags(recordings: &[&Recording<JsonObject>]) -> Result<(), String> {
+    for r in recordings {
+        let mut live_since = None;
+        for (i, n) in r.notifications().iter().enumerate() {
+            if let informer::Notification::Add {
+                is_in_initial_list, ..
+            } = n
+            {
+                match (is_in_initial_list, live_since) {
+                    (false, None) => live_since = Some(i),
+                    (true, Some(live)) => {
+                        return Err(format!(
+                            "handler {:?}: #{i} {n:?} is flagged initial after the live add #{live}",
+                            r.name()
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `tier` index lists exactly the cached objects carrying each tier.
+fn index_matches_cache(informer: &SharedIndexInformer<JsonObject>) -> Result<(), String> {
+    let reader = informer.reader();
+    let cached = reader.list();
+    let mut values: BTreeSet<String> = BTreeSet::new();
+    for obj in &cached {
+        if let Some(tier) = obj.metadata.labels.get("tier") {
+            values.insert(tier.clone());
+        }
+    }
+    let indexed: BTreeSet<String> = reader
+        .list_index_func_values("tier")
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect();
+    if indexed != values {
+        return Err(format!("index values {indexed:?}, cached tiers {values:?}"));
+    }
+    for tier in values {
+        let mut by_index: Vec<String> = reader
+            .index_keys("tier", &tier)
+            .map_err(|e| e.to_string())?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        by_index.sort();
+        let mut expected: Vec<String> = cached
+            .iter()
+            .filter(|o| o.metadata.labels.get("tier") == Some(&tier))
+            .map(|o| {
+                informer::key_of(o.as_ref())
+                    .map(|k| k.to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        expected.sort();
+        if by_index != expected {
+            return Err(format!(
+                "tier {tier}: index {by_index:?}, cache {expected:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The server's truth for this plan: its objects in the informer's namespace and selection,
@@ -612,6 +752,7 @@ fn build_informer(
     config.reflector.min_watch_timeout = plan.min_watch_timeout;
     config.reflector.initial_events_timeout = plan.initial_events_timeout;
     config.reflector.seed = Some(plan.seed);
+    config.indexers = [("tier".to_owned(), label_index_func("tier"))].into();
     config.reflector.label_selector = plan.selector.map(str::to_owned);
     let errors = Arc::clone(errors);
     config.reflector.watch_error_handler = Some(Arc::new(move |error, context| {
