@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
@@ -12,20 +13,12 @@ use informer_core::{
     Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListPage, Status, WatchEvent,
 };
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{
+    DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::value::RawValue;
 
-/// The body of a list response: `{"metadata": {..}, "items": [..]}`.
-#[derive(Deserialize)]
-#[serde(bound = "K: DeserializeOwned")]
-struct ListBody<K> {
-    #[serde(default)]
-    metadata: ListMeta,
-    /// Go encodes an empty list's nil slice as `null`.
-    #[serde(default = "Option::default")]
-    items: Option<Vec<K>>,
-}
-
+/// What a list response's `metadata` carries.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct ListMeta {
@@ -37,25 +30,118 @@ struct ListMeta {
     remaining_item_count: Option<i64>,
 }
 
-/// Decodes a list response body into a page.
+/// A function applied to each object as soon as it is decoded.
+pub(crate) type ItemTransform<K> = dyn Fn(K) -> K + Send + Sync;
+
+/// Decodes a list response body (`{"metadata": {..}, "items": [..]}`) into a page. Each item
+/// goes through `transform` as soon as it is decoded, before the next one is: memory the
+/// transform frees is reused by the next item instead of staying as holes between cached
+/// objects.
 pub(crate) fn list_page<K: DeserializeOwned>(
     body: &[u8],
     context: &str,
+    transform: Option<&ItemTransform<K>>,
 ) -> Result<ListPage<K>, Error> {
-    let list: ListBody<K> = serde_json::from_slice(body).map_err(|e| {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let decoded = ListSeed { transform }
+        .deserialize(&mut de)
+        .and_then(|page| de.end().map(|()| page));
+    decoded.map_err(|e| {
         let at = error_offset(body, &e);
         Error::decode(
             format!("the list response while {context} (at byte {at})"),
             excerpt_around(body, at),
             e,
         )
-    })?;
-    Ok(ListPage {
-        items: list.items.unwrap_or_default(),
-        resource_version: list.metadata.resource_version.unwrap_or_default(),
-        continue_token: list.metadata.continue_token.filter(|t| !t.is_empty()),
-        remaining_item_count: list.metadata.remaining_item_count,
     })
+}
+
+struct ListSeed<'a, K> {
+    transform: Option<&'a ItemTransform<K>>,
+}
+
+impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ListSeed<'_, K> {
+    type Value = ListPage<K>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned> Visitor<'de> for ListSeed<'_, K> {
+    type Value = ListPage<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes list object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut meta = ListMeta::default();
+        let mut items = Vec::new();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match key.as_ref() {
+                "metadata" => meta = map.next_value()?,
+                "items" => {
+                    items = map.next_value_seed(ItemsSeed {
+                        transform: self.transform,
+                    })?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(ListPage {
+            items,
+            resource_version: meta.resource_version.unwrap_or_default(),
+            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+            remaining_item_count: meta.remaining_item_count,
+        })
+    }
+}
+
+/// `items`: an array, or `null` (Go's encoding of an empty list's nil slice).
+struct ItemsSeed<'a, K> {
+    transform: Option<&'a ItemTransform<K>>,
+}
+
+impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<'_, K> {
+    type Value = Vec<K>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_option(self)
+    }
+}
+
+impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, K> {
+    type Value = Vec<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of objects or null")
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element::<K>()? {
+            items.push(match self.transform {
+                Some(f) => f(item),
+                None => item,
+            });
+        }
+        Ok(items)
+    }
 }
 
 /// A watch line: `{"type": "...", "object": {...}}`, the object kept raw until the type is
@@ -331,15 +417,31 @@ mod tests {
     #[test]
     fn list_bodies_decode_with_their_metadata() {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"abc","remainingItemCount":3},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
-        let page = list_page::<Pod>(body, "listing pods").unwrap();
+        let page = list_page::<Pod>(body, "listing pods", None).unwrap();
         assert_eq!(page.items.len(), 2);
         assert_eq!(page.resource_version, "42");
         assert_eq!(page.continue_token.as_deref(), Some("abc"));
         assert_eq!(page.remaining_item_count, Some(3));
         let empty = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
-        let page = list_page::<Pod>(empty, "listing pods").unwrap();
+        let page = list_page::<Pod>(empty, "listing pods", None).unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
+    }
+
+    #[test]
+    fn list_items_are_transformed_as_they_are_decoded() {
+        let body = br#"{"items":[{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}},{"metadata":{"name":"b"}}],"kind":"PodList","metadata":{"resourceVersion":"3"}}"#;
+        let drop = |mut pod: Pod| {
+            pod.metadata.managed_fields = None;
+            pod.metadata.labels = Some([("seen".to_owned(), "yes".to_owned())].into());
+            pod
+        };
+        let page = list_page::<Pod>(body, "listing pods", Some(&drop)).unwrap();
+        assert_eq!(page.resource_version, "3");
+        assert!(page.items.iter().all(|p| p.metadata.managed_fields.is_none()
+            && p.metadata.labels.as_ref().is_some_and(|l| l["seen"] == "yes")));
+        let trailing = list_page::<Pod>(br#"{"items":[]} x"#, "listing pods", None);
+        assert!(matches!(trailing, Err(Error::Decode { .. })));
     }
 
     #[test]
@@ -349,7 +451,7 @@ mod tests {
             body.push_str(&format!(r#"{{"metadata":{{"name":"pod-{i}"}}}},"#));
         }
         body.push_str(r#"{"metadata":{"name":"broken","labels":7}}]}"#);
-        let err = list_page::<Pod>(body.as_bytes(), "listing pods").unwrap_err();
+        let err = list_page::<Pod>(body.as_bytes(), "listing pods", None).unwrap_err();
         match &err {
             Error::Decode {
                 context,

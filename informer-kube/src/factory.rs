@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use informer::{
@@ -19,7 +20,7 @@ use kube_client::{Client, Config};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use crate::KubeListerWatcher;
+use crate::{KubeListerWatcher, drop_managed_fields};
 use crate::error::{KubeError, Result};
 
 /// Object types a [`KubeInformerFactory`] builds informers for from the type alone:
@@ -42,6 +43,7 @@ impl<K> StaticResource for K where
 pub struct KubeProvider {
     client: Client,
     resources: Arc<Mutex<HashMap<String, ApiResource>>>,
+    drop_managed_fields: Arc<AtomicBool>,
 }
 
 impl KubeProvider {
@@ -80,12 +82,16 @@ where
             .cloned()
             .ok_or_else(|| format!("resource {:?} was never registered", spec.resource))?;
         let url_path = DynamicObject::url_path(&resource, spec.namespace.as_deref());
-        Ok(Arc::new(KubeListerWatcher::<K>::from_url(
+        let mut lister_watcher = KubeListerWatcher::<K>::from_url(
             self.client.clone(),
             url_path,
             spec.namespace.clone(),
             K::metadata_api(),
-        )))
+        );
+        if self.drop_managed_fields.load(Ordering::Relaxed) {
+            lister_watcher = lister_watcher.with_transform(drop_managed_fields());
+        }
+        Ok(Arc::new(lister_watcher))
     }
 }
 
@@ -178,6 +184,7 @@ impl KubeInformerFactory {
         let provider = KubeProvider {
             client,
             resources: Arc::default(),
+            drop_managed_fields: Arc::default(),
         };
         Self {
             factory: InformerFactory::new(provider.clone(), config),
@@ -208,6 +215,16 @@ impl KubeInformerFactory {
             .await
             .map_err(kubeconfig_error)?;
         Ok(Self::new(client_for_informers(config)?))
+    }
+
+    /// Whether informers created from now on (in every view) drop `metadata.managedFields`
+    /// from objects as they are decoded ([`KubeListerWatcher::with_transform`] with
+    /// [`drop_managed_fields`]): much less memory per cached object, for informers whose
+    /// handlers do not read field ownership. Off by default.
+    pub fn set_drop_managed_fields(&self, drop: bool) {
+        self.provider
+            .drop_managed_fields
+            .store(drop, Ordering::Relaxed);
     }
 
     /// A view of this factory whose informers watch one namespace. The view shares the

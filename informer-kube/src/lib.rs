@@ -77,6 +77,11 @@
 //! The crate never chooses a Kubernetes version for k8s-openapi: the final binary does, as
 //! with kube itself.
 
+// Errors here carry the server's `Status` inline (`informer_core::Error`, the
+// `ListerWatcher` contract's error type, and kube-client's error inside `KubeError`): they are
+// built only on failure paths, where their size costs nothing that matters.
+#![allow(clippy::result_large_err)]
+
 mod decode;
 mod error;
 mod factory;

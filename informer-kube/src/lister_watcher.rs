@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::stream;
 use http_body_util::BodyExt;
+use informer::reflector::Transform;
 use informer_core::{Error, ListOptions, ListPage, ListerWatcher, Object, WatchOptions, WatchStream};
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, GroupVersionKind, Resource};
@@ -91,6 +92,7 @@ const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.
 pub struct KubeListerWatcher<K> {
     client: Client,
     target: Arc<Target>,
+    transform: Option<Transform<K>>,
     _object: PhantomData<fn() -> K>,
 }
 
@@ -109,6 +111,7 @@ impl<K> Clone for KubeListerWatcher<K> {
         Self {
             client: self.client.clone(),
             target: Arc::clone(&self.target),
+            transform: self.transform.clone(),
             _object: PhantomData,
         }
     }
@@ -119,6 +122,7 @@ impl<K> fmt::Debug for KubeListerWatcher<K> {
         f.debug_struct("KubeListerWatcher")
             .field("url_path", &self.target.url_path)
             .field("metadata_only", &self.target.metadata_only)
+            .field("transform", &self.transform.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -216,8 +220,24 @@ impl<K> KubeListerWatcher<K> {
                 namespace,
                 metadata_only,
             }),
+            transform: None,
             _object: PhantomData,
         }
+    }
+
+    /// Applies `transform` to every object as soon as it is decoded: each list item before
+    /// the next item is decoded, each watch event's object before the event is yielded.
+    ///
+    /// This is where a transform that makes objects smaller (such as
+    /// [`drop_managed_fields`](crate::drop_managed_fields)) saves the most memory: the
+    /// informer's own [`InformerConfig::transform`](informer::InformerConfig::transform) runs
+    /// after a whole page is decoded, by which time the dropped parts of every item have been
+    /// allocated side by side with the kept ones, and the allocator can rarely give their
+    /// memory back. Here, the memory one item frees is reused by the next. The transform must
+    /// keep the name, namespace, UID and resourceVersion.
+    pub fn with_transform(mut self, transform: Transform<K>) -> Self {
+        self.transform = Some(transform);
+        self
     }
 
     /// The collection path requests go to.
@@ -317,7 +337,7 @@ where
             .collect_bytes()
             .await
             .map_err(|e| Error::transport(format!("reading the answer while {context}"), e))?;
-        decode::list_page(&body, &context)
+        decode::list_page(&body, &context, self.transform.as_deref())
     }
 
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<K>, Error> {
@@ -331,7 +351,11 @@ where
         };
         let request = target.request(&uri, accept, true)?;
         let response = send(&self.client, request, &context).await?;
-        Ok(Box::pin(watch_events::<K>(response.into_body(), context)))
+        Ok(Box::pin(watch_events::<K>(
+            response.into_body(),
+            context,
+            self.transform.clone(),
+        )))
     }
 }
 
@@ -367,6 +391,7 @@ impl Lines {
 fn watch_events<K>(
     body: Body,
     context: Arc<str>,
+    transform: Option<Transform<K>>,
 ) -> impl futures::Stream<Item = Result<informer_core::WatchEvent<K>, Error>> + Send
 where
     K: Object + DeserializeOwned,
@@ -377,7 +402,16 @@ where
         scanned: 0,
         ended: false,
     };
+    let line_context = Arc::clone(&context);
+    let decode = move |line: &[u8]| {
+        let event = decode::watch_line::<K>(line, &line_context)?;
+        Ok(match &transform {
+            Some(f) => event.map(|object| f(object)),
+            None => event,
+        })
+    };
     stream::unfold(lines, move |mut lines| {
+        let decode = decode.clone();
         let context = Arc::clone(&context);
         async move {
             loop {
@@ -385,7 +419,7 @@ where
                     if line.trim_ascii().is_empty() {
                         continue;
                     }
-                    return Some((decode::watch_line(&line, &context), lines));
+                    return Some((decode(&line), lines));
                 }
                 if lines.ended {
                     // A last line without its newline.
@@ -393,7 +427,7 @@ where
                     if rest.trim_ascii().is_empty() {
                         return None;
                     }
-                    return Some((decode::watch_line(&rest, &context), lines));
+                    return Some((decode(&rest), lines));
                 }
                 match lines.body.frame().await {
                     Some(Ok(frame)) => {

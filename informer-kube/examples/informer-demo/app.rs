@@ -109,7 +109,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 pub enum DemoError {
     /// The cluster configuration or client.
     #[error(transparent)]
-    Kube(#[from] KubeError),
+    Kube(Box<KubeError>),
     /// The fake server.
     #[error("the embedded fake API server failed: {0}")]
     Fake(String),
@@ -119,6 +119,12 @@ pub enum DemoError {
     /// The initial sync did not finish.
     #[error("the informer did not sync: it stopped first")]
     NotSynced,
+}
+
+impl From<KubeError> for DemoError {
+    fn from(error: KubeError) -> Self {
+        Self::Kube(Box::new(error))
+    }
 }
 
 /// Counts of notifications by type.
@@ -385,6 +391,12 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         Some(ns) => KubeListerWatcher::<Pod>::namespaced(client.clone(), ns),
         None => KubeListerWatcher::<Pod>::all(client.clone()),
     };
+    // Drop managedFields as objects are decoded (the most memory-saving place for it).
+    let lister_watcher = if args.keep_managed_fields {
+        lister_watcher
+    } else {
+        lister_watcher.with_transform(drop_managed_fields())
+    };
     let lister_watcher = Announcing {
         inner: lister_watcher,
         announced: Arc::clone(&announced),
@@ -402,7 +414,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
             }) as informer::IndexFunc<Pod>,
         )]
         .into(),
-        transform: (!args.keep_managed_fields).then(drop_managed_fields),
         ..InformerConfig::default()
     };
     config.reflector.label_selector = args.selector.clone();
