@@ -55,7 +55,7 @@
 //! use k8s_openapi::api::core::v1::Pod;
 //!
 //! let engine = FakeApiServer::new();
-//! seed(&engine, &SeedConfig { namespaces: 2, pods: 20, ..SeedConfig::default() })?;
+//! seed(&engine, &SeedConfig { namespaces: 2, pods: 20, ..SeedConfig::default() }).map_err(|s| s.to_string())?;
 //! let server = FakeHttpServer::start(engine.clone(), HttpConfig::default()).await?;
 //! let config = kube_client::Config::new(server.url().parse()?);
 //!
