@@ -66,7 +66,7 @@ struct Sabotaged {
 impl Sabotaged {
     /// Whether the next item is the one to lose (every `n`th).
     fn lose(seen: &AtomicU64, n: u64) -> bool {
-        (seen.fetch_add(1, Ordering::Relaxed) + 1) % n == 0
+        (seen.fetch_add(1, Ordering::Relaxed) + 1).is_multiple_of(n)
     }
 }
 
