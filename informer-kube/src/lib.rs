@@ -13,6 +13,8 @@
 //! - [`client_for_informers`]: a `Client` whose own retries are off, so that the reflector sees
 //!   429s and 504s first-hand. [`drop_managed_fields`]: a transform that makes cached objects
 //!   smaller.
+//! - [`sample`]: example code, the library side of the `configmap-mirror` example: a complete
+//!   controller (informers, handlers, rate-limited work queue, workers, clean shutdown).
 //!
 //! # Against a cluster
 //!
@@ -86,6 +88,7 @@ mod decode;
 mod error;
 mod factory;
 mod lister_watcher;
+pub mod sample;
 mod transform;
 
 pub use error::{KubeError, Result, map_kube_error};
