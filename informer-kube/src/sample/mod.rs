@@ -26,18 +26,18 @@
 //!  mirrors informer ─────┘  (deduplicated)             └─► worker N ─┘  (create / replace / delete)
 //! ```
 //!
-//! - Three informers of two resource types from one [`KubeInformerFactory`]: all namespaces,
+//! - Three informers of two resource types from one [`KubeInformerFactory`](crate::KubeInformerFactory): all namespaces,
 //!   the source (its namespace, field selector `metadata.name=<source>`), and the mirrors
 //!   (all namespaces, label selector `app.kubernetes.io/managed-by=<manager>`).
 //! - Event handlers only enqueue keys, here namespace names: a namespace event enqueues that
 //!   namespace, a mirror event the mirror's namespace, a source event every namespace.
-//! - A [`RateLimitingQueue`] deduplicates the keys; N workers take them, reconcile one
+//! - A [`RateLimitingQueue`](informer_workqueue::RateLimitingQueue) deduplicates the keys; N workers take them, reconcile one
 //!   namespace from the listers (never reading from the API), and write through
 //!   kube-client's `Api<ConfigMap>` (creates; replaces carrying the cached
 //!   resourceVersion, so a stale cache gets 409 and a retry; deletes with UID and
 //!   resourceVersion preconditions). Failures are retried with
-//!   [`add_rate_limited`](RateLimitingQueue::add_rate_limited) (at most
-//!   [`MirrorConfig::max_retries`] times in a row); success [`forget`s](RateLimitingQueue::forget)
+//!   [`add_rate_limited`](informer_workqueue::RateLimitingQueue::add_rate_limited) (at most
+//!   [`MirrorConfig::max_retries`] times in a row); success [`forget`s](informer_workqueue::RateLimitingQueue::forget)
 //!   the key's backoff.
 //! - Clean shutdown when the cancellation token fires: the informers stop (their handlers
 //!   drain), the queue shuts down with drain (workers finish what they hold and what is
