@@ -158,7 +158,32 @@ impl<K: Object> Rules<'_, K> {
                     ObjectOrTombstone::Tombstone(t) => self.indexer.delete_by_key(t.key.as_str()),
                 };
                 match removed {
-                    Some(_) => sink.notify(Notification::Delete(delta.object.clone()), false),
+                    Some(cached) => {
+                        // Handlers know the cached object. If the deletion is of a namesake with
+                        // another UID (only possible when events were lost upstream), tell them
+                        // about the object they know, as a tombstone.
+                        let namesake = match &delta.object {
+                            ObjectOrTombstone::Object(obj) => {
+                                matches!((cached.uid(), obj.uid()), (Some(a), Some(b)) if a != b)
+                            }
+                            ObjectOrTombstone::Tombstone(_) => false,
+                        };
+                        let payload = if namesake {
+                            tracing::debug!(
+                                informer = self.informer,
+                                cached = %ObjectSummary(cached.as_ref()),
+                                deleted = ?delta.object,
+                                "deletion of a namesake: delivering a tombstone of the cached object"
+                            );
+                            ObjectOrTombstone::Tombstone(Tombstone {
+                                key: (self.key_func)(cached.as_ref())?,
+                                last_known: cached,
+                            })
+                        } else {
+                            delta.object.clone()
+                        };
+                        sink.notify(Notification::Delete(payload), false);
+                    }
                     None => tracing::debug!(
                         informer = self.informer,
                         object = ?delta.object,
@@ -374,6 +399,26 @@ mod tests {
                     false
                 ),
             ]
+        );
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn deletion_of_a_namesake_delivers_the_cached_object_as_a_tombstone() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[Delta::new(DeltaType::Deleted, obj("a", "9", "u2"))],
+            false,
+        );
+        assert_eq!(
+            seen,
+            [(
+                "Delete(Tombstone(ns/a, last_known: ns/a@1))".to_owned(),
+                false
+            )]
         );
         assert!(store.is_empty());
     }
