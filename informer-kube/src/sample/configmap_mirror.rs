@@ -155,7 +155,7 @@ pub struct MirrorStats {
     pub created: u64,
     /// Mirrors replaced.
     pub updated: u64,
-    /// Mirrors deleted (a mirror already gone counts too).
+    /// Mirrors deleted (not counting one found already gone).
     pub deleted: u64,
     /// Reconciles that failed (a write refused, or timed out).
     pub failures: u64,
@@ -637,14 +637,17 @@ impl Context {
                     .write("deleting", namespace, api.delete(name, &params))
                     .await
                 {
-                    Ok(_) => tracing::info!("mirror deleted"),
+                    Ok(_) => {
+                        tracing::info!("mirror deleted");
+                        Ok(Done::Deleted)
+                    }
                     // Already gone: what we wanted.
                     Err(WriteError::Api { ref source, .. }) if is_not_found(source) => {
                         tracing::debug!("mirror already deleted");
+                        Ok(Done::Nothing)
                     }
-                    Err(error) => return Err(error),
+                    Err(error) => Err(error),
                 }
-                Ok(Done::Deleted)
             }
         }
     }

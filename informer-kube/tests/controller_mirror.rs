@@ -1,0 +1,326 @@
+//! The sample controller (`informer_kube::sample::ConfigMapMirror`) against the HTTP fake API
+//! server, in process: converged state after the initial sync, after source changes and
+//! relabelling, and after every kind of fault the fake server injects (dropped and broken
+//! watches, compaction while the watches are down, ERROR 410 in open watches, failed writes
+//! with 500 and 429, failed lists). Waits are event-driven (every reconcile wakes them) with
+//! real-time guards only against hangs; nothing asserts on timing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
+
+mod controller_support;
+
+use controller_support::{Cluster, GUARD, check, mirror_data};
+use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorError};
+use informer_testing::fake::status;
+use serde_json::json;
+
+fn config() -> MirrorConfig {
+    MirrorConfig {
+        workers: 3,
+        ..MirrorConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn converges_and_stays_converged_through_changes_and_faults() {
+    let cluster = Cluster::start().await;
+    let config = config();
+    let engine = &cluster.engine;
+    let faults = engine.faults();
+    for (ns, labelled) in [
+        ("default", false),
+        ("team-a", true),
+        ("team-b", true),
+        ("team-c", false),
+        ("team-d", false),
+        ("team-e", true),
+    ] {
+        cluster.namespace(ns, labelled);
+    }
+    cluster.set_source(&config, json!({"greeting": "hello", "color": "blue"}));
+    // A ConfigMap that happens to use the mirror's name in an unselected namespace: not ours,
+    // never touched. A stale mirror of ours in a namespace that no longer exists: deleted.
+    let foreign = json!({
+        "metadata": {"namespace": "team-c", "name": "mirror"},
+        "data": {"owner": "someone else"},
+    });
+    let foreign_rv = engine
+        .create("configmaps", &foreign)
+        .unwrap()
+        .resource_version();
+    engine
+        .create(
+            "configmaps",
+            &json!({
+                "metadata": {
+                    "namespace": "ghost",
+                    "name": "mirror",
+                    "labels": {"app.kubernetes.io/managed-by": "informer-rs-configmap-mirror"},
+                },
+                "data": {"stale": "yes"},
+            }),
+        )
+        .unwrap();
+    assert!(check(engine, &config).is_err());
+
+    let mut running = cluster.run(config.clone());
+    cluster
+        .converge(&config, &mut running, "initial sync")
+        .await;
+    assert_eq!(
+        mirror_data(engine, &config, "team-a"),
+        Some(json!({"greeting": "hello", "color": "blue"}))
+    );
+    assert_eq!(mirror_data(engine, &config, "team-d"), None);
+    assert_eq!(mirror_data(engine, &config, "ghost"), None);
+    // The server shows a write before the worker counts it: wait for the counts.
+    running
+        .wait_for_stats(|s| s.created == 3 && s.deleted == 1)
+        .await;
+
+    // The source changes; one namespace loses the label, another gains it.
+    cluster.set_source(&config, json!({"greeting": "hello", "color": "green"}));
+    cluster.label("team-b", false);
+    cluster.label("team-d", true);
+    cluster
+        .converge(
+            &config,
+            &mut running,
+            "source changed and namespaces relabelled",
+        )
+        .await;
+    assert_eq!(mirror_data(engine, &config, "team-b"), None);
+    assert_eq!(
+        mirror_data(engine, &config, "team-d"),
+        Some(json!({"greeting": "hello", "color": "green"}))
+    );
+
+    // Every watch ends cleanly (server timeout): re-watched from where they were.
+    tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
+        .await
+        .expect("watches open");
+    assert_eq!(faults.drop_watches("*"), 3);
+    cluster.set_source(&config, json!({"color": "teal"}));
+    cluster
+        .converge(&config, &mut running, "watches dropped")
+        .await;
+
+    tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
+        .await
+        .expect("watches back after the drop");
+    // Every watch breaks and cannot come back while the history is compacted past the
+    // informers' resourceVersions and the state changes: they must relist.
+    faults.fail_watches("*", 10_000, status::internal_error("watch cache not ready"));
+    assert_eq!(faults.break_watches("*"), 3);
+    tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 0))
+        .await
+        .expect("the broken watches stay closed");
+    cluster.set_source(&config, json!({"color": "orange", "size": "large"}));
+    cluster.label("team-e", false);
+    cluster.label("team-b", true);
+    engine.compact_all();
+    faults.clear();
+    cluster
+        .converge(
+            &config,
+            &mut running,
+            "compaction while the watches were down",
+        )
+        .await;
+
+    // ERROR 410 into every open watch: relist.
+    tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
+        .await
+        .expect("watches back after the relist");
+    assert_eq!(faults.expire_watches("*"), 3);
+    cluster.set_source(&config, json!({"color": "purple"}));
+    cluster
+        .converge(&config, &mut running, "ERROR 410 in open watches")
+        .await;
+
+    // Writes fail: four 500s, then two 429s with Retry-After; the controller retries with
+    // backoff and gets there.
+    let before = running.stats();
+    faults.fail_writes("configmaps", 4, status::internal_error("etcd is down"));
+    faults.fail_writes("configmaps", 2, status::too_many_requests(1));
+    cluster.set_source(&config, json!({"color": "black"}));
+    cluster
+        .converge(&config, &mut running, "failed writes")
+        .await;
+    faults.assert_all_used();
+    let after = running.stats();
+    // At least the six injected failures (a replace racing the cache's view of an earlier
+    // write of ours may add a 409 Conflict, retried the same way).
+    assert!(after.failures - before.failures >= 6, "{after:?}");
+    assert_eq!(
+        after.retries - before.retries,
+        after.failures - before.failures
+    );
+    assert_eq!(after.given_up, 0, "{after:?}");
+
+    // Lists fail while the informers relist (after ERROR 410): backoff, then success.
+    tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
+        .await
+        .expect("watches open");
+    faults.fail_lists("*", 3, status::internal_error("etcd is down"));
+    faults.fail_lists("*", 1, status::too_many_requests(1));
+    assert_eq!(faults.expire_watches("*"), 3);
+    cluster.label("team-c", false);
+    cluster.label("team-a", false);
+    cluster.set_source(&config, json!({"color": "white"}));
+    cluster
+        .converge(&config, &mut running, "failed lists during a relist")
+        .await;
+    faults.assert_all_used();
+
+    // No source: no mirrors. The source back: mirrors back.
+    cluster.delete_source(&config);
+    cluster
+        .converge(&config, &mut running, "source deleted")
+        .await;
+    assert_eq!(mirror_data(engine, &config, "team-b"), None);
+    cluster.set_source(&config, json!({"color": "gold"}));
+    cluster
+        .converge(&config, &mut running, "source recreated")
+        .await;
+    assert_eq!(
+        mirror_data(engine, &config, "team-b"),
+        Some(json!({"color": "gold"}))
+    );
+
+    // A labelled namespace is deleted (the fake server has no namespace controller, so its
+    // objects stay): the controller removes the mirror it made there.
+    engine.delete("namespaces", None, "team-d").unwrap();
+    cluster
+        .converge(&config, &mut running, "labelled namespace deleted")
+        .await;
+    assert_eq!(mirror_data(engine, &config, "team-d"), None);
+
+    // The foreign ConfigMap was never touched.
+    let untouched = engine.get("configmaps", Some("team-c"), "mirror").unwrap();
+    assert_eq!(untouched.resource_version(), foreign_rv);
+
+    let report = running.stop().await;
+    assert_eq!(report.worker_panics, 0);
+    assert!(
+        report.informers.failures.is_empty(),
+        "{:?}",
+        report.informers.failures
+    );
+    assert_eq!(report.informers.informers.len(), 3);
+    for (name, stats) in &report.informer_stats {
+        let reflector = stats.reflector.as_ref().unwrap();
+        // The compaction and both ERROR 410 rounds made every informer relist.
+        assert!(
+            reflector.counters.relists >= 3,
+            "{name}: {:?}",
+            reflector.counters
+        );
+        assert!(stats.has_synced, "{name}");
+    }
+    assert_eq!(report.stats.given_up, 0);
+    // Shut down: the queue takes nothing more.
+    cluster.http.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_event() {
+    let cluster = Cluster::start().await;
+    let config = MirrorConfig {
+        max_retries: 2,
+        ..config()
+    };
+    cluster.namespace("team-a", true);
+    cluster.set_source(&config, json!({"k": "v"}));
+    // Three failures: the first try and two retries; then the key is given up.
+    cluster
+        .engine
+        .faults()
+        .fail_writes("configmaps", 3, status::internal_error("no"));
+    let mut running = cluster.run(config.clone());
+    let given_up = tokio::time::timeout(GUARD, running.stats.wait_for(|s| s.given_up == 1))
+        .await
+        .expect("the key is given up")
+        .map(|s| *s)
+        .unwrap();
+    assert_eq!((given_up.failures, given_up.retries), (3, 2));
+    assert!(check(&cluster.engine, &config).is_err());
+    // Its next event enqueues it again, and now the write goes through.
+    cluster.label("team-a", true);
+    cluster.set_source(&config, json!({"k": "w"}));
+    cluster
+        .converge(&config, &mut running, "after giving up")
+        .await;
+    let report = running.stop().await;
+    assert_eq!(report.stats.given_up, 1);
+    cluster.http.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_before_sync_and_invalid_settings() {
+    let cluster = Cluster::start().await;
+    // Lists fail for a long time: cancelling before the sync still shuts down cleanly.
+    cluster
+        .engine
+        .faults()
+        .fail_lists("*", 10_000, status::internal_error("down"));
+    let running = cluster.run(config());
+    tokio::time::timeout(
+        GUARD,
+        cluster
+            .engine
+            .wait_for_request(|r| r.is_list_of("namespaces")),
+    )
+    .await
+    .unwrap();
+    let report = running.stop().await;
+    assert_eq!(report.stats.reconciles, 0);
+    assert!(report.informers.failures.is_empty());
+
+    for (bad, what) in [
+        (
+            MirrorConfig {
+                namespace_selector: "a in (".into(),
+                ..config()
+            },
+            "selector",
+        ),
+        (
+            MirrorConfig {
+                workers: 0,
+                ..config()
+            },
+            "workers",
+        ),
+        (
+            MirrorConfig {
+                mirror_name: "mirror-source".into(),
+                ..config()
+            },
+            "names",
+        ),
+    ] {
+        let error = ConfigMapMirror::new(cluster.client.clone(), bad).unwrap_err();
+        match (what, &error) {
+            ("selector", MirrorError::Selector { .. }) | (_, MirrorError::Config { .. }) => {}
+            _ => panic!("{what}: unexpected {error:?}"),
+        }
+    }
+    // Caches that cannot sync in time are an error, after a clean shutdown.
+    let controller = ConfigMapMirror::new(
+        cluster.client.clone(),
+        MirrorConfig {
+            sync_timeout: std::time::Duration::from_millis(200),
+            ..config()
+        },
+    )
+    .unwrap();
+    let error = tokio::time::timeout(
+        GUARD,
+        controller.run(tokio_util::sync::CancellationToken::new()),
+    )
+    .await
+    .unwrap()
+    .unwrap_err();
+    assert!(matches!(error, MirrorError::Sync { .. }), "{error:?}");
+    cluster.http.shutdown().await.unwrap();
+}

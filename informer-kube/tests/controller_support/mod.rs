@@ -1,0 +1,264 @@
+//! Shared pieces of the sample controller's tests: the HTTP fake API server with a kube client,
+//! seeding helpers, an independent convergence check (raw JSON from the server, not the
+//! controller's own decision code), and an event-driven wait for convergence (woken by every
+//! reconcile, with a generous real-time guard against hangs; never a timing assertion).
+
+#![allow(dead_code, reason = "each test file uses a different subset")]
+
+use std::time::Duration;
+
+use informer_kube::client_for_informers;
+use informer_kube::sample::{
+    ConfigMapMirror, MANAGED_BY_LABEL, MANAGER, MirrorConfig, MirrorError, MirrorReport,
+    MirrorStats, SOURCE_ANNOTATION,
+};
+use informer_testing::fake::FakeApiServer;
+use informer_testing::http::{FakeHttpServer, HttpConfig};
+use kube_client::Client;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The longest any wait may take before the test fails: far above what a loaded machine
+/// needs, only there so that a bug fails the test instead of hanging it.
+pub const GUARD: Duration = Duration::from_secs(120);
+
+/// The label selecting namespaces in these tests (the controller's default selector).
+pub const LABEL: (&str, &str) = ("informer-rs/mirror", "true");
+
+/// An HTTP fake API server on a free loopback port and a kube client for it.
+pub struct Cluster {
+    pub engine: FakeApiServer,
+    pub http: FakeHttpServer,
+    pub client: Client,
+}
+
+impl Cluster {
+    pub async fn start() -> Self {
+        let engine = FakeApiServer::new();
+        let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
+            .await
+            .expect("start the HTTP fake server");
+        let config = kube_client::Config::new(http.url().parse().expect("server URL"));
+        let client = client_for_informers(config).expect("kube client");
+        Self {
+            engine,
+            http,
+            client,
+        }
+    }
+
+    /// Creates a namespace, with the mirror label or without.
+    pub fn namespace(&self, name: &str, labelled: bool) {
+        let labels = if labelled {
+            json!({ LABEL.0: LABEL.1 })
+        } else {
+            json!({ "team": name })
+        };
+        self.engine
+            .create(
+                "namespaces",
+                &json!({"metadata": {"name": name, "labels": labels}}),
+            )
+            .expect("create namespace");
+    }
+
+    /// Adds or removes the mirror label of a namespace.
+    pub fn label(&self, name: &str, labelled: bool) {
+        let value = if labelled {
+            json!(LABEL.1)
+        } else {
+            Value::Null
+        };
+        self.engine
+            .patch(
+                "namespaces",
+                None,
+                name,
+                &json!({"metadata": {"labels": { LABEL.0: value }}}),
+            )
+            .expect("label namespace");
+    }
+
+    /// Creates or replaces the source with `data`.
+    pub fn set_source(&self, config: &MirrorConfig, data: Value) {
+        let body = json!({
+            "metadata": {"namespace": config.source_namespace, "name": config.source_name},
+            "data": data,
+        });
+        let exists = self
+            .engine
+            .get(
+                "configmaps",
+                Some(&config.source_namespace),
+                &config.source_name,
+            )
+            .is_ok();
+        if exists {
+            self.engine
+                .update("configmaps", &body)
+                .expect("update source");
+        } else {
+            self.engine
+                .create("configmaps", &body)
+                .expect("create source");
+        }
+    }
+
+    pub fn delete_source(&self, config: &MirrorConfig) {
+        self.engine
+            .delete(
+                "configmaps",
+                Some(&config.source_namespace),
+                &config.source_name,
+            )
+            .expect("delete source");
+    }
+
+    /// Starts the controller on a task.
+    pub fn run(&self, config: MirrorConfig) -> Running {
+        let controller = ConfigMapMirror::new(self.client.clone(), config).expect("controller");
+        let stats = controller.watch_stats();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(controller.run(stop.clone()));
+        Running { stop, stats, task }
+    }
+
+    /// Waits until the server's state is the converged one, re-checking after every reconcile.
+    pub async fn converge(&self, config: &MirrorConfig, running: &mut Running, step: &str) {
+        loop {
+            let Err(divergence) = check(&self.engine, config) else {
+                return;
+            };
+            match tokio::time::timeout(GUARD, running.stats.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => panic!("{step}: the controller stopped; {divergence}"),
+                Err(_) => panic!(
+                    "{step}: not converged after {GUARD:?} without a reconcile: {divergence}; \
+                     stats {:?}, pending faults {:?}",
+                    *running.stats.borrow(),
+                    self.engine.faults().pending()
+                ),
+            }
+        }
+    }
+}
+
+/// A running controller.
+pub struct Running {
+    pub stop: CancellationToken,
+    pub stats: watch::Receiver<MirrorStats>,
+    pub task: JoinHandle<Result<MirrorReport, MirrorError>>,
+}
+
+impl Running {
+    pub fn stats(&self) -> MirrorStats {
+        *self.stats.borrow()
+    }
+
+    /// Waits (within the guard) until the stats satisfy `done`.
+    pub async fn wait_for_stats(&mut self, done: impl Fn(&MirrorStats) -> bool) -> MirrorStats {
+        let waited = tokio::time::timeout(GUARD, self.stats.wait_for(|s| done(s)))
+            .await
+            .map(|r| r.map(|stats| *stats));
+        match waited {
+            Ok(Ok(stats)) => stats,
+            Ok(Err(_)) => panic!("the controller stopped at {:?}", self.stats()),
+            Err(_) => panic!("stats not reached within {GUARD:?}: {:?}", self.stats()),
+        }
+    }
+
+    /// Cancels and waits for the report (within the guard).
+    pub async fn stop(self) -> MirrorReport {
+        self.stop.cancel();
+        tokio::time::timeout(GUARD, self.task)
+            .await
+            .expect("the controller did not stop")
+            .expect("the controller task panicked")
+            .expect("the controller failed")
+    }
+}
+
+/// `Ok` when the server holds exactly what the controller should have made of it: every
+/// namespace carrying the label holds a managed mirror with the source's data (when there is
+/// a source), no other namespace holds a managed mirror, and foreign ConfigMaps are untouched
+/// (the caller checks those). Written from the raw JSON, independently of the controller's
+/// own decision code.
+pub fn check(engine: &FakeApiServer, config: &MirrorConfig) -> Result<(), String> {
+    let namespaces: Vec<Value> = engine
+        .objects("namespaces", None)
+        .expect("namespaces")
+        .iter()
+        .map(|o| o.to_value())
+        .collect();
+    let config_maps: Vec<Value> = engine
+        .objects("configmaps", None)
+        .expect("configmaps")
+        .iter()
+        .map(|o| o.to_value())
+        .collect();
+    let meta = |v: &Value, field: &str| v["metadata"][field].as_str().map(str::to_owned);
+    let source = config_maps.iter().find(|cm| {
+        meta(cm, "namespace").as_deref() == Some(config.source_namespace.as_str())
+            && meta(cm, "name").as_deref() == Some(config.source_name.as_str())
+    });
+    let managed = |cm: &Value| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER;
+    let source_ref = format!("{}/{}", config.source_namespace, config.source_name);
+    let mut problems = Vec::new();
+    for ns in &namespaces {
+        let name = meta(ns, "name").unwrap_or_default();
+        let labelled = ns["metadata"]["labels"][LABEL.0] == LABEL.1;
+        let mirror = config_maps.iter().find(|cm| {
+            meta(cm, "namespace").as_deref() == Some(name.as_str())
+                && meta(cm, "name").as_deref() == Some(config.mirror_name.as_str())
+        });
+        match (labelled, source, mirror) {
+            (true, Some(source), Some(mirror)) => {
+                if !managed(mirror) {
+                    problems.push(format!("{name}: the mirror is not marked as managed"));
+                }
+                if mirror["metadata"]["annotations"][SOURCE_ANNOTATION] != source_ref.as_str() {
+                    problems.push(format!("{name}: the mirror does not name its source"));
+                }
+                if mirror["data"] != source["data"] {
+                    problems.push(format!(
+                        "{name}: mirror data {} != source data {}",
+                        mirror["data"], source["data"]
+                    ));
+                }
+            }
+            (true, Some(_), None) => problems.push(format!("{name}: no mirror")),
+            (_, _, Some(mirror)) if managed(mirror) => {
+                problems.push(format!("{name}: a mirror it should not have"));
+            }
+            _ => {}
+        }
+    }
+    for cm in config_maps.iter().filter(|cm| managed(cm)) {
+        let ns = meta(cm, "namespace").unwrap_or_default();
+        if !namespaces
+            .iter()
+            .any(|n| meta(n, "name").as_deref() == Some(ns.as_str()))
+        {
+            problems.push(format!("{ns}: a mirror in a namespace that does not exist"));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The data of the mirror in `namespace`, if any.
+pub fn mirror_data(
+    engine: &FakeApiServer,
+    config: &MirrorConfig,
+    namespace: &str,
+) -> Option<Value> {
+    engine
+        .get("configmaps", Some(namespace), &config.mirror_name)
+        .ok()
+        .map(|o| o.to_value()["data"].clone())
+}
