@@ -223,7 +223,9 @@ mod tests {
             delete
         );
         let mut terminating = namespace("a", &[("mirror", "true")]);
-        terminating.metadata.deletion_timestamp = Some(Time::default());
+        terminating.metadata.deletion_timestamp = Some(
+            serde_json::from_value::<Time>(serde_json::json!("2026-01-01T00:00:00Z")).unwrap(),
+        );
         assert_eq!(
             w.decide("a", Some(&terminating), Some(&source("v1")), Some(&mirror)),
             delete
