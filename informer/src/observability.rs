@@ -22,6 +22,7 @@ pub(crate) fn lag_warning_due(lag: usize) -> bool {
 /// Warns that a handler falls behind.
 pub(crate) fn warn_slow_handler(shared: &RegistrationShared, lag: usize) {
     tracing::warn!(
+        target: "informer::listener",
         informer = %shared.informer,
         handler = %shared.name,
         registration = %shared.id,
@@ -58,18 +59,24 @@ impl BeforeStep {
                     recorder.watch_restarted(r);
                     match r {
                         RestartReason::Ended => tracing::debug!(
+                            target: "informer::reflector",
                             reflector,
                             reason = r.as_str(),
                             "watch ended; watching again from the last resourceVersion"
                         ),
-                        _ => tracing::debug!(reflector, reason = r.as_str(), "watch restarts"),
+                        _ => tracing::debug!(
+                            target: "informer::reflector",
+                            reflector,
+                            reason = r.as_str(),
+                            "watch restarts"
+                        ),
                     }
                 }
             }
         }
         if counters.relists > self.relists {
             let reason = reason.map_or("restart", RestartReason::as_str);
-            tracing::info!(reflector, reason, "relisting");
+            tracing::info!(target: "informer::reflector", reflector, reason, "relisting");
             recorder.relisted(reason);
         }
         recorder.resource_version(machine.last_synced_resource_version());
@@ -92,7 +99,13 @@ impl<'a> OpenWatch<'a> {
         resource_version: Option<&str>,
         streaming: bool,
     ) -> Self {
-        tracing::debug!(reflector, resource_version, streaming, "watch started");
+        tracing::debug!(
+            target: "informer::reflector",
+            reflector,
+            resource_version,
+            streaming,
+            "watch started"
+        );
         Self {
             reflector,
             recorder,
@@ -106,6 +119,7 @@ impl Drop for OpenWatch<'_> {
     fn drop(&mut self) {
         let took = self.started.elapsed();
         tracing::debug!(
+            target: "informer::reflector",
             reflector = self.reflector,
             events = self.events,
             ?took,
