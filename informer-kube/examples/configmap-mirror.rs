@@ -46,7 +46,7 @@ use tokio_util::sync::CancellationToken;
 /// the source, relabel namespaces and inject faults (failed writes, broken watches,
 /// compaction), printing the state after each step.
 #[derive(Debug, Parser)]
-#[command(name = "configmap-mirror", version, about, long_about = None)]
+#[command(name = "configmap-mirror", version)]
 struct Args {
     /// Use the cluster of this kubeconfig file's current context.
     #[arg(long, value_name = "PATH")]
