@@ -42,7 +42,9 @@ impl<K> Clone for Tombstone<K> {
 
 impl<K> fmt::Debug for Tombstone<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tombstone").field("key", &self.key).finish_non_exhaustive()
+        f.debug_struct("Tombstone")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
     }
 }
 

@@ -325,10 +325,22 @@ mod tests {
             Status::failure(429, "TooManyRequests", "slow down").class(),
             ErrorClass::Throttled
         );
-        assert_eq!(Status::failure(404, "NotFound", "").class(), ErrorClass::NotFound);
-        assert_eq!(Status::failure(409, "AlreadyExists", "").class(), ErrorClass::Conflict);
-        assert_eq!(Status::failure(422, "Invalid", "").class(), ErrorClass::Invalid);
-        assert_eq!(Status::failure(500, "InternalError", "").class(), ErrorClass::ServerError);
+        assert_eq!(
+            Status::failure(404, "NotFound", "").class(),
+            ErrorClass::NotFound
+        );
+        assert_eq!(
+            Status::failure(409, "AlreadyExists", "").class(),
+            ErrorClass::Conflict
+        );
+        assert_eq!(
+            Status::failure(422, "Invalid", "").class(),
+            ErrorClass::Invalid
+        );
+        assert_eq!(
+            Status::failure(500, "InternalError", "").class(),
+            ErrorClass::ServerError
+        );
     }
 
     #[test]
@@ -344,7 +356,10 @@ mod tests {
             retry_after: Some(Duration::from_secs(2)),
         };
         assert_eq!(err.retry_after(), Some(Duration::from_secs(2)));
-        assert_eq!(Error::api("x", status).retry_after(), Some(Duration::from_secs(7)));
+        assert_eq!(
+            Error::api("x", status).retry_after(),
+            Some(Duration::from_secs(7))
+        );
     }
 
     #[test]

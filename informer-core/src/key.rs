@@ -25,7 +25,9 @@ impl ObjectKey {
             });
         }
         if name.contains('/') {
-            return Err(KeyError::InvalidName { name: name.to_owned() });
+            return Err(KeyError::InvalidName {
+                name: name.to_owned(),
+            });
         }
         match namespace.filter(|ns| !ns.is_empty()) {
             Some(ns) if ns.contains('/') => Err(KeyError::InvalidNamespace {
@@ -141,9 +143,18 @@ mod tests {
 
     #[test]
     fn bad_names_are_typed_errors() {
-        assert!(matches!(ObjectKey::new(Some("ns"), ""), Err(KeyError::MissingName { .. })));
-        assert!(matches!(ObjectKey::new(None, "a/b"), Err(KeyError::InvalidName { .. })));
-        assert!(matches!(ObjectKey::new(Some("a/b"), "c"), Err(KeyError::InvalidNamespace { .. })));
+        assert!(matches!(
+            ObjectKey::new(Some("ns"), ""),
+            Err(KeyError::MissingName { .. })
+        ));
+        assert!(matches!(
+            ObjectKey::new(None, "a/b"),
+            Err(KeyError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            ObjectKey::new(Some("a/b"), "c"),
+            Err(KeyError::InvalidNamespace { .. })
+        ));
     }
 
     #[test]

@@ -102,7 +102,10 @@ mod kube_tests {
         assert_eq!(Object::namespace(&pod), Some("prod"));
         assert_eq!(Object::uid(&pod), Some("u1"));
         assert_eq!(Object::resource_version(&pod), Some("42"));
-        assert_eq!(Object::labels(&pod).get("app").map(String::as_str), Some("web"));
+        assert_eq!(
+            Object::labels(&pod).get("app").map(String::as_str),
+            Some("web")
+        );
         assert!(Object::annotations(&pod).is_empty());
     }
 

@@ -159,9 +159,15 @@ mod tests {
         };
         assert_eq!(
             opts.query_pairs(),
-            vec![("limit", "500".to_owned()), ("resourceVersion", "0".to_owned())]
+            vec![
+                ("limit", "500".to_owned()),
+                ("resourceVersion", "0".to_owned())
+            ]
         );
-        assert_eq!(ResourceVersionMatch::parse("Exact"), Some(ResourceVersionMatch::Exact));
+        assert_eq!(
+            ResourceVersionMatch::parse("Exact"),
+            Some(ResourceVersionMatch::Exact)
+        );
         assert_eq!(ResourceVersionMatch::parse("exact"), None);
     }
 }

@@ -130,8 +130,12 @@ impl LabelRequirement {
             LabelOp::NotIn(vs) => value.is_none_or(|x| vs.iter().all(|v| v != x)),
             LabelOp::Exists => value.is_some(),
             LabelOp::DoesNotExist => value.is_none(),
-            LabelOp::GreaterThan(n) => value.and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x > *n),
-            LabelOp::LessThan(n) => value.and_then(|x| x.parse::<i64>().ok()).is_some_and(|x| x < *n),
+            LabelOp::GreaterThan(n) => value
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x > *n),
+            LabelOp::LessThan(n) => value
+                .and_then(|x| x.parse::<i64>().ok())
+                .is_some_and(|x| x < *n),
         }
     }
 }
@@ -211,8 +215,15 @@ fn parse_label_requirement(part: &str) -> Result<LabelRequirement, String> {
                 .trim()
                 .parse::<i64>()
                 .map_err(|_| format!("{:?} needs an integer after {sym:?}", key))?;
-            let op = if greater { LabelOp::GreaterThan(n) } else { LabelOp::LessThan(n) };
-            return Ok(LabelRequirement { key: key.to_owned(), op });
+            let op = if greater {
+                LabelOp::GreaterThan(n)
+            } else {
+                LabelOp::LessThan(n)
+            };
+            return Ok(LabelRequirement {
+                key: key.to_owned(),
+                op,
+            });
         }
     }
     // Word operators: `key in (..)`, `key notin (..)`, or a bare key.
@@ -245,7 +256,9 @@ fn parse_label_requirement(part: &str) -> Result<LabelRequirement, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     if values.iter().all(String::is_empty) && values.len() == 1 {
-        return Err(format!("for 'in' and 'notin' the set of values can't be empty in {part:?}"));
+        return Err(format!(
+            "for 'in' and 'notin' the set of values can't be empty in {part:?}"
+        ));
     }
     let op = match word.trim() {
         "in" => LabelOp::In(values),
@@ -270,7 +283,8 @@ fn validate_key(key: &str) -> Result<(), String> {
             && p.split('.').all(|l| {
                 !l.is_empty()
                     && l.len() <= 63
-                    && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                     && !l.starts_with('-')
                     && !l.ends_with('-')
             });
@@ -462,7 +476,10 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -495,8 +512,16 @@ mod tests {
     #[test]
     fn negative_operators_match_absent_labels() {
         assert!(LabelSelector::parse("a!=b").unwrap().matches(&labels(&[])));
-        assert!(LabelSelector::parse("a notin (b)").unwrap().matches(&labels(&[])));
-        assert!(!LabelSelector::parse("a in (b)").unwrap().matches(&labels(&[])));
+        assert!(
+            LabelSelector::parse("a notin (b)")
+                .unwrap()
+                .matches(&labels(&[]))
+        );
+        assert!(
+            !LabelSelector::parse("a in (b)")
+                .unwrap()
+                .matches(&labels(&[]))
+        );
     }
 
     #[test]
@@ -526,7 +551,10 @@ mod tests {
             "Bad_Prefix/x=y",
             "a=b)",
         ] {
-            assert!(LabelSelector::parse(bad).is_err(), "{bad:?} should not parse");
+            assert!(
+                LabelSelector::parse(bad).is_err(),
+                "{bad:?} should not parse"
+            );
         }
     }
 
@@ -539,7 +567,8 @@ mod tests {
 
     #[test]
     fn field_selectors() {
-        let s = FieldSelector::parse("metadata.name=a\\,b,metadata.namespace!=kube-system").unwrap();
+        let s =
+            FieldSelector::parse("metadata.name=a\\,b,metadata.namespace!=kube-system").unwrap();
         assert_eq!(s.requirements()[0].value, "a,b");
         assert!(s.check_fields(GENERIC_FIELDS).is_ok());
         assert!(s.matches_with(|f| match f {

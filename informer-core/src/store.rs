@@ -34,7 +34,12 @@ pub fn label_index_func<K: Object>(label_key: impl Into<String>) -> IndexFunc<K>
 /// An index function over every label, with values of the form `key=value`: `by_index` on it
 /// answers "all objects carrying this label pair".
 pub fn labels_index_func<K: Object>() -> IndexFunc<K> {
-    Arc::new(|obj: &K| obj.labels().iter().map(|(k, v)| format!("{k}={v}")).collect())
+    Arc::new(|obj: &K| {
+        obj.labels()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    })
 }
 
 /// Indexers holding only the namespace index.

@@ -62,7 +62,11 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == "--role").map(|i| args[i + 1].as_str()) {
+    match args
+        .iter()
+        .position(|a| a == "--role")
+        .map(|i| args[i + 1].as_str())
+    {
         Some("server") => server(env_usize("INFORMER_KUBE_BENCH_PODS", 100_000)),
         Some("client") => {
             let url = value(&args, "--url");
@@ -145,7 +149,9 @@ fn client(url: &str, variant: &str) {
         let mut lister_watcher = KubeListerWatcher::<Pod>::all(client);
         match variant {
             "drop-after-decode" => config.transform = Some(drop_managed_fields()),
-            "drop-at-decode" => lister_watcher = lister_watcher.with_transform(drop_managed_fields()),
+            "drop-at-decode" => {
+                lister_watcher = lister_watcher.with_transform(drop_managed_fields())
+            }
             "watch-list-drop-at-decode" => {
                 lister_watcher = lister_watcher.with_transform(drop_managed_fields());
                 config.reflector.watch_list = WatchListMode::On;
@@ -229,7 +235,11 @@ fn orchestrate() {
         results.sort_by(|a, b| a.secs.total_cmp(&b.secs));
         let all: Vec<String> = results.iter().map(|r| format!("{:.2}", r.secs)).collect();
         let median = results.swap_remove(results.len() / 2);
-        assert_eq!(median.cached, pods, "{variant} cached {} of {pods}", median.cached);
+        assert_eq!(
+            median.cached, pods,
+            "{variant} cached {} of {pods}",
+            median.cached
+        );
         println!("{label}: sync times {} s", all.join(", "));
         table.push((*label, median));
     }
@@ -237,7 +247,9 @@ fn orchestrate() {
     let _ = server.wait_timeout_or_kill(Duration::from_secs(30));
 
     println!();
-    println!("| variant ({pods} pods, median of {runs}) | time to synced | pods/s | RSS after sync | RSS per pod | peak RSS |");
+    println!(
+        "| variant ({pods} pods, median of {runs}) | time to synced | pods/s | RSS after sync | RSS per pod | peak RSS |"
+    );
     println!("|---|---|---|---|---|---|");
     for (label, r) in &table {
         let grown = r.rss_after.saturating_sub(r.rss_before);

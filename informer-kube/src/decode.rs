@@ -9,9 +9,7 @@ use std::fmt;
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
-use informer_core::{
-    Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListPage, Status, WatchEvent,
-};
+use informer_core::{Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListPage, Status, WatchEvent};
 use serde::Deserialize;
 use serde::de::{
     DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
@@ -210,9 +208,8 @@ pub(crate) fn watch_line<K: DeserializeOwned>(
         "MODIFIED" => object_of(line).map(WatchEvent::Modified),
         "DELETED" => object_of(line).map(WatchEvent::Deleted),
         "BOOKMARK" => {
-            let bookmark: BookmarkObject = serde_json::from_str(object.get()).map_err(|e| {
-                Error::decode(format!("a BOOKMARK event while {context}"), line, e)
-            })?;
+            let bookmark: BookmarkObject = serde_json::from_str(object.get())
+                .map_err(|e| Error::decode(format!("a BOOKMARK event while {context}"), line, e))?;
             let initial_events_end = bookmark
                 .metadata
                 .annotations
@@ -381,7 +378,8 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
-        let bare = r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Gone","code":410}"#;
+        let bare =
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Gone","code":410}"#;
         assert!(matches!(decoded(bare).unwrap(), WatchEvent::Error(s) if s.reason == "Gone"));
     }
 
@@ -410,8 +408,14 @@ mod tests {
             matches!(&err, Error::UnknownEventType { event_type, .. } if event_type == "SURPRISE")
         );
         assert_eq!(err.class(), ErrorClass::Decode);
-        assert!(matches!(decoded(r#"{"object":{}}"#), Err(Error::Decode { .. })));
-        assert!(matches!(decoded(r#"{"type":"ADDED"}"#), Err(Error::Decode { .. })));
+        assert!(matches!(
+            decoded(r#"{"object":{}}"#),
+            Err(Error::Decode { .. })
+        ));
+        assert!(matches!(
+            decoded(r#"{"type":"ADDED"}"#),
+            Err(Error::Decode { .. })
+        ));
     }
 
     #[test]
@@ -422,7 +426,8 @@ mod tests {
         assert_eq!(page.resource_version, "42");
         assert_eq!(page.continue_token.as_deref(), Some("abc"));
         assert_eq!(page.remaining_item_count, Some(3));
-        let empty = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
+        let empty =
+            br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
         let page = list_page::<Pod>(empty, "listing pods", None).unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
@@ -438,8 +443,13 @@ mod tests {
         };
         let page = list_page::<Pod>(body, "listing pods", Some(&drop)).unwrap();
         assert_eq!(page.resource_version, "3");
-        assert!(page.items.iter().all(|p| p.metadata.managed_fields.is_none()
-            && p.metadata.labels.as_ref().is_some_and(|l| l["seen"] == "yes")));
+        assert!(page.items.iter().all(|p| {
+            p.metadata.managed_fields.is_none()
+                && p.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l["seen"] == "yes")
+        }));
         let trailing = list_page::<Pod>(br#"{"items":[]} x"#, "listing pods", None);
         assert!(matches!(trailing, Err(Error::Decode { .. })));
     }

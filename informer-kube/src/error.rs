@@ -66,7 +66,10 @@ pub enum KubeError {
 /// Maps a kube-client error to the core classification, with `context` saying what was being
 /// done: an API answer keeps its `Status` ([`Error::Api`](informer_core::Error::Api)), a body
 /// that does not decode is a decode error, anything else a transport error.
-pub fn map_kube_error(context: impl Into<String>, error: kube_client::Error) -> informer_core::Error {
+pub fn map_kube_error(
+    context: impl Into<String>,
+    error: kube_client::Error,
+) -> informer_core::Error {
     match error {
         kube_client::Error::Api(status) => informer_core::Error::api(context, core_status(&status)),
         kube_client::Error::SerdeError(e) => informer_core::Error::decode(context, b"", e),

@@ -10,18 +10,20 @@ use std::time::Duration;
 
 use informer::{
     CacheSyncError, FactoryConfig, FactoryShutdownReport, InformerConfig, InformerFactory,
-    InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError,
-    SharedIndexInformer, SyncSource,
+    InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError, SharedIndexInformer,
+    SyncSource,
 };
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
-use kube_client::core::{ApiResource, ClusterResourceScope, DynamicObject, GroupVersionKind, Resource};
+use kube_client::core::{
+    ApiResource, ClusterResourceScope, DynamicObject, GroupVersionKind, Resource,
+};
 use kube_client::discovery::Scope;
 use kube_client::{Client, Config};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
-use crate::{KubeListerWatcher, drop_managed_fields};
 use crate::error::{KubeError, Result};
+use crate::{KubeListerWatcher, drop_managed_fields};
 
 /// Object types a [`KubeInformerFactory`] builds informers for from the type alone:
 /// k8s-openapi types, kube-derive custom resources and `PartialObjectMeta<K>` of those (their
@@ -101,7 +103,10 @@ pub fn resource_name(resource: &ApiResource) -> String {
     if resource.group.is_empty() {
         resource.plural.clone()
     } else {
-        format!("{}.{}.{}", resource.plural, resource.version, resource.group)
+        format!(
+            "{}.{}.{}",
+            resource.plural, resource.version, resource.group
+        )
     }
 }
 

@@ -9,7 +9,9 @@ use bytes::{Bytes, BytesMut};
 use futures::stream;
 use http_body_util::BodyExt;
 use informer::reflector::Transform;
-use informer_core::{Error, ListOptions, ListPage, ListerWatcher, Object, WatchOptions, WatchStream};
+use informer_core::{
+    Error, ListOptions, ListPage, ListerWatcher, Object, WatchOptions, WatchStream,
+};
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, GroupVersionKind, Resource};
 use kube_client::discovery::Scope;
@@ -20,7 +22,8 @@ use crate::decode;
 use crate::error::KubeError;
 
 /// `Accept` of list requests for metadata-only types (`PartialObjectMeta<K>`).
-const METADATA_LIST_ACCEPT: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+const METADATA_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
 /// `Accept` of watch requests for metadata-only types.
 const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
@@ -302,11 +305,9 @@ async fn send(
     let code = response.status();
     if code.is_client_error() || code.is_server_error() {
         let retry_after = decode::retry_after(response.headers());
-        let body = response
-            .into_body()
-            .collect_bytes()
-            .await
-            .map_err(|e| Error::transport(format!("reading the error answer while {context}"), e))?;
+        let body = response.into_body().collect_bytes().await.map_err(|e| {
+            Error::transport(format!("reading the error answer while {context}"), e)
+        })?;
         return Err(Error::Api {
             context: context.to_owned(),
             status: decode::error_status(code, &body),
@@ -467,7 +468,10 @@ mod tests {
     fn resources_are_named_from_their_paths() {
         assert_eq!(resource_of_path("/api/v1/pods"), "pods");
         assert_eq!(resource_of_path("/api/v1/namespaces/a/pods"), "pods");
-        assert_eq!(resource_of_path("/apis/apps/v1/deployments"), "deployments.apps");
+        assert_eq!(
+            resource_of_path("/apis/apps/v1/deployments"),
+            "deployments.apps"
+        );
         assert_eq!(
             resource_of_path("/apis/example.com/v1/namespaces/x/widgets"),
             "widgets.example.com"
@@ -503,7 +507,10 @@ mod tests {
             .collect();
         assert_eq!(pairs, expected);
         // resourceVersion=0 survives a limit (kube's ListParams would drop it).
-        assert!(uri.contains("limit=500") && uri.contains("resourceVersion=0"), "{uri}");
+        assert!(
+            uri.contains("limit=500") && uri.contains("resourceVersion=0"),
+            "{uri}"
+        );
 
         let watch = WatchOptions {
             resource_version: Some("17".into()),

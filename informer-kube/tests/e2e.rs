@@ -17,9 +17,7 @@ use informer_testing::fake::seed::{Churn, ChurnConfig, SeedConfig, seed};
 use informer_testing::fake::{RawLine, status};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde_json::json;
-use support::{
-    Env, Errors, GUARD, ModelHandler, cache_state, converge, wait_until, watching,
-};
+use support::{Env, Errors, GUARD, ModelHandler, cache_state, converge, wait_until, watching};
 
 fn lists_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRecord> {
     env.engine
@@ -39,7 +37,11 @@ fn watches_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRec
 
 async fn synced<K: informer::Object>(informer: &SharedIndexInformer<K>) {
     let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
-    assert!(matches!(synced, Ok(true)), "{} did not sync", informer.name());
+    assert!(
+        matches!(synced, Ok(true)),
+        "{} did not sync",
+        informer.name()
+    );
 }
 
 /// Waits until the model handler's view equals the server's pods (handlers run on their own
@@ -59,10 +61,7 @@ async fn handler_caught_up(
 }
 
 fn relists<K: informer::Object>(informer: &SharedIndexInformer<K>) -> u64 {
-    informer
-        .stats()
-        .reflector
-        .map_or(0, |r| r.counters.relists)
+    informer.stats().reflector.map_or(0, |r| r.counters.relists)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,7 +82,11 @@ async fn initial_sync_of_10k_realistic_pods() {
     let registration = pods.add_handler(handler).unwrap();
     factory.start();
     factory.wait_for_cache_sync(GUARD).await.unwrap();
-    assert!(tokio::time::timeout(GUARD, registration.wait_for_sync()).await.unwrap());
+    assert!(
+        tokio::time::timeout(GUARD, registration.wait_for_sync())
+            .await
+            .unwrap()
+    );
 
     let server = env.server_state("pods", None);
     assert_eq!(server.len(), 10_000);
@@ -105,7 +108,12 @@ async fn initial_sync_of_10k_realistic_pods() {
     let pod = lister.list_all().pop().unwrap();
     let spec = pod.spec.as_ref().expect("spec");
     assert!(!spec.containers.is_empty());
-    assert!(pod.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()));
+    assert!(
+        pod.metadata
+            .managed_fields
+            .as_ref()
+            .is_some_and(|m| !m.is_empty())
+    );
     // The first request was the cheap list: any state, paginated.
     let first = &lists_of(&env, "pods")[0];
     assert_eq!(first.param("resourceVersion"), Some("0"));
@@ -158,14 +166,20 @@ async fn churn_converges_to_the_server() {
     )
     .await;
     let writes = churn.stop().await;
-    assert!(writes.creates > 0 && writes.updates > 0 && writes.deletes > 0, "{writes:?}");
+    assert!(
+        writes.creates > 0 && writes.updates > 0 && writes.deletes > 0,
+        "{writes:?}"
+    );
 
     converge(&env, &pods, "pods", None, Some(changes.clone())).await;
     handler_caught_up(&env, &model, changes).await;
     {
         let m = model.lock();
         assert!(m.violations.is_empty(), "{:?}", m.violations);
-        assert!(m.deletes.values().all(|n| *n == 1), "a delete was seen twice");
+        assert!(
+            m.deletes.values().all(|n| *n == 1),
+            "a delete was seen twice"
+        );
     }
     factory.shutdown().await;
 }
@@ -213,7 +227,11 @@ async fn compaction_and_broken_watches_lose_nothing() {
     assert!(faults.drop_watches("pods") >= 1);
     env.engine.create("pods", &pod("after-drop")).unwrap();
     converge(&env, &pods, "pods", None, Some(changes.clone())).await;
-    assert_eq!(lists_of(&env, "pods").len(), lists, "no relist after a broken watch");
+    assert_eq!(
+        lists_of(&env, "pods").len(),
+        lists,
+        "no relist after a broken watch"
+    );
     assert_eq!(relists(&pods), 0);
 
     // The next watch closes after a few events, mid-stream: the rest come on the next one.
@@ -221,7 +239,9 @@ async fn compaction_and_broken_watches_lose_nothing() {
     faults.drop_next_watch_after("pods", 3);
     faults.drop_watches("pods");
     for i in 0..10 {
-        env.engine.create("pods", &pod(&format!("burst-{i}"))).unwrap();
+        env.engine
+            .create("pods", &pod(&format!("burst-{i}")))
+            .unwrap();
     }
     converge(&env, &pods, "pods", None, Some(changes.clone())).await;
 
@@ -236,17 +256,26 @@ async fn compaction_and_broken_watches_lose_nothing() {
     }
     for v in &env.engine.objects("pods", Some("ns-2")).unwrap()[..20] {
         env.engine
-            .patch("pods", Some("ns-2"), v.name(), &json!({"metadata": {"labels": {"touched": "yes"}}}))
+            .patch(
+                "pods",
+                Some("ns-2"),
+                v.name(),
+                &json!({"metadata": {"labels": {"touched": "yes"}}}),
+            )
             .unwrap();
     }
     for i in 0..20 {
-        env.engine.create("pods", &pod(&format!("while-down-{i}"))).unwrap();
+        env.engine
+            .create("pods", &pod(&format!("while-down-{i}")))
+            .unwrap();
     }
     env.engine.compact_all();
     converge(&env, &pods, "pods", None, Some(changes.clone())).await;
     assert!(relists(&pods) >= 1, "compaction must force a relist");
     errors
-        .wait_for("the 410 after compaction", |r| r.class == ErrorClass::Expired)
+        .wait_for("the 410 after compaction", |r| {
+            r.class == ErrorClass::Expired
+        })
         .await;
     handler_caught_up(&env, &model, changes).await;
     {
@@ -264,7 +293,14 @@ async fn compaction_and_broken_watches_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_as_http_status_and_as_error_event_both_relist() {
     let env = Env::start().await;
-    seed(&env.engine, &SeedConfig { pods: 50, ..SeedConfig::default() }).unwrap();
+    seed(
+        &env.engine,
+        &SeedConfig {
+            pods: 50,
+            ..SeedConfig::default()
+        },
+    )
+    .unwrap();
     let errors = Errors::new();
     let factory = env.factory();
     let pods = factory
@@ -278,7 +314,11 @@ async fn gone_as_http_status_and_as_error_event_both_relist() {
 
     // 410 as the HTTP answer to the watch request.
     let starts = watching(&pods, 1).await;
-    faults.fail_watches("pods", 1, status::expired("too old resource version: 1 (2)"));
+    faults.fail_watches(
+        "pods",
+        1,
+        status::expired("too old resource version: 1 (2)"),
+    );
     faults.drop_watches("pods");
     let e = errors
         .wait_for("an HTTP 410 on watch start", |r| {
@@ -286,7 +326,13 @@ async fn gone_as_http_status_and_as_error_event_both_relist() {
         })
         .await;
     assert!(e.message.contains("watching pods"), "{}", e.message);
-    wait_until("a relist", None, || relists(&pods) >= 1, || format!("{:?}", pods.stats())).await;
+    wait_until(
+        "a relist",
+        None,
+        || relists(&pods) >= 1,
+        || format!("{:?}", pods.stats()),
+    )
+    .await;
 
     // 410 as an ERROR event inside a running watch.
     watching(&pods, starts + 1).await;
@@ -296,7 +342,13 @@ async fn gone_as_http_status_and_as_error_event_both_relist() {
             r.stage == Stage::Watch && r.class == ErrorClass::Expired
         })
         .await;
-    wait_until("a second relist", None, || relists(&pods) >= 2, || format!("{:?}", pods.stats())).await;
+    wait_until(
+        "a second relist",
+        None,
+        || relists(&pods) >= 2,
+        || format!("{:?}", pods.stats()),
+    )
+    .await;
 
     let mut rng = rand::rng();
     let pod = informer_testing::fake::seed::pod("ns-0", "after-410", &mut rng);
@@ -335,7 +387,9 @@ async fn throttling_honours_retry_after_and_too_large_lists_read_consistently() 
     // The list's 429 reached the reflector with the Retry-After header (kube-client's own
     // retries are off), and the list was retried.
     let throttled = errors
-        .wait_for("a 429 on list", |r| r.stage == Stage::List && r.class == ErrorClass::Throttled)
+        .wait_for("a 429 on list", |r| {
+            r.stage == Stage::List && r.class == ErrorClass::Throttled
+        })
         .await;
     assert_eq!(throttled.header_retry_after, Some(Duration::from_secs(1)));
     assert_eq!(lists_of(&env, "pods").len(), 2);
@@ -343,12 +397,22 @@ async fn throttling_honours_retry_after_and_too_large_lists_read_consistently() 
 
     // A 504 ResourceVersionTooLarge makes the next list a consistent read.
     errors
-        .wait_for("a 504 too large", |r| r.class == ErrorClass::ResourceVersionTooLarge)
+        .wait_for("a 504 too large", |r| {
+            r.class == ErrorClass::ResourceVersionTooLarge
+        })
         .await;
     let cm_lists = lists_of(&env, "configmaps");
     assert_eq!(cm_lists[0].param("resourceVersion"), Some("0"));
-    assert_eq!(cm_lists[1].param("resourceVersion"), None, "{}", cm_lists[1]);
-    assert_eq!(cache_state(&config_maps), env.server_state("configmaps", None));
+    assert_eq!(
+        cm_lists[1].param("resourceVersion"),
+        None,
+        "{}",
+        cm_lists[1]
+    );
+    assert_eq!(
+        cache_state(&config_maps),
+        env.server_state("configmaps", None)
+    );
 
     // A 429 on a watch start: wait as told, re-watch without relisting.
     let starts = watching(&pods, 1).await;
@@ -364,14 +428,25 @@ async fn throttling_honours_retry_after_and_too_large_lists_read_consistently() 
     assert_eq!(throttled.header_retry_after, Some(Duration::from_secs(2)));
     watching(&pods, starts + 1).await;
     assert!(watches_of(&env, "pods").len() >= watches + 2);
-    assert_eq!(lists_of(&env, "pods").len(), pod_lists, "a 429 must not relist");
+    assert_eq!(
+        lists_of(&env, "pods").len(),
+        pod_lists,
+        "a 429 must not relist"
+    );
     factory.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecodable_lines_are_reported_and_the_informer_goes_on() {
     let env = Env::start().await;
-    seed(&env.engine, &SeedConfig { pods: 10, ..SeedConfig::default() }).unwrap();
+    seed(
+        &env.engine,
+        &SeedConfig {
+            pods: 10,
+            ..SeedConfig::default()
+        },
+    )
+    .unwrap();
     let errors = Errors::new();
     let factory = env.factory();
     let pods = factory
@@ -396,7 +471,14 @@ async fn undecodable_lines_are_reported_and_the_informer_goes_on() {
     wait_until(
         "an unknown event type error",
         None,
-        || errors.all().iter().filter(|r| r.class == ErrorClass::Decode).count() >= 2,
+        || {
+            errors
+                .all()
+                .iter()
+                .filter(|r| r.class == ErrorClass::Decode)
+                .count()
+                >= 2
+        },
         || format!("{:?}", errors.all()),
     )
     .await;
@@ -422,7 +504,9 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
     )
     .unwrap();
     // Config maps: a server that ignores sendInitialEvents (an old one).
-    env.engine.faults().ignore_send_initial_events("configmaps", true);
+    env.engine
+        .faults()
+        .ignore_send_initial_events("configmaps", true);
     let factory = env.factory();
     let pods = factory
         .informer_with::<Pod>(|c| c.reflector.watch_list = WatchListMode::On)
@@ -440,7 +524,11 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
 
     // Pods streamed: one watch, no list.
     assert_eq!(cache_state(&pods), env.server_state("pods", None));
-    assert!(lists_of(&env, "pods").is_empty(), "{:?}", lists_of(&env, "pods"));
+    assert!(
+        lists_of(&env, "pods").is_empty(),
+        "{:?}",
+        lists_of(&env, "pods")
+    );
     let first = &watches_of(&env, "pods")[0];
     assert_eq!(first.param("sendInitialEvents"), Some("true"));
     assert_eq!(first.param("resourceVersionMatch"), Some("NotOlderThan"));
@@ -454,7 +542,10 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
     converge(&env, &pods, "pods", None, Some(changes)).await;
 
     // Config maps: no end bookmark came, so the informer fell back to list + watch.
-    assert_eq!(cache_state(&config_maps), env.server_state("configmaps", None));
+    assert_eq!(
+        cache_state(&config_maps),
+        env.server_state("configmaps", None)
+    );
     let stats = config_maps.stats().reflector.unwrap();
     assert_eq!(stats.counters.streaming_fallbacks, 1);
     assert!(!stats.streaming);

@@ -42,7 +42,11 @@ pub struct WidgetSpec {
 
 async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
     let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
-    assert!(matches!(synced, Ok(true)), "{} did not sync", informer.name());
+    assert!(
+        matches!(synced, Ok(true)),
+        "{} did not sync",
+        informer.name()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,7 +101,10 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     assert_eq!(typed_w.spec.size, 3);
     let dynamic_w = dynamic.lister().get(Some("a"), "w-3").unwrap();
     assert_eq!(dynamic_w.data["spec"]["size"], 3);
-    assert_eq!(dynamic_w.types.as_ref().map(|t| t.kind.as_str()), Some("Widget"));
+    assert_eq!(
+        dynamic_w.types.as_ref().map(|t| t.kind.as_str()),
+        Some("Widget")
+    );
 
     // Changes reach both.
     let api = Api::<Widget>::namespaced(env.client.clone(), "a");
@@ -112,7 +119,10 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     converge(&env, &dynamic, "widgets", None, None).await;
     converge(&env, &typed, "widgets", None, None).await;
     converge(&env, &in_a, "widgets", Some("a"), None).await;
-    assert_eq!(typed.lister().get(Some("a"), "w-1").unwrap().spec.color, "red");
+    assert_eq!(
+        typed.lister().get(Some("a"), "w-1").unwrap().spec.color,
+        "red"
+    );
     assert!(typed.lister().get(Some("a"), "w-2").is_none());
     let report = factory.shutdown().await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
@@ -158,7 +168,12 @@ async fn metadata_only_and_selector_views() {
             .unwrap()
             .iter()
             .filter(|o| selector.is_none_or(|s| s.matches(o.labels())))
-            .map(|o| (o.key().to_owned(), (o.resource_version().to_string(), o.uid().to_owned())))
+            .map(|o| {
+                (
+                    o.key().to_owned(),
+                    (o.resource_version().to_string(), o.uid().to_owned()),
+                )
+            })
             .collect()
     };
     let want = expected("ns-1", Some(&selector));
@@ -170,7 +185,12 @@ async fn metadata_only_and_selector_views() {
     let (key, _) = want.iter().next().unwrap();
     let name = key.split('/').nth(1).unwrap();
     env.engine
-        .patch("pods", Some("ns-1"), name, &json!({"metadata": {"labels": {"tier": "backend"}}}))
+        .patch(
+            "pods",
+            Some("ns-1"),
+            name,
+            &json!({"metadata": {"labels": {"tier": "backend"}}}),
+        )
         .unwrap();
     wait_until(
         "the pod to leave the view",

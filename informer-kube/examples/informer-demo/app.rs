@@ -99,7 +99,11 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => value / 1000.0,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        other => return Err(format!("unknown unit {other:?} in {text:?} (use ms, s, m or h)")),
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?} (use ms, s, m or h)"
+            ));
+        }
     };
     Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
@@ -347,12 +351,13 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
     let (client, mut fake, source) = if use_cluster {
         let config = match &args.kubeconfig {
             Some(path) => {
-                let kubeconfig = kube_client::config::Kubeconfig::read_from(path).map_err(
-                    |source| KubeError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    },
-                )?;
+                let kubeconfig =
+                    kube_client::config::Kubeconfig::read_from(path).map_err(|source| {
+                        KubeError::Kubeconfig {
+                            path: path.clone(),
+                            source,
+                        }
+                    })?;
                 kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
                     .await
                     .map_err(|source| KubeError::Kubeconfig {
@@ -439,7 +444,16 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
 
     // Initial sync, with progress.
     let expected = fake.as_ref().map(|f| f.seeded as u64);
-    let synced = sync_with_progress(&informer, &[&counter, &tracker], expected, &announced, plain, &stop, &ctrl_c).await;
+    let synced = sync_with_progress(
+        &informer,
+        &[&counter, &tracker],
+        expected,
+        &announced,
+        plain,
+        &stop,
+        &ctrl_c,
+    )
+    .await;
     let sync_time = started.elapsed();
     if !synced {
         cancel.cancel();
@@ -459,10 +473,15 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
 
     // Live summary until the duration elapses, Ctrl-C, or stop.
     let watch_start = Instant::now();
-    let deadline = args.duration.map(|d| tokio::time::Instant::now() + d.saturating_sub(sync_time));
+    let deadline = args
+        .duration
+        .map(|d| tokio::time::Instant::now() + d.saturating_sub(sync_time));
     let live = (!plain).then(|| {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stdout());
-        bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
         bar
     });
     let mut ticker = tokio::time::interval(args.interval.max(Duration::from_millis(10)));
@@ -514,7 +533,10 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         .unwrap_or_default()
         .into_iter()
         .map(|ns| {
-            let n = lister.reader().index_keys(NAMESPACE_INDEX, &ns).map_or(0, |k| k.len());
+            let n = lister
+                .reader()
+                .index_keys(NAMESPACE_INDEX, &ns)
+                .map_or(0, |k| k.len());
             (ns, n)
         })
         .filter(|(_, n)| *n > 0)
@@ -549,7 +571,9 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         lists: reflector.as_ref().map_or(0, |r| r.counters.lists),
         relists: reflector.as_ref().map_or(0, |r| r.counters.relists),
         watch_starts: reflector.as_ref().map_or(0, |r| r.counters.watch_starts),
-        watch_restarts: reflector.as_ref().map_or(0, |r| r.counters.watch_restarts.total()),
+        watch_restarts: reflector
+            .as_ref()
+            .map_or(0, |r| r.counters.watch_restarts.total()),
         errors: reflector.as_ref().map_or(0, |r| r.errors),
         tracker_agrees: tracked == indexed,
         top_namespaces: by_namespace,
@@ -656,7 +680,12 @@ async fn sync_with_progress(
 }
 
 /// One live summary line.
-fn live_line(informer: &SharedIndexInformer<Pod>, at: Duration, delta: &Counts, secs: f64) -> String {
+fn live_line(
+    informer: &SharedIndexInformer<Pod>,
+    at: Duration,
+    delta: &Counts,
+    secs: f64,
+) -> String {
     let stats = informer.stats();
     let reader = informer.reader();
     let mut top: Vec<(String, usize)> = reader
@@ -664,16 +693,21 @@ fn live_line(informer: &SharedIndexInformer<Pod>, at: Duration, delta: &Counts, 
         .unwrap_or_default()
         .into_iter()
         .map(|ns| {
-            let n = reader.index_keys(NAMESPACE_INDEX, &ns).map_or(0, |k| k.len());
+            let n = reader
+                .index_keys(NAMESPACE_INDEX, &ns)
+                .map_or(0, |k| k.len());
             (ns, n)
         })
         .collect();
     top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let top: Vec<String> = top.iter().take(3).map(|(ns, n)| format!("{ns} {n}")).collect();
-    let (relists, restarts) = stats
-        .reflector
-        .as_ref()
-        .map_or((0, 0), |r| (r.counters.relists, r.counters.watch_restarts.total()));
+    let top: Vec<String> = top
+        .iter()
+        .take(3)
+        .map(|(ns, n)| format!("{ns} {n}"))
+        .collect();
+    let (relists, restarts) = stats.reflector.as_ref().map_or((0, 0), |r| {
+        (r.counters.relists, r.counters.watch_restarts.total())
+    });
     format!(
         "[{:>6.1}s] cached {} | events/s add {:.1} update {:.1} delete {:.1} | relists {} | watch restarts {} | top namespaces: {}",
         at.as_secs_f64(),
@@ -696,7 +730,11 @@ fn print_summary(s: &Summary) {
             s.synced,
             s.sync_time.as_secs_f64()
         ),
-        None => println!("  synced: {} pods in {:.2}s", s.synced, s.sync_time.as_secs_f64()),
+        None => println!(
+            "  synced: {} pods in {:.2}s",
+            s.synced,
+            s.sync_time.as_secs_f64()
+        ),
     }
     println!("  cached at exit: {} pods", s.cached);
     println!(
@@ -709,7 +747,11 @@ fn print_summary(s: &Summary) {
         e.live(),
         e.initial_adds
     );
-    let top: Vec<String> = s.top_namespaces.iter().map(|(ns, n)| format!("{ns} {n}")).collect();
+    let top: Vec<String> = s
+        .top_namespaces
+        .iter()
+        .map(|(ns, n)| format!("{ns} {n}"))
+        .collect();
     println!("  top namespaces (namespace index): {}", top.join(", "));
     println!(
         "  namespace tracker handler agrees with the index: {}",

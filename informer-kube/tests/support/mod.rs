@@ -134,7 +134,8 @@ impl<K: Object> ResourceEventHandler<K> for ModelHandler {
             m.initial_adds += 1;
         }
         if let Some(old) = m.live.insert(key.clone(), state) {
-            m.violations.push(format!("add of live {key} (was {old:?})"));
+            m.violations
+                .push(format!("add of live {key} (was {old:?})"));
         }
         drop(m);
         self.bump.send_modify(|n| *n += 1);
@@ -231,15 +232,28 @@ pub async fn converge<K: Object>(
         "the cache to equal the server",
         changes,
         || cache_state(informer) == env.server_state(resource, namespace),
-        || diff(&cache_state(informer), &env.server_state(resource, namespace)),
+        || {
+            diff(
+                &cache_state(informer),
+                &env.server_state(resource, namespace),
+            )
+        },
     )
     .await;
 }
 
 /// A short description of how two states differ.
 pub fn diff(cache: &State, server: &State) -> String {
-    let missing: Vec<&String> = server.keys().filter(|k| !cache.contains_key(*k)).take(5).collect();
-    let extra: Vec<&String> = cache.keys().filter(|k| !server.contains_key(*k)).take(5).collect();
+    let missing: Vec<&String> = server
+        .keys()
+        .filter(|k| !cache.contains_key(*k))
+        .take(5)
+        .collect();
+    let extra: Vec<&String> = cache
+        .keys()
+        .filter(|k| !server.contains_key(*k))
+        .take(5)
+        .collect();
     let stale: Vec<&String> = server
         .iter()
         .filter(|(k, v)| cache.get(*k).is_some_and(|c| c != *v))
@@ -280,24 +294,26 @@ impl Errors {
 
     pub fn handler(&self) -> WatchErrorHandler {
         let tx = Arc::clone(&self.tx);
-        Arc::new(move |error: &informer::Error, context: &FailureContext<'_>| {
-            let is_decode_with_excerpt = matches!(
-                error,
-                informer::Error::Decode { line_excerpt, .. } if !line_excerpt.is_empty()
-            );
-            let recorded = Recorded {
-                stage: context.stage,
-                class: error.class(),
-                retry_after: error.retry_after(),
-                header_retry_after: match error {
-                    informer::Error::Api { retry_after, .. } => *retry_after,
-                    _ => None,
-                },
-                message: error.to_string(),
-                is_decode_with_excerpt,
-            };
-            tx.send_modify(|v| v.push(recorded));
-        })
+        Arc::new(
+            move |error: &informer::Error, context: &FailureContext<'_>| {
+                let is_decode_with_excerpt = matches!(
+                    error,
+                    informer::Error::Decode { line_excerpt, .. } if !line_excerpt.is_empty()
+                );
+                let recorded = Recorded {
+                    stage: context.stage,
+                    class: error.class(),
+                    retry_after: error.retry_after(),
+                    header_retry_after: match error {
+                        informer::Error::Api { retry_after, .. } => *retry_after,
+                        _ => None,
+                    },
+                    message: error.to_string(),
+                    is_decode_with_excerpt,
+                };
+                tx.send_modify(|v| v.push(recorded));
+            },
+        )
     }
 
     pub fn all(&self) -> Vec<Recorded> {
