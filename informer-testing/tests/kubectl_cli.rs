@@ -339,5 +339,69 @@ async fn kubectl_against_the_binary() {
     assert_eq!(created.status(), 201);
     watch.line_with(&["from-http"]).await;
     watch.stop().await;
+
+    // Label selectors: every seeded pod carries `app`; none carries `absent`.
+    let out = kubectl
+        .ok(&["get", "pods", "-A", "-l", "app", "-o", "name"])
+        .await;
+    assert_eq!(out.lines().count(), 9, "{out}");
+    let out = kubectl
+        .ok(&["get", "pods", "-A", "-l", "absent", "-o", "name"])
+        .await;
+    assert_eq!(out.trim(), "", "{out}");
+
+    // create, apply (create then modify), delete: all through the binary.
+    let cm = |data: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: via-kubectl\n  namespace: ns-1\n  labels:\n    made-by: kubectl\ndata:\n{data}"
+        )
+    };
+    let file = kubectl.manifest("cm.yaml", &cm("  a: \"1\"\n"));
+    let out = kubectl.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap/via-kubectl created");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-A",
+            "-l",
+            "made-by=kubectl",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(out.trim(), "configmap/via-kubectl");
+    std::fs::write(&file, cm("  a: \"2\"\n  b: \"3\"\n")).unwrap();
+    let out = kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(
+        out.trim().ends_with("configmap/via-kubectl configured"),
+        "{out}"
+    );
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "via-kubectl",
+            "-n",
+            "ns-1",
+            "-o",
+            "jsonpath={.data.a},{.data.b}",
+        ])
+        .await;
+    assert_eq!(out.trim(), "2,3");
+    let out = kubectl.ok(&["delete", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap \"via-kubectl\" deleted");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-A",
+            "-l",
+            "made-by=kubectl",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(out.trim(), "", "{out}");
     assert!(bin.terminate().await.success());
 }
