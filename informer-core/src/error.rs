@@ -294,6 +294,41 @@ impl Error {
     }
 }
 
+/// Displays an error followed by its sources, joined with `": "` (for logs and reports).
+///
+/// ```
+/// use informer_core::{Error, ErrorChain, KeyError};
+///
+/// let err = Error::InvalidObject {
+///     context: "listing pods".into(),
+///     source: KeyError::MissingName { namespace: None },
+/// };
+/// assert_eq!(
+///     ErrorChain(&err).to_string(),
+///     "invalid object while listing pods: object has no metadata.name (namespace None)"
+/// );
+/// ```
+#[derive(Clone, Copy)]
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,7 +41,7 @@ mod watch;
 
 pub use delta::{Delta, DeltaType, ObjectOrTombstone, ObjectSummary, Tombstone};
 pub use error::{
-    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorClass, Result, Status,
+    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorChain, ErrorClass, Result, Status,
     StatusCause, StatusDetails,
 };
 pub use handler::{Notification, ResourceEventHandler};

@@ -28,8 +28,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use informer_core::{
-    Delta, DeltaType, Indexer, KeyFunc, Notification, Object, ObjectOrTombstone, ObjectSummary,
-    StoreError, Tombstone,
+    Delta, DeltaType, ErrorChain, Indexer, KeyFunc, Notification, Object, ObjectOrTombstone,
+    ObjectSummary, StoreError, Tombstone,
 };
 
 use crate::config::UidChange;
@@ -73,7 +73,7 @@ impl<K: Object> Rules<'_, K> {
                     outcome.applied += 1;
                     continue;
                 }
-                Ok(Err(error)) => error_chain(&error),
+                Ok(Err(error)) => ErrorChain(&error).to_string(),
                 Err(payload) => format!("panicked: {}", panic_message(payload.as_ref())),
             };
             outcome.errors += 1;
@@ -194,18 +194,6 @@ impl<K: Object> Rules<'_, K> {
         }
         Ok(())
     }
-}
-
-/// An error and its sources, joined with ": ".
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

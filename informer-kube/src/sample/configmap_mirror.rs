@@ -8,6 +8,7 @@ use informer::{
     FactoryConfig, InformerMetrics, LabelSelector, Lister, Object, ObjectOrTombstone, Registration,
     SelectorError, SharedIndexInformer, SyncSource, handler, wait_for_cache_sync,
 };
+use informer_core::ErrorChain;
 use informer_workqueue::{
     RateLimiter, RateLimitingQueue, RateLimitingQueueConfig, WorkQueueMetrics,
 };
@@ -556,14 +557,14 @@ impl Context {
                     let retry = failures <= self.config.max_retries;
                     if retry {
                         tracing::warn!(
-                            error = %error_chain(&error),
+                            error = %ErrorChain(&error),
                             failures,
                             "reconcile failed; retrying later"
                         );
                         self.queue.add_rate_limited(namespace.clone());
                     } else {
                         tracing::error!(
-                            error = %error_chain(&error),
+                            error = %ErrorChain(&error),
                             failures,
                             "reconcile failed too often; giving up"
                         );
@@ -674,18 +675,6 @@ impl Context {
             }),
         }
     }
-}
-
-/// An error and its causes, joined with ": ".
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn is_not_found(error: &informer::Error) -> bool {

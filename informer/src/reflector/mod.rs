@@ -66,8 +66,8 @@ use std::time::Instant;
 use futures::StreamExt;
 use informer_core::reflector::{EventAction, Machine, Next};
 use informer_core::{
-    Error, ErrorClass, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher, Object,
-    ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
+    Error, ErrorChain, ErrorClass, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher,
+    Object, ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
 };
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -599,7 +599,7 @@ impl<K: Object> Reflector<K> {
             Some(Next::Watch(_)) => (Some(Then::Rewatch), Default::default()),
             Some(Next::Replace { .. }) | None => (None, Default::default()),
         };
-        let message = error_chain(error);
+        let message = ErrorChain(error).to_string();
         let class = error.class();
         if class == ErrorClass::Expired {
             // Routine: history moved on while the watch was away; a relist follows.
@@ -645,16 +645,4 @@ impl<K: Object> Reflector<K> {
             }
         }
     }
-}
-
-/// An error and its sources, joined with ": ".
-fn error_chain(error: &Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
