@@ -98,6 +98,13 @@ async fn an_informer_run_tells_its_story() {
         .unwrap();
     let stop = CancellationToken::new();
     let run = informer.spawn(stop.clone());
+    // The slow handler takes its initial list on its own thread: keep the runtime busy (virtual
+    // time stands still) until it has, or paused time would jump straight to the guard.
+    let started = std::time::Instant::now();
+    while !(informer.has_synced() && slow.has_synced()) {
+        assert!(started.elapsed() < Duration::from_secs(60), "never synced");
+        tokio::task::yield_now().await;
+    }
     wait_for_cache_sync(GUARD, &[&informer, &slow])
         .await
         .unwrap();
