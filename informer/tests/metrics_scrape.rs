@@ -278,7 +278,9 @@ async fn a_run_through_a_relist_scrapes_every_series_with_sane_values() {
         "{s:#?}"
     );
 
-    release.send(()).unwrap();
+    // Unblock the stuck handler's thread if it is blocked; if the overflow disconnected it before
+    // its thread reached the first live notification, the receiver is gone already.
+    let _ = release.send(());
     stop.cancel();
     let report = run.await.unwrap().unwrap();
     assert!(report.stuck.is_empty());
