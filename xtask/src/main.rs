@@ -5,12 +5,15 @@
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
 //! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
+//! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
+//!   `bench.rs`).
 //!
 //! Kept dependency-free so it compiles in seconds.
 
 use std::env;
 use std::process::{Command, ExitCode};
 
+mod bench;
 mod layering;
 mod soak;
 
@@ -20,6 +23,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
         Some("soak") => soak::run(&args[1..]),
+        Some("bench") => bench::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print_help();
             Ok(())
@@ -41,7 +45,9 @@ fn print_help() {
          ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
          layering  check that informer-core depends on no IO or async runtime crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
-         \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]"
+         \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
+         bench     informer-rs vs kube-runtime vs a no-cache floor, in release; writes\n\
+         \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir)"
     );
 }
 

@@ -1,0 +1,28 @@
+//! The benchmark harness of informer-rs: informer-rs, kube-runtime 5 and a no-cache floor,
+//! measured side by side against the same HTTP fake API server, and BENCHMARKS.md written from
+//! the results. Run it with `cargo xtask bench` (or `cargo xtask bench --quick`).
+//!
+//! Two binaries:
+//!
+//! - `informer-bench`, the orchestrator ([`suite`]): starts the `fake-apiserver` binary of
+//!   `informer-testing` as its own process, seeds it through the `/_fake/` admin API, then for
+//!   each size and each contender runs fresh contender processes one after another, drives them
+//!   through the phases ([`protocol`]), reads their memory and CPU time from `/proc`
+//!   ([`procfs`]), writes stamped pod updates ([`writer`]) and renders the report ([`report`]).
+//! - `bench-contender`, one contender per process ([`contender`]), chosen by `--contender`.
+//!
+//! Linux only (`/proc`, `kill -STOP`). Not part of the published crates.
+
+pub mod contender;
+pub mod error;
+pub mod machine;
+pub mod process;
+pub mod procfs;
+pub mod protocol;
+pub mod report;
+pub mod server;
+pub mod stats;
+pub mod suite;
+pub mod writer;
+
+pub use error::HarnessError;
