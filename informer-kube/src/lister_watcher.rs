@@ -333,11 +333,7 @@ where
         };
         let request = target.request(&uri, accept, false)?;
         let response = send(&self.client, request, &context).await?;
-        let body = response
-            .into_body()
-            .collect_bytes()
-            .await
-            .map_err(|e| Error::transport(format!("reading the answer while {context}"), e))?;
+        let body = read_body(response, &context).await?;
         decode::list_page(&body, &context, self.transform.as_deref())
     }
 
@@ -358,6 +354,32 @@ where
             self.transform.clone(),
         )))
     }
+}
+
+/// The most a list body's `Content-Length` may reserve up front; larger bodies grow from
+/// there as they arrive.
+const MAX_BODY_RESERVATION: usize = 1 << 30;
+
+/// Reads a whole response body into one buffer, reserved from its `Content-Length` when the
+/// server sends one, each chunk copied in and dropped as it arrives. (Gathering the chunks
+/// first and joining them afterwards would hold the body twice: for a 100,000-pod list
+/// answered in one response, 600 MB more at the peak and that many more page faults.)
+async fn read_body(response: http::Response<Body>, context: &str) -> Result<Bytes, Error> {
+    let expected = response
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let mut body = response.into_body();
+    let mut buf = BytesMut::with_capacity(expected.unwrap_or(0).min(MAX_BODY_RESERVATION));
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| Error::transport(format!("reading the answer while {context}"), e))?;
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
 }
 
 /// Where a watch body's reader is.
@@ -536,6 +558,36 @@ mod tests {
             "watching pods in namespace \"a\" (GET /x)"
         );
         assert_eq!(target.uri(&[]), "/api/v1/namespaces/a/pods");
+    }
+
+    #[tokio::test]
+    async fn list_bodies_are_read_whole_with_or_without_a_length() {
+        let text = br#"{"items":[],"metadata":{"resourceVersion":"5"}}"#;
+        let with_length = |length: &str| {
+            http::Response::builder()
+                .header(http::header::CONTENT_LENGTH, length)
+                .body(Body::from(Bytes::from_static(text)))
+                .unwrap()
+        };
+        for length in [
+            "47",
+            "10",
+            "99999999999999999999",
+            "x",
+            &usize::MAX.to_string(),
+        ] {
+            let body = read_body(with_length(length), "listing pods")
+                .await
+                .unwrap();
+            assert_eq!(&body[..], &text[..], "Content-Length {length}");
+        }
+        let without = http::Response::new(Body::from(text.to_vec()));
+        assert_eq!(
+            &read_body(without, "listing pods").await.unwrap()[..],
+            &text[..]
+        );
+        let empty = http::Response::new(Body::empty());
+        assert!(read_body(empty, "listing pods").await.unwrap().is_empty());
     }
 
     #[test]
