@@ -69,7 +69,7 @@ impl Writer {
         self.next_key = 0;
     }
 
-    /// `count` writes at `rate` per second (each sent when due, at most [`MAX_IN_FLIGHT`]
+    /// `count` writes at `rate` per second (each sent when due, at most 32
     /// at once; when the server falls behind, writes are sent late and the achieved rate
     /// shows it). `rate` of `None`: as fast as possible.
     pub async fn write(
