@@ -16,6 +16,8 @@ use serde::de::{
 };
 use serde_json::value::RawValue;
 
+use crate::exact;
+
 /// What a list response's `metadata` carries.
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -53,8 +55,7 @@ pub(crate) fn list_page<K: DeserializeOwned>(
         )
     })?;
     let mut de = serde_json::Deserializer::from_str(text);
-    let decoded = ListSeed { transform }
-        .deserialize(&mut de)
+    let decoded = exact::deserialize_seed(ListSeed { transform }, &mut de, body)
         .and_then(|page| de.end().map(|()| page));
     decoded.map_err(|e| {
         let at = error_offset(body, &e);
@@ -143,7 +144,10 @@ impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, K> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        // The items are moved out into the cache one by one, so this buffer is short-lived;
+        // its preallocation is bounded all the same (the count comes from the body's text).
+        let bound = (64 << 20) / std::mem::size_of::<K>().max(1);
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(bound));
         while let Some(item) = seq.next_element::<K>()? {
             items.push(match self.transform {
                 Some(f) => f(item),
@@ -215,7 +219,7 @@ pub(crate) fn watch_line<K: DeserializeOwned>(
         ));
     };
     let object_of = |line: &[u8]| -> Result<K, Error> {
-        serde_json::from_str(object.get())
+        exact::from_str(object.get())
             .map_err(|e| Error::decode(format!("a {event_type} event while {context}"), line, e))
     };
     match event_type.as_ref() {
@@ -267,7 +271,7 @@ fn object_event<K: DeserializeOwned>(line: &[u8]) -> Option<WatchEvent<K>> {
     // field) makes the object's text invalid and sends the line to the general path.
     let object = object.trim_ascii_end().strip_suffix(b"}")?;
     let text = std::str::from_utf8(object).ok()?;
-    serde_json::from_str(text).ok().map(make)
+    exact::from_str(text).ok().map(make)
 }
 
 /// The `Status` of an error response: the body when it is one (its code filled in from the

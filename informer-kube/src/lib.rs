@@ -86,6 +86,7 @@
 
 mod decode;
 mod error;
+mod exact;
 mod factory;
 mod lister_watcher;
 pub mod sample;
