@@ -19,6 +19,32 @@ impl ObjectKey {
     /// Returns an error if `name` is empty or either part contains a `/`, which no valid
     /// Kubernetes name does and which would make the key ambiguous.
     pub fn new(namespace: Option<&str>, name: &str) -> Result<Self, KeyError> {
+        // One allocation: the key is joined on the stack (or in a String when very long) and
+        // copied once into the shared string.
+        Self::with_str(namespace, name, |key| Self(Arc::from(key)))
+    }
+
+    /// Calls `f` with the key string of `name` in `namespace` (as [`ObjectKey::new`] would
+    /// build it) without allocating: the key is joined in a stack buffer. For lookups by
+    /// parts, such as `store.get_by_key`, where a key is needed only for a moment.
+    ///
+    /// Errors as [`ObjectKey::new`] does.
+    ///
+    /// ```
+    /// use informer_core::ObjectKey;
+    ///
+    /// let len = ObjectKey::with_str(Some("prod"), "web-0", |key| {
+    ///     assert_eq!(key, "prod/web-0");
+    ///     key.len()
+    /// });
+    /// assert_eq!(len.unwrap(), 10);
+    /// assert!(ObjectKey::with_str(None, "", |_| ()).is_err());
+    /// ```
+    pub fn with_str<R>(
+        namespace: Option<&str>,
+        name: &str,
+        f: impl FnOnce(&str) -> R,
+    ) -> Result<R, KeyError> {
         if name.is_empty() {
             return Err(KeyError::MissingName {
                 namespace: namespace.map(str::to_owned),
@@ -29,12 +55,29 @@ impl ObjectKey {
                 name: name.to_owned(),
             });
         }
-        match namespace.filter(|ns| !ns.is_empty()) {
-            Some(ns) if ns.contains('/') => Err(KeyError::InvalidNamespace {
+        let Some(ns) = namespace.filter(|ns| !ns.is_empty()) else {
+            return Ok(f(name));
+        };
+        if ns.contains('/') {
+            return Err(KeyError::InvalidNamespace {
                 namespace: ns.to_owned(),
-            }),
-            Some(ns) => Ok(Self(format!("{ns}/{name}").into())),
-            None => Ok(Self(name.into())),
+            });
+        }
+        // Kubernetes names are at most 253 bytes and namespaces 63, so real keys fit.
+        const STACK: usize = 320;
+        let len = ns.len() + 1 + name.len();
+        if len > STACK {
+            return Ok(f(&[ns, "/", name].concat()));
+        }
+        let mut buf = [0u8; STACK];
+        buf[..ns.len()].copy_from_slice(ns.as_bytes());
+        buf[ns.len()] = b'/';
+        buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+        // Two strings joined by an ASCII byte are UTF-8; the check only proves it without
+        // `unsafe` (and is cheap for a key).
+        match std::str::from_utf8(&buf[..len]) {
+            Ok(key) => Ok(f(key)),
+            Err(_) => Ok(f(&[ns, "/", name].concat())),
         }
     }
 
@@ -139,6 +182,15 @@ mod tests {
         assert_eq!(c.namespace(), None);
         assert_eq!(c.name(), "node-1");
         assert_eq!(ObjectKey::new(Some(""), "x").unwrap().as_str(), "x");
+        let long = "n".repeat(400);
+        assert_eq!(
+            ObjectKey::new(Some("ns"), &long).unwrap().as_str(),
+            format!("ns/{long}")
+        );
+        assert_eq!(
+            ObjectKey::with_str(Some("é"), "ü", str::to_owned).unwrap(),
+            "é/ü"
+        );
     }
 
     #[test]

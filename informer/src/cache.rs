@@ -153,8 +153,9 @@ impl<K: Object> Lister<K> {
 
     /// The object `name` in `namespace` (`None` for cluster-scoped objects).
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        let key = ObjectKey::new(namespace, name).ok()?;
-        self.reader.get_by_key(key.as_str())
+        ObjectKey::with_str(namespace, name, |key| self.reader.get_by_key(key))
+            .ok()
+            .flatten()
     }
 
     /// A view of one namespace.
@@ -217,8 +218,11 @@ impl<K: Object> NamespacedLister<K> {
 
     /// The object `name` in this namespace.
     pub fn get(&self, name: &str) -> Option<Arc<K>> {
-        let key = ObjectKey::new(Some(&self.namespace), name).ok()?;
-        self.reader.get_by_key(key.as_str())
+        ObjectKey::with_str(Some(&self.namespace), name, |key| {
+            self.reader.get_by_key(key)
+        })
+        .ok()
+        .flatten()
     }
 }
 
