@@ -10,7 +10,8 @@ use informer_benchmarks::HarnessError;
 use informer_benchmarks::contender::ContenderKind;
 use informer_benchmarks::machine::{Machine, utc_now};
 use informer_benchmarks::report::{ReportContext, render, targets};
-use informer_benchmarks::suite::{self, ServerSource, SuiteConfig};
+use informer_benchmarks::suite::{self, ServerSource, SuiteConfig, SuiteResults};
+use serde::{Deserialize, Serialize};
 
 /// Benchmarks informer-rs, kube-runtime and a no-cache floor against the same fake API server.
 #[derive(Debug, Parser)]
@@ -47,6 +48,10 @@ struct Args {
     /// The command to name in the report.
     #[arg(long, default_value = "cargo xtask bench")]
     command: String,
+    /// Render the report again from a run's `--json` file (with the current analysis)
+    /// instead of measuring.
+    #[arg(long, value_name = "JSON")]
+    render_from: Option<PathBuf>,
     /// Use a running, empty server instead of starting `fake-apiserver`.
     #[arg(long)]
     server_url: Option<String>,
@@ -56,6 +61,16 @@ struct Args {
     /// The `bench-contender` executable (default: next to this one).
     #[arg(long)]
     contender_exe: Option<PathBuf>,
+}
+
+/// What `--json` writes and `--render-from` reads: a run's results and where and when they
+/// were measured.
+#[derive(Serialize, Deserialize)]
+struct RecordedRun {
+    date: String,
+    machine: Machine,
+    command: String,
+    results: SuiteResults,
 }
 
 fn main() -> ExitCode {
@@ -147,18 +162,41 @@ fn run(args: Args) -> Result<(), HarnessError> {
     let analysis = std::fs::read_to_string(&analysis_path)
         .map_err(|e| HarnessError::io(format!("reading {}", analysis_path.display()), e))?;
 
-    let date = utc_now();
-    let results = suite::run(&config, &mut |line| eprintln!("informer-bench: {line}"))?;
+    let run = match &args.render_from {
+        Some(path) => {
+            let json = std::fs::read_to_string(path)
+                .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
+            serde_json::from_str(&json).map_err(|e| {
+                HarnessError::Check(format!("{} is not a --json file: {e}", path.display()))
+            })?
+        }
+        None => {
+            let date = utc_now();
+            let results = suite::run(&config, &mut |line| eprintln!("informer-bench: {line}"))?;
+            RecordedRun {
+                date,
+                machine: Machine::describe(),
+                command: args.command,
+                results,
+            }
+        }
+    };
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&results)
+        let json = serde_json::to_string_pretty(&run)
             .map_err(|e| HarnessError::Check(format!("encoding the results: {e}")))?;
         std::fs::write(path, json)
             .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
     }
-    let context = ReportContext {
-        machine: Machine::describe(),
+    let RecordedRun {
         date,
-        command: args.command,
+        machine,
+        command,
+        results,
+    } = run;
+    let context = ReportContext {
+        machine,
+        date,
+        command,
         analysis: Some(analysis),
     };
     let text = render(&results, &context);
