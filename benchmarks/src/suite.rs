@@ -357,8 +357,10 @@ fn run_size(
             warm.failed
         )));
     }
+    runtime.block_on(admin.warm_lists())?;
     log(&format!(
-        "[{pods} pods] seeded in {seed_seconds:.1} s; warm-up: {touched} writes at {:.0}/s",
+        "[{pods} pods] seeded in {seed_seconds:.1} s; warm-up: {touched} writes at {:.0}/s, \
+         a full list in one answer and in pages",
         warm.rate()
     ));
     let mut bench = Bench {
