@@ -35,6 +35,11 @@ async fn seeds_serves_writes_a_kubeconfig_and_stops_on_sigterm() {
         text.contains(&format!("server: \"{}\"", bin.url())),
         "{text}"
     );
+    // The JavaScript client refuses a plain-http cluster without this flag.
+    assert!(
+        text.contains("\n    insecure-skip-tls-verify: true\n"),
+        "{text}"
+    );
     let pods: Value = client()
         .get(format!("{}/api/v1/namespaces/ns-1/pods", bin.url()))
         .send()

@@ -7,6 +7,10 @@ pub(crate) const CONTEXT_NAME: &str = "fake-apiserver";
 
 /// A kubeconfig (YAML) with one cluster (`server: <url>`), one user (the bearer token when
 /// there is one) and one context, current, with `namespace` as its default namespace.
+///
+/// A plain `http://` cluster is marked `insecure-skip-tls-verify: true`: the JavaScript client
+/// (`@kubernetes/client-node`) refuses an `http:` server unless TLS verification is off, and
+/// kubectl, kube-client and the Python client ignore the flag when there is no TLS.
 pub(crate) fn render(url: &str, token: Option<&str>, namespace: Option<&str>) -> String {
     // JSON strings are valid YAML double-quoted scalars: quoting through serde_json escapes
     // anything a token or URL could contain.
@@ -15,6 +19,11 @@ pub(crate) fn render(url: &str, token: Option<&str>, namespace: Option<&str>) ->
     let user = match token {
         Some(t) => format!("    token: {}\n", q(t)),
         None => "    {}\n".to_owned(),
+    };
+    let insecure = if url.starts_with("http://") {
+        "    insecure-skip-tls-verify: true\n"
+    } else {
+        ""
     };
     let ns = namespace
         .map(|n| format!("    namespace: {}\n", q(n)))
@@ -26,6 +35,7 @@ pub(crate) fn render(url: &str, token: Option<&str>, namespace: Option<&str>) ->
          - name: {name}\n  \
            cluster:\n    \
              server: {server}\n\
+         {insecure}\
          users:\n\
          - name: {name}\n  \
            user:\n\
@@ -49,7 +59,12 @@ mod tests {
     #[test]
     fn renders_token_and_namespace() {
         let text = render("http://127.0.0.1:1234", Some("abc\"d"), Some("prod"));
-        assert!(text.contains("server: \"http://127.0.0.1:1234\""), "{text}");
+        assert!(
+            text.contains(
+                "  cluster:\n    server: \"http://127.0.0.1:1234\"\n    insecure-skip-tls-verify: true\n"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("  user:\n    token: \"abc\\\"d\"\n"),
             "{text}"
@@ -66,5 +81,11 @@ mod tests {
         let text = render("http://[::1]:80", None, None);
         assert!(text.contains("  user:\n    {}\n"), "{text}");
         assert!(!text.contains("namespace"), "{text}");
+    }
+
+    #[test]
+    fn verifies_tls_of_an_https_server() {
+        let text = render("https://127.0.0.1:6443", None, None);
+        assert!(!text.contains("insecure"), "{text}");
     }
 }

@@ -259,9 +259,11 @@ impl FakeHttpServer {
         &self.server
     }
 
-    /// A kubeconfig (YAML) for this server that kubectl and kube-client accept: one cluster
-    /// at [`url`](Self::url), one user with the token (if any), one current context with
-    /// `namespace` as its default namespace.
+    /// A kubeconfig (YAML) for this server that kubectl, kube-client and the official Python
+    /// and JavaScript clients accept: one cluster at [`url`](Self::url) (marked
+    /// `insecure-skip-tls-verify`, as the JavaScript client requires of a plain `http:`
+    /// server), one user with the token (if any), one current context with `namespace` as its
+    /// default namespace.
     pub fn kubeconfig(&self, namespace: Option<&str>) -> String {
         kubeconfig::render(&self.url(), self.token(), namespace)
     }
