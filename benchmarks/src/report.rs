@@ -514,7 +514,11 @@ again, steady writes, backlog, lookups). RSS is `VmRSS`/`VmHWM` from `/proc/<pid
 allocator (glibc malloc) for all, the same kube-client `Client` configuration for all \
 (`informer_kube::client_for_informers`: kube-client's retry layer for 429/503/504 off; no such \
 answer occurs here, so the layer would only add the same small overhead to everyone), page size \
-500 for all, typed k8s-openapi `Pod`s for all.
+500 for all, typed k8s-openapi `Pod`s for all. Before every run the orchestrator writes and \
+frees 64 KiB of memory per pod, so that each contender starts on memory the machine has used \
+lately: on a virtual machine, memory the guest has not touched lately costs host page faults \
+too, and without this the cold sync of whichever contender followed a small process took twice \
+as long. The server has also answered one full list both ways before the first run.
 - **informer-rs (default).** `KubeInformerFactory::new(client).informer::<Pod>()`: DeltaFifo, \
 indexed store with the namespace index, one closure handler. Its first list asks for \
 `resourceVersion=0&limit=500` (client-go's choice: any state, from the watch cache); the server, \
