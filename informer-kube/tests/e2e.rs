@@ -9,7 +9,10 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use informer::reflector::{Stage, WatchListMode};
 use informer::{ErrorClass, NAMESPACE_INDEX, SharedIndexInformer};
@@ -17,7 +20,9 @@ use informer_testing::fake::seed::{Churn, ChurnConfig, SeedConfig, seed};
 use informer_testing::fake::{RawLine, status};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde_json::json;
-use support::{Env, Errors, GUARD, ModelHandler, cache_state, converge, wait_until, watching};
+use support::{
+    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, wait_until, watching,
+};
 
 fn lists_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRecord> {
     env.engine
@@ -62,6 +67,40 @@ async fn handler_caught_up(
 
 fn relists<K: informer::Object>(informer: &SharedIndexInformer<K>) -> u64 {
     informer.stats().reflector.map_or(0, |r| r.counters.relists)
+}
+
+/// What [`pod_informer`] sets up.
+struct Watched {
+    env: Env,
+    errors: Errors,
+    factory: informer_kube::KubeInformerFactory,
+    pods: SharedIndexInformer<Pod>,
+    model: Arc<Mutex<Model>>,
+    changes: tokio::sync::watch::Receiver<u64>,
+}
+
+/// A fake server seeded with `config`, and a started, synced pod informer whose watch errors
+/// go to `errors` and whose events feed a model handler.
+async fn pod_informer(config: SeedConfig) -> Watched {
+    let env = Env::start().await;
+    seed(&env.engine, &config).unwrap();
+    let errors = Errors::new();
+    let factory = env.factory();
+    let pods = factory
+        .informer_with::<Pod>(|c| c.reflector.watch_error_handler = Some(errors.handler()))
+        .unwrap();
+    let (handler, model, changes) = ModelHandler::new();
+    pods.add_handler(handler).unwrap();
+    factory.start();
+    synced(&pods).await;
+    Watched {
+        env,
+        errors,
+        factory,
+        pods,
+        model,
+        changes,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,25 +225,19 @@ async fn churn_converges_to_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compaction_and_broken_watches_lose_nothing() {
-    let env = Env::start().await;
-    seed(
-        &env.engine,
-        &SeedConfig {
-            namespaces: 3,
-            pods: 300,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
-    let errors = Errors::new();
-    let factory = env.factory();
-    let pods = factory
-        .informer_with::<Pod>(|c| c.reflector.watch_error_handler = Some(errors.handler()))
-        .unwrap();
-    let (handler, model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
-    factory.start();
-    synced(&pods).await;
+    let Watched {
+        env,
+        errors,
+        factory,
+        pods,
+        model,
+        changes,
+    } = pod_informer(SeedConfig {
+        namespaces: 3,
+        pods: 300,
+        ..SeedConfig::default()
+    })
+    .await;
     let faults = env.engine.faults();
     let pod = |name: &str| {
         let mut rng = rand::rng();
@@ -292,24 +325,18 @@ async fn compaction_and_broken_watches_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gone_as_http_status_and_as_error_event_both_relist() {
-    let env = Env::start().await;
-    seed(
-        &env.engine,
-        &SeedConfig {
-            pods: 50,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
-    let errors = Errors::new();
-    let factory = env.factory();
-    let pods = factory
-        .informer_with::<Pod>(|c| c.reflector.watch_error_handler = Some(errors.handler()))
-        .unwrap();
-    let (handler, _model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
-    factory.start();
-    synced(&pods).await;
+    let Watched {
+        env,
+        errors,
+        factory,
+        pods,
+        model: _,
+        changes,
+    } = pod_informer(SeedConfig {
+        pods: 50,
+        ..SeedConfig::default()
+    })
+    .await;
     let faults = env.engine.faults();
 
     // 410 as the HTTP answer to the watch request.
@@ -438,24 +465,18 @@ async fn throttling_honours_retry_after_and_too_large_lists_read_consistently() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undecodable_lines_are_reported_and_the_informer_goes_on() {
-    let env = Env::start().await;
-    seed(
-        &env.engine,
-        &SeedConfig {
-            pods: 10,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
-    let errors = Errors::new();
-    let factory = env.factory();
-    let pods = factory
-        .informer_with::<Pod>(|c| c.reflector.watch_error_handler = Some(errors.handler()))
-        .unwrap();
-    let (handler, _model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
-    factory.start();
-    synced(&pods).await;
+    let Watched {
+        env,
+        errors,
+        factory,
+        pods,
+        model: _,
+        changes,
+    } = pod_informer(SeedConfig {
+        pods: 10,
+        ..SeedConfig::default()
+    })
+    .await;
     let faults = env.engine.faults();
 
     let starts = watching(&pods, 1).await;
