@@ -5,34 +5,14 @@
 
 mod controller_support;
 
-use std::collections::HashMap;
-
 use controller_support::{Cluster, GUARD};
 use informer::InformerMetrics;
 use informer_kube::sample::{MirrorConfig, QUEUE_NAME};
 use informer_testing::fake::status;
+use informer_testing::metrics::{scrape, value};
 use informer_workqueue::WorkQueueMetrics;
-use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use serde_json::json;
-
-fn scrape(registry: &Registry) -> HashMap<String, f64> {
-    let mut text = String::new();
-    encode(&mut text, registry).unwrap();
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let (series, value) = line.rsplit_once(' ').unwrap();
-            (series.to_owned(), value.parse::<f64>().unwrap())
-        })
-        .collect()
-}
-
-fn value(scraped: &HashMap<String, f64>, series: &str) -> f64 {
-    *scraped
-        .get(series)
-        .unwrap_or_else(|| panic!("no series {series} in {scraped:#?}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {

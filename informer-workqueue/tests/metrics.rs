@@ -2,10 +2,10 @@
 #![cfg(feature = "metrics")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use informer_testing::metrics::{scrape, value};
 use informer_workqueue::{
     ExponentialRateLimiter, RateLimitingQueue, RateLimitingQueueConfig, WorkQueue, WorkQueueConfig,
     WorkQueueMetrics,
@@ -15,25 +15,6 @@ use prometheus_client::registry::Registry;
 use tokio::time::{advance, sleep};
 
 const MS: Duration = Duration::from_millis(1);
-
-/// Parses the text exposition into `series line (name{labels}) -> value`.
-fn scrape(registry: &Registry) -> HashMap<String, f64> {
-    let mut text = String::new();
-    encode(&mut text, registry).unwrap();
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let (series, value) = line.rsplit_once(' ').unwrap();
-            (series.to_owned(), value.parse::<f64>().unwrap())
-        })
-        .collect()
-}
-
-fn value(scraped: &HashMap<String, f64>, series: &str) -> f64 {
-    *scraped
-        .get(series)
-        .unwrap_or_else(|| panic!("no series {series} in {scraped:#?}"))
-}
 
 #[tokio::test(start_paused = true)]
 async fn a_run_produces_client_go_series_with_sane_values() {

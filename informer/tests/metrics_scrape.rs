@@ -5,7 +5,6 @@
 #![cfg(feature = "metrics")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -17,33 +16,14 @@ use informer::{
 };
 use informer_testing::JsonObject;
 use informer_testing::fake::FakeApiServer;
+use informer_testing::metrics::{scrape, value};
 use parking_lot::Mutex;
-use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// Far above anything the run needs in virtual time; a hang fails instead of blocking.
 const GUARD: Duration = Duration::from_secs(600);
-
-/// Parses the text exposition into `series (name{labels}) -> value`.
-fn scrape(registry: &Registry) -> HashMap<String, f64> {
-    let mut text = String::new();
-    encode(&mut text, registry).unwrap();
-    text.lines()
-        .filter(|line| !line.starts_with('#') && !line.is_empty())
-        .map(|line| {
-            let (series, value) = line.rsplit_once(' ').unwrap();
-            (series.to_owned(), value.parse::<f64>().unwrap())
-        })
-        .collect()
-}
-
-fn value(scraped: &HashMap<String, f64>, series: &str) -> f64 {
-    *scraped
-        .get(series)
-        .unwrap_or_else(|| panic!("no series {series} in {scraped:#?}"))
-}
 
 fn pod(name: &str) -> JsonObject {
     JsonObject::new(Some("prod"), name)
