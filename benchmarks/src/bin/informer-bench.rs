@@ -113,10 +113,12 @@ fn run(args: Args) -> Result<(), HarnessError> {
             None => sibling("fake-apiserver")?,
         }),
     };
+    // Rendering from a recorded run starts no process.
+    let needed = args.render_from.is_none();
     for exe in [
-        Some(&contender_exe),
+        Some(&contender_exe).filter(|_| needed),
         match &server {
-            ServerSource::Spawn(p) => Some(p),
+            ServerSource::Spawn(p) if needed => Some(p),
             _ => None,
         },
     ]
