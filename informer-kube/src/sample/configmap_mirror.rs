@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use informer::{
-    FactoryConfig, InformerMetrics, LabelSelector, Lister, Object, ObjectOrTombstone, Registration,
-    SelectorError, SharedIndexInformer, SyncSource, handler, wait_for_cache_sync,
+    FactoryConfig, InformerMetrics, LabelSelector, Lister, Object, Registration, SelectorError,
+    SharedIndexInformer, SyncSource, handler, wait_for_cache_sync,
 };
 use informer_core::ErrorChain;
 use informer_workqueue::{
@@ -308,46 +308,35 @@ impl ConfigMapMirror {
         };
         let mut registrations = Vec::new();
         // A namespace event: that namespace.
-        let (on_add, on_update, on_delete) = (ctx.clone(), ctx.clone(), ctx.clone());
+        let on_namespace = ctx.clone();
         registrations.push(
             namespaces
                 .add_handler_with(
-                    handler()
-                        .on_add(move |ns: &Arc<Namespace>, _| on_add.enqueue_object(ns.as_ref()))
-                        .on_update(move |_, ns| on_update.enqueue_object(ns.as_ref()))
-                        .on_delete(move |ns: &ObjectOrTombstone<Namespace>| {
-                            on_delete.enqueue_object(ns.object().as_ref());
-                        }),
+                    handler().on_change(move |ns: &Arc<Namespace>| {
+                        on_namespace.enqueue_object(ns.as_ref());
+                    }),
                     informer::HandlerOptions::named("enqueue-namespace"),
                 )
                 .map_err(registration_error("namespaces"))?,
         );
         // A mirror event: the mirror's namespace.
-        let (on_add, on_update, on_delete) = (ctx.clone(), ctx.clone(), ctx.clone());
+        let on_mirror = ctx.clone();
         registrations.push(
             mirrors
                 .add_handler_with(
-                    handler()
-                        .on_add(move |cm: &Arc<ConfigMap>, _| on_add.enqueue_namespace_of(cm))
-                        .on_update(move |_, cm| on_update.enqueue_namespace_of(cm))
-                        .on_delete(move |cm: &ObjectOrTombstone<ConfigMap>| {
-                            on_delete.enqueue_namespace_of(cm.object());
-                        }),
+                    handler().on_change(move |cm: &Arc<ConfigMap>| {
+                        on_mirror.enqueue_namespace_of(cm);
+                    }),
                     informer::HandlerOptions::named("enqueue-mirror-namespace"),
                 )
                 .map_err(registration_error("mirrors"))?,
         );
         // A source event: every namespace.
-        let (on_add, on_update, on_delete) = (ctx.clone(), ctx.clone(), ctx.clone());
+        let on_source = ctx.clone();
         registrations.push(
             sources
                 .add_handler_with(
-                    handler()
-                        .on_add(move |_: &Arc<ConfigMap>, _| on_add.enqueue_all())
-                        .on_update(move |_, _| on_update.enqueue_all())
-                        .on_delete(move |_: &ObjectOrTombstone<ConfigMap>| {
-                            on_delete.enqueue_all();
-                        }),
+                    handler().on_change(move |_: &Arc<ConfigMap>| on_source.enqueue_all()),
                     informer::HandlerOptions::named("enqueue-all-namespaces"),
                 )
                 .map_err(registration_error("source"))?,
