@@ -240,26 +240,33 @@ impl Admin {
             #[serde(default, rename = "continue")]
             continue_token: Option<String>,
         }
-        let get = |path: String| async move {
-            let request = http::Request::get(&path)
-                .body(Vec::new())
-                .map_err(|e| HarnessError::Check(format!("building GET {path}: {e}")))?;
-            self.client
-                .request_text(request)
-                .await
-                .map_err(|e| HarnessError::server(format!("GET {path}"), e))
+        let pods = kube_client::core::Request::new("/api/v1/pods");
+        let client = &self.client;
+        let get = |params: &ListParams| {
+            let request = pods.list(params);
+            async move {
+                let request = request.map_err(|e| {
+                    HarnessError::Check(format!("building a pod list request: {e}"))
+                })?;
+                client
+                    .request_text(request)
+                    .await
+                    .map_err(|e| HarnessError::server("a warm-up pod list", e))
+            }
         };
-        drop(get("/api/v1/pods?resourceVersion=0&limit=500".to_owned()).await?);
-        let mut path = "/api/v1/pods?limit=500".to_owned();
+        let mut params = ListParams::default().limit(500);
+        drop(
+            get(&ListParams {
+                resource_version: Some("0".to_owned()),
+                ..params.clone()
+            })
+            .await?,
+        );
         loop {
-            let text = get(path).await?;
-            let page: Page = serde_json::from_str(&text)
+            let page: Page = serde_json::from_str(&get(&params).await?)
                 .map_err(|e| HarnessError::Check(format!("a warm-up list page: {e}")))?;
             match page.metadata.continue_token.filter(|c| !c.is_empty()) {
-                Some(token) => {
-                    let token: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
-                    path = format!("/api/v1/pods?limit=500&continue={token}");
-                }
+                Some(token) => params.continue_token = Some(token),
                 None => return Ok(()),
             }
         }
