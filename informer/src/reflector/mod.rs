@@ -559,6 +559,11 @@ impl<K: Object> Reflector<K> {
 
     /// Calls [`Queue::resync`] every resync period once the first list is in. Returns only
     /// when the queue is closed.
+    ///
+    /// The timer is re-armed a full period after each check has run (as client-go's reflector
+    /// does), not at a fixed rate: a handler's next resync is counted from the moment its check
+    /// ran, so a fixed-rate tick that fires a little earlier relative to that moment than the
+    /// previous one would find it not yet due and skip it for a whole period.
     async fn resync_loop(&self) {
         let Some(period) = self.config.resync_period.filter(|p| !p.is_zero()) else {
             return std::future::pending().await;
@@ -568,24 +573,38 @@ impl<K: Object> Reflector<K> {
         let _ = synced.wait_for(|synced| *synced).await;
         let mut due = tokio::time::Instant::now() + period;
         loop {
-            tokio::time::sleep_until(due).await;
-            due += period;
-            if self
-                .config
-                .should_resync
-                .as_ref()
-                .is_some_and(|should| !should())
-            {
-                continue;
+            // A timer never fires before its deadline; the loop only guards the invariant
+            // the handlers' bookkeeping relies on (a check never comes early).
+            while tokio::time::Instant::now() < due {
+                tokio::time::sleep_until(due).await;
             }
-            match self.queue.resync() {
-                Ok(()) => self.observed.lock().resyncs += 1,
-                Err(QueueError::Closed) => return,
-                Err(error) => {
-                    tracing::warn!(reflector = self.name(), error = %error, "resync failed")
-                }
+            let checked = self.resync_check();
+            due = tokio::time::Instant::now() + period;
+            if checked.is_break() {
+                return;
             }
         }
+    }
+
+    /// One resync check: asks `should_resync`, then resyncs the queue. `Break` when the queue
+    /// is closed.
+    fn resync_check(&self) -> ControlFlow<()> {
+        if self
+            .config
+            .should_resync
+            .as_ref()
+            .is_some_and(|should| !should())
+        {
+            return ControlFlow::Continue(());
+        }
+        match self.queue.resync() {
+            Ok(()) => self.observed.lock().resyncs += 1,
+            Err(QueueError::Closed) => return ControlFlow::Break(()),
+            Err(error) => {
+                tracing::warn!(reflector = self.name(), error = %error, "resync failed")
+            }
+        }
+        ControlFlow::Continue(())
     }
 
     /// Logs a failure, records it, and tells the watch-error handler.
