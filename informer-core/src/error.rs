@@ -213,6 +213,15 @@ pub enum Error {
         #[source]
         source: KeyError,
     },
+    /// The queue refused what the reflector gave it (a custom queue may refuse a list).
+    #[error("the queue refused {context}")]
+    Queue {
+        /// What was refused.
+        context: String,
+        /// The queue's error.
+        #[source]
+        source: crate::QueueError,
+    },
 }
 
 /// How many bytes of an undecodable input an error keeps.
@@ -264,6 +273,7 @@ impl Error {
             Self::Transport { .. } => ErrorClass::Transport,
             Self::Decode { .. } | Self::UnknownEventType { .. } => ErrorClass::Decode,
             Self::InvalidObject { .. } => ErrorClass::InvalidObject,
+            Self::Queue { .. } => ErrorClass::Other,
         }
     }
 

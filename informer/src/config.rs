@@ -68,7 +68,8 @@ pub struct InformerConfig<K> {
     pub key_func: KeyFunc<K>,
     /// List/watch behaviour. Its `name` defaults to the informer's name; its `resync_period`
     /// and `should_resync` are set by the informer from the handlers' resync periods (what
-    /// is configured there is ignored); its `transform` is replaced by
+    /// is configured there is ignored); its `key_func` is replaced by
+    /// [`key_func`](Self::key_func); its `transform` is replaced by
     /// [`transform`](Self::transform) when that is set.
     pub reflector: ReflectorConfig<K>,
     /// What handlers hear when an object is replaced by a namesake with another UID.

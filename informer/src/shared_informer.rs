@@ -203,6 +203,9 @@ impl<K: Object> SharedIndexInformer<K> {
         if reflector.name.is_empty() {
             reflector.name.clone_from(&name);
         }
+        // The reflector skips (and reports) what the queue's key function cannot key, rather
+        // than have the queue refuse a whole list.
+        reflector.key_func = Some(Arc::clone(&key_func));
         if transform.is_some() {
             reflector.transform = transform;
         }

@@ -462,6 +462,22 @@ impl Machine {
         self.wait(Then::List, error.retry_after(), now, random)
     }
 
+    /// The queue refused the replace asked for by [`Next::Replace`] or
+    /// [`EventAction::ReplaceBuffered`]: the list did not complete. No watch starts from it (a
+    /// streaming list's stream is dropped); after a backoff delay the machine relists.
+    pub fn replace_failed(&mut self, now: Instant, random: f64) -> Next {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Listed { .. } => {}
+            State::Watching { .. } => {
+                // The end bookmark counted the streamed list as complete: it was not.
+                self.counters.lists = self.counters.lists.saturating_sub(1);
+                self.synced = self.counters.lists > 0;
+            }
+            _ => return self.misuse(random),
+        }
+        self.wait(Then::Relist, None, now, random)
+    }
+
     /// The queue's content was replaced after [`Next::Replace`].
     pub fn replaced(&mut self, _now: Instant, random: f64) -> Next {
         let State::Listed { resource_version } = std::mem::replace(&mut self.state, State::Idle)

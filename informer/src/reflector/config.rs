@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use informer_core::reflector::{BackoffConfig, Counters, MachineConfig, Then, WatchListMode};
-use informer_core::{Error, ErrorClass};
+use informer_core::{Error, ErrorClass, KeyFunc};
 
 use crate::metrics::InformerMetrics;
 
@@ -23,9 +23,10 @@ pub type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Stage {
-    /// A list request (any page).
+    /// A list request (any page), or a complete list the queue refused.
     List,
-    /// One item of a list page could not be used (no name); it is skipped, the list goes on.
+    /// One item of a list could not be used (no name, or the key function refused it); it is
+    /// skipped, the list goes on.
     ListItem,
     /// A watch request.
     WatchStart,
@@ -103,6 +104,12 @@ pub struct ReflectorConfig<K> {
     pub field_selector: Option<String>,
     /// Applied to every object before it is queued.
     pub transform: Option<Transform<K>>,
+    /// The key function of the queue (and the store behind it); `None` (the default) is
+    /// [`key_of`](informer_core::key_of), `namespace/name`. Objects it cannot key, in a list
+    /// or a watch, are reported (stage [`Stage::ListItem`] or [`Stage::Watch`]) and skipped,
+    /// so that the queue is never handed an object it would refuse. An informer sets it to
+    /// [`InformerConfig::key_func`](crate::InformerConfig::key_func).
+    pub key_func: Option<KeyFunc<K>>,
     /// Told about every failure: failed requests, broken or undecodable streams, `ERROR`
     /// events, objects without a name. Failures are logged with `tracing` either way. A
     /// streaming list given up for lack of its end bookmark is not an error from the server:
@@ -148,6 +155,7 @@ impl<K> Default for ReflectorConfig<K> {
             label_selector: None,
             field_selector: None,
             transform: None,
+            key_func: None,
             watch_error_handler: None,
             seed: None,
             metrics: None,
@@ -169,6 +177,7 @@ impl<K> Clone for ReflectorConfig<K> {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             transform: self.transform.clone(),
+            key_func: self.key_func.clone(),
             watch_error_handler: self.watch_error_handler.clone(),
             seed: self.seed,
             metrics: self.metrics.clone(),
@@ -190,6 +199,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("transform", &self.transform.is_some())
+            .field("key_func", &self.key_func.is_some())
             .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("seed", &self.seed)
             .field("metrics", &self.metrics.is_some())

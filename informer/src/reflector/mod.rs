@@ -27,10 +27,14 @@
 //! An undecodable watch line or an unknown event type is reported as a typed [`Error`] (to
 //! tracing, the stats and the [watch-error handler](ReflectorConfig::watch_error_handler)); the
 //! reflector then re-watches from the last good resourceVersion, so the server sends again
-//! everything after it and nothing is lost. An object without a name, in a list page or in a
+//! everything after it and nothing is lost. An object the key function cannot key (one without
+//! a name, or one a custom [`key_func`](ReflectorConfig::key_func) refuses), in a list or in a
 //! watch event, is reported and skipped: no key can hold it, and re-watching would only bring
 //! it again (the server sends the same history to every watch from before it), so the watch
-//! goes on, the event's resourceVersion counting as seen, as client-go does. Nothing panics.
+//! goes on, the event's resourceVersion counting as seen, as client-go does. A list the queue
+//! refuses anyway (a custom queue with rules of its own) counts as a failed list: it is
+//! reported, the reflector does not call itself synced, and it relists after a backoff delay.
+//! Nothing panics.
 //!
 //! # Example
 //!
@@ -281,13 +285,16 @@ impl<K: Object> Reflector<K> {
                 }
                 Next::Replace { resource_version } => {
                     let objects = std::mem::take(&mut items);
-                    if self
-                        .replace(objects, &resource_version, list_started)
-                        .is_break()
-                    {
-                        return;
+                    match self.replace(objects, &resource_version, list_started) {
+                        ControlFlow::Break(()) => return,
+                        ControlFlow::Continue(None) => self.decide(|m, now, r| m.replaced(now, r)),
+                        ControlFlow::Continue(Some(refused)) => {
+                            // Never claim sync with the list missing: back off and relist.
+                            let next = self.decide(|m, now, r| m.replace_failed(now, r));
+                            self.report(&refused, Stage::List, Some(&next));
+                            next
+                        }
                     }
-                    self.decide(|m, now, r| m.replaced(now, r))
                 }
                 Next::Watch(options) => match self
                     .watch(&options)
@@ -406,7 +413,7 @@ impl<K: Object> Reflector<K> {
             open.events += 1;
             if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
                 &event
-                && let Err(source) = key_of(obj)
+                && let Err(source) = self.key(obj)
             {
                 let error = Error::InvalidObject {
                     context: format!(
@@ -432,7 +439,11 @@ impl<K: Object> Reflector<K> {
                 EventAction::Skip => {}
                 EventAction::ReplaceBuffered { resource_version } => {
                     let objects: Vec<Arc<K>> = std::mem::take(&mut buffer).into_values().collect();
-                    self.replace(objects, &resource_version, open.started)?;
+                    if let Some(refused) = self.replace(objects, &resource_version, open.started)? {
+                        let next = self.decide(|m, now, r| m.replace_failed(now, r));
+                        self.report(&refused, Stage::StreamingList, Some(&next));
+                        return ControlFlow::Continue(next);
+                    }
                     deadline = None;
                 }
                 EventAction::Stop(next) => {
@@ -459,10 +470,18 @@ impl<K: Object> Reflector<K> {
         next
     }
 
+    /// The key of `obj` under the queue's key function.
+    fn key(&self, obj: &K) -> Result<ObjectKey, KeyError> {
+        match &self.config.key_func {
+            Some(key_func) => key_func(obj),
+            None => key_of(obj),
+        }
+    }
+
     /// Keys the object and shares it: the stored copy when `known_objects` holds the same
     /// resourceVersion and `reuse` is set, else the transformed object in a new `Arc`.
     fn admit(&self, obj: K, reuse: bool) -> Result<(ObjectKey, Arc<K>), KeyError> {
-        let key = key_of(&obj)?;
+        let key = self.key(&obj)?;
         if reuse
             && let Some(known) = &self.known_objects
             && let Some(stored) = known.get_by_key(key.as_str())
@@ -489,7 +508,19 @@ impl<K: Object> Reflector<K> {
             WatchEvent::Deleted(obj) => self.queue.delete(Arc::new(self.transform(obj))),
             WatchEvent::Bookmark(_) | WatchEvent::Error(_) => Ok(()),
         };
-        self.queue_result(result, "applying a watch event")
+        match result {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(QueueError::Closed) => self.queue_closed(),
+            Err(source) => {
+                // Nothing better to do than report it and go on (client-go logs it).
+                let error = Error::Queue {
+                    context: format!("a watch event for {}", self.name()),
+                    source,
+                };
+                self.report(&error, Stage::Watch, None);
+                ControlFlow::Continue(())
+            }
+        }
     }
 
     /// Applies a streaming list's event to its buffer.
@@ -502,7 +533,7 @@ impl<K: Object> Reflector<K> {
                 }
             }
             WatchEvent::Deleted(obj) => {
-                if let Ok(key) = key_of(&obj) {
+                if let Ok(key) = self.key(&obj) {
                     buffer.remove(&key);
                 }
             }
@@ -510,51 +541,52 @@ impl<K: Object> Reflector<K> {
         }
     }
 
+    /// Hands a complete list to the queue. `Continue(None)`: applied; `Continue(Some(error))`:
+    /// the queue refused it (nothing was applied, the reflector is not synced by it);
+    /// `Break`: the queue is closed.
     fn replace(
         &self,
         objects: Vec<Arc<K>>,
         resource_version: &str,
         started: tokio::time::Instant,
-    ) -> ControlFlow<()> {
+    ) -> ControlFlow<(), Option<Error>> {
         let count = objects.len();
-        let flow = self.queue_result(
-            self.queue.replace(objects, resource_version),
-            "replacing the queue's content",
+        match self.queue.replace(objects, resource_version) {
+            Ok(()) => {}
+            Err(QueueError::Closed) => return self.queue_closed(),
+            Err(source) => {
+                return ControlFlow::Continue(Some(Error::Queue {
+                    context: format!(
+                        "the list of {} ({count} objects) at resourceVersion {resource_version:?}",
+                        self.name()
+                    ),
+                    source,
+                }));
+            }
+        }
+        let took = started.elapsed();
+        self.recorder.list_completed(took, count);
+        tracing::debug!(
+            reflector = self.name(),
+            count,
+            resource_version,
+            ?took,
+            "list replaced"
         );
-        if flow.is_continue() {
-            let took = started.elapsed();
-            self.recorder.list_completed(took, count);
-            tracing::debug!(
+        if !self.synced.send_replace(true) {
+            tracing::info!(
                 reflector = self.name(),
                 count,
                 resource_version,
-                ?took,
-                "list replaced"
+                "synced: the first full list is in the queue"
             );
-            if !self.synced.send_replace(true) {
-                tracing::info!(
-                    reflector = self.name(),
-                    count,
-                    resource_version,
-                    "synced: the first full list is in the queue"
-                );
-            }
         }
-        flow
+        ControlFlow::Continue(None)
     }
 
-    fn queue_result(&self, result: Result<(), QueueError>, doing: &str) -> ControlFlow<()> {
-        match result {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(QueueError::Closed) => {
-                tracing::debug!(reflector = self.name(), "queue closed; reflector stops");
-                ControlFlow::Break(())
-            }
-            Err(error) => {
-                tracing::warn!(reflector = self.name(), error = %error, "{doing} failed");
-                ControlFlow::Continue(())
-            }
-        }
+    fn queue_closed<T>(&self) -> ControlFlow<(), T> {
+        tracing::debug!(reflector = self.name(), "queue closed; reflector stops");
+        ControlFlow::Break(())
     }
 
     /// Calls [`Queue::resync`] every resync period once the first list is in. Returns only

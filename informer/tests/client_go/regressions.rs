@@ -2,9 +2,13 @@
 //! failed on the code before its fix (the failure is recorded in the commit that fixed it);
 //! the real-time half of defect 1 is in `real_time`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use informer::{HandlerOptions, InformerConfig};
+use informer::reflector::{Stage, Then};
+use informer::{HandlerOptions, InformerConfig, Object};
+use informer_core::{ErrorClass, KeyError};
+use informer_testing::JsonObject;
 use informer_testing::fake::FakeApiServer;
 
 use crate::informer_support::*;
@@ -41,5 +45,97 @@ async fn per_handler_resync_counts_in_paused_time() {
         .map(|log| log.seen().iter().filter(|s| s.is_sync()).count())
         .collect();
     assert_eq!(syncs, [12, 6, 4]);
+    running.stop().await;
+}
+
+/// A key function that cannot key objects labelled `unkeyable`, as a custom key function
+/// may refuse objects it does not understand.
+fn picky_key_func() -> informer_core::KeyFunc<JsonObject> {
+    Arc::new(|obj: &JsonObject| {
+        if obj.metadata.labels.contains_key("unkeyable") {
+            return Err(KeyError::InvalidName {
+                name: obj.name().unwrap_or_default().to_owned(),
+            });
+        }
+        informer::key_of(obj)
+    })
+}
+
+/// Defect 2 of issue 10: a list holding one object the key function cannot key. Before the
+/// fix the queue refused the whole list, the reflector carried on as if it had been applied,
+/// and the next watch event made the informer report `has_synced` with the listed objects
+/// missing from its cache. Now the unkeyable object is reported (to the watch-error handler)
+/// and skipped, as an object without a name is, and the rest of the list is applied.
+#[tokio::test(start_paused = true)]
+async fn a_list_with_an_unkeyable_object_is_applied_without_it() {
+    let server = FakeApiServer::new();
+    server.create(RESOURCE, &cm("a")).unwrap();
+    server
+        .create(RESOURCE, &cm("odd").with_label("unkeyable", "yes"))
+        .unwrap();
+    server.create(RESOURCE, &cm("b")).unwrap();
+    let mut config = InformerConfig {
+        key_func: picky_key_func(),
+        ..InformerConfig::default()
+    };
+    let failures = record_failures(&mut config.reflector);
+    let informer = informer(&server, config);
+    let running = Running::start(&informer);
+    running.watching(&server).await;
+    server.create(RESOURCE, &cm("c")).unwrap();
+    tokio::time::sleep(secs(5)).await;
+
+    assert!(informer.has_synced());
+    let cached: Vec<String> = cache_state(&informer).into_keys().collect();
+    assert_eq!(cached, ["ns/a", "ns/b", "ns/c"]);
+    let failures = failures.lock().clone();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].stage, Stage::ListItem);
+    assert_eq!(failures[0].class, ErrorClass::InvalidObject);
+    assert!(failures[0].message.contains("odd"), "{failures:?}");
+    running.stop().await;
+}
+
+/// Defect 2, second half: a queue that refuses a list for its own reasons. The list counts
+/// as failed: it is reported, the reflector does not call itself synced and does not start
+/// the watch, and it lists again after a backoff delay (client-go returns the error from
+/// `ListAndWatch` and retries after its backoff).
+#[tokio::test(start_paused = true)]
+async fn a_list_the_queue_refuses_is_retried_and_never_reported_synced() {
+    use crate::reflector_support::*;
+    let lw = ScriptedListerWatcher::new(vec![
+        Answer::List(Ok(page(vec![obj("a", "1"), obj("b", "2")], "5", None))),
+        Answer::List(Ok(page(vec![obj("a", "1"), obj("b", "2")], "6", None))),
+        Answer::Watch(Ok(vec![Step::Hang])),
+    ]);
+    let queue = RefusingQueue::new(1);
+    let mut config = list_watch_config();
+    let failures = record_failures(&mut config);
+    let reflector = scripted_reflector(&lw, queue.clone(), config);
+    let running = RunningReflector::start(&reflector);
+    tokio::time::sleep(millis(1)).await;
+    // Refused: not synced, no watch yet.
+    assert!(!reflector.has_synced());
+    assert!(queue.inner.ops().is_empty());
+    assert_eq!(lw.requests().len(), 1);
+    tokio::time::sleep(secs(60)).await;
+    assert!(reflector.has_synced());
+    assert_eq!(
+        queue.inner.ops(),
+        [Op::Replace(
+            vec!["ns/a@1".into(), "ns/b@2".into()],
+            "6".into()
+        )]
+    );
+    let requests = lw.requests();
+    assert!(matches!(&requests[1], Request::List(l) if l.resource_version.as_deref() == Some("0")));
+    assert!(
+        matches!(&requests[2], Request::Watch(w) if w.resource_version.as_deref() == Some("6"))
+    );
+    let failures = failures.lock().clone();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].stage, Stage::List);
+    assert_eq!(failures[0].then, Some(Then::Relist));
+    assert!(failures[0].delay > Duration::ZERO);
     running.stop().await;
 }
