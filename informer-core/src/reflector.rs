@@ -61,8 +61,13 @@
 //!   bookmark: back off and stream again. 410 / too-large: stream again at once without a
 //!   resourceVersion. Any other error (a server that refuses the parameter): fall back to a
 //!   paginated list for this round.
-//! - No end bookmark within [`MachineConfig::initial_events_timeout`] of the start: the server
-//!   ignores `sendInitialEvents`. Fall back to a paginated list, and never stream again.
+//! - No progress: no object (and no end bookmark) for [`MachineConfig::initial_events_timeout`]
+//!   ([`Machine::initial_events_deadline`] moves on with every object, so a slow stream that
+//!   keeps sending completes however long it takes; client-go has no limit at all and only
+//!   warns). The stream has stalled, or the server ignores `sendInitialEvents`: fall back to a
+//!   paginated list for this round. Every later relist streams first again, as client-go's
+//!   does.
+//! - A list the queue refuses ([`Machine::replace_failed`]): back off, then relist.
 //!
 //! Backoff ([`BackoffConfig`]): exponential from 800 ms, factor 2, capped at 30 s, with full
 //! jitter (the delay is uniform in `[0, base]`), restarting from 800 ms once 2 minutes pass

@@ -594,6 +594,8 @@ async fn streaming_ignored_falls_back_to_list_after_timeout() {
         Answer::Watch(Ok(vec![Step::event(WatchEvent::Error(Status::failure(
             410, "Expired", "",
         )))])),
+        // The relist streams again (a fallback lasts one round) and meets the same server.
+        Answer::Watch(Ok(vec![Step::added(obj("a", "5")), Step::Hang])),
         Answer::List(Ok(page(vec![obj("a", "5")], "11", None))),
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
@@ -608,18 +610,25 @@ async fn streaming_ignored_falls_back_to_list_after_timeout() {
     let log = lw.log();
     assert_eq!(log[1].at, secs(20));
     assert_eq!(log[1].request, list_req(Some("0"), Some(500)));
-    // Streaming is given up for good: the relist after 410 is a paginated list.
-    assert_eq!(log[3].request, list_req(Some("10"), Some(500)));
+    // Issue 10 (defect 3) changed the rule: a fallback no longer switches streaming off for
+    // good, so the relist after 410 streams first, then falls back after the idle limit.
+    assert!(
+        matches!(&log[3].request, Request::Watch(w) if w.send_initial_events == Some(true)
+            && w.resource_version.as_deref() == Some("10")),
+        "{log:?}"
+    );
+    assert_eq!(log[4].at - log[3].at, secs(20));
+    assert_eq!(log[4].request, list_req(Some("10"), Some(500)));
     assert_eq!(queue.ops()[0], replace(&["ns/a@5"], "10"));
     let stats = r.stats();
     assert!(!stats.streaming);
-    assert_eq!(stats.counters.streaming_fallbacks, 1);
+    assert_eq!(stats.counters.streaming_fallbacks, 2);
     assert_eq!(
         stats
             .counters
             .watch_restarts
             .get(RestartReason::InitialEventsTimeout),
-        1
+        2
     );
 }
 
@@ -628,6 +637,12 @@ async fn streaming_refused_falls_back_to_list_at_once() {
     let lw = ScriptedListerWatcher::new(vec![
         Answer::Watch(Err(api_error(422, "Invalid"))),
         Answer::List(Ok(page(vec![obj("a", "5")], "10", None))),
+        Answer::Watch(Ok(vec![Step::event(WatchEvent::Error(Status::failure(
+            410, "Expired", "",
+        )))])),
+        // The relist after 410 streams first again.
+        Answer::Watch(Err(api_error(422, "Invalid"))),
+        Answer::List(Ok(page(vec![obj("a", "5")], "11", None))),
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
@@ -646,10 +661,13 @@ async fn streaming_refused_falls_back_to_list_at_once() {
         (seen[0].0, seen[0].2),
         (Stage::StreamingList, Some(Then::List))
     );
+    // An error is not a reason to give streaming up: the relist streamed first.
     assert!(
-        r.stats().streaming,
-        "an error is not a reason to give streaming up"
+        matches!(&log[3].request, Request::Watch(w) if w.send_initial_events == Some(true)),
+        "{log:?}"
     );
+    // Issue 10 changed `stats().streaming` to mean "the last list was streamed".
+    assert!(!r.stats().streaming);
 }
 
 #[tokio::test(start_paused = true)]

@@ -17,9 +17,10 @@ pub enum WatchListMode {
     /// Paginated list, then watch. The default: every API server supports it.
     #[default]
     Off,
-    /// One watch with `sendInitialEvents=true`; falls back to list+watch when the server
-    /// refuses the request, or ignores the parameter (no end bookmark within
-    /// [`MachineConfig::initial_events_timeout`]; then for the rest of the machine's life).
+    /// One watch with `sendInitialEvents=true`; falls back to a paginated list, for that
+    /// round only, when the server refuses the request or when the stream stops making
+    /// progress before its end bookmark (nothing for [`MachineConfig::initial_events_timeout`]:
+    /// a server that ignores the parameter). The next relist streams again.
     On,
 }
 
@@ -35,7 +36,9 @@ pub struct MachineConfig {
     pub field_selector: Option<String>,
     /// Streaming initial list or not. Default [`WatchListMode::Off`].
     pub watch_list: WatchListMode,
-    /// How long after a streaming list starts the end bookmark must have arrived. Default 60 s.
+    /// How long a streaming list may go without an object before its end bookmark: each
+    /// `ADDED`, `MODIFIED` or `DELETED` of the initial events moves the deadline on, so a slow
+    /// stream that keeps making progress completes however long it takes. Default 60 s.
     pub initial_events_timeout: Duration,
     /// Watches ask the server for a `timeoutSeconds` drawn uniformly from `[min, 2 × min)`
     /// whole seconds; zero sends none. Default 300 s.
@@ -128,8 +131,8 @@ pub enum RestartReason {
     TooShort,
     /// A streaming list ended before its end bookmark.
     InitialEventsIncomplete,
-    /// A streaming list's end bookmark did not arrive in time: the server ignores
-    /// `sendInitialEvents`.
+    /// A streaming list stopped making progress before its end bookmark (the server may
+    /// ignore `sendInitialEvents`).
     InitialEventsTimeout,
     /// 410 Gone / Expired, as an HTTP answer or an `ERROR` event.
     Expired,
@@ -245,7 +248,7 @@ pub struct Counters {
     pub relists: u64,
     /// Watches started (streaming lists included).
     pub watch_starts: u64,
-    /// Streaming lists abandoned for a paginated list.
+    /// Streaming lists abandoned for a paginated list (each for one round).
     pub streaming_fallbacks: u64,
     /// Watch events received (bookmarks and errors included).
     pub events: u64,
@@ -312,7 +315,8 @@ pub struct Machine {
     state: State,
     last_rv: Option<String>,
     rv_unavailable: bool,
-    streaming_disabled: bool,
+    /// Whether the last complete list was streamed.
+    last_list_streamed: bool,
     synced: bool,
     counters: Counters,
 }
@@ -326,7 +330,7 @@ impl Machine {
             state: State::Idle,
             last_rv: None,
             rv_unavailable: false,
-            streaming_disabled: false,
+            last_list_streamed: false,
             synced: false,
             counters: Counters::default(),
         }
@@ -369,10 +373,26 @@ impl Machine {
         )
     }
 
-    /// Whether relists use a streaming list (mode on, and no timeout has shown the server
-    /// ignores it).
+    /// Whether relists try a streaming list first ([`WatchListMode::On`]).
     pub fn streaming(&self) -> bool {
-        self.config.watch_list == WatchListMode::On && !self.streaming_disabled
+        self.config.watch_list == WatchListMode::On
+    }
+
+    /// Whether the last complete list was a streaming list (false after a fallback to a
+    /// paginated list, until a later relist streams).
+    pub fn last_list_streamed(&self) -> bool {
+        self.last_list_streamed
+    }
+
+    /// When the current streaming list is given up if no object arrives first: moved on by
+    /// every object of the initial events. `None` outside a streaming list's initial events.
+    pub fn initial_events_deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Watching {
+                initial_deadline, ..
+            } => initial_deadline,
+            _ => None,
+        }
     }
 
     /// The counters.
@@ -487,13 +507,14 @@ impl Machine {
         self.set_rv(&resource_version);
         self.rv_unavailable = false;
         self.synced = true;
+        self.last_list_streamed = false;
         self.counters.lists += 1;
         self.begin_watch(random)
     }
 
-    /// The watch asked for by [`Next::Watch`] started. Returns the deadline for the end
-    /// bookmark when it is a streaming list: if it passes first, report
-    /// [`Machine::initial_events_timed_out`].
+    /// The watch asked for by [`Next::Watch`] started. Returns, for a streaming list, the
+    /// deadline of its first object (see [`Machine::initial_events_deadline`], which moves on
+    /// with every object): if it passes first, report [`Machine::initial_events_timed_out`].
     pub fn watch_started(&mut self, now: Instant) -> Option<Instant> {
         let (streaming, resumable) = match self.state {
             State::StartingWatch {
@@ -554,6 +575,8 @@ impl Machine {
         match event {
             WatchEvent::Error(status) => EventAction::Stop(self.error_event(status, now, random)),
             WatchEvent::Added(_) | WatchEvent::Modified(_) | WatchEvent::Deleted(_) if initial => {
+                // Progress: the stream is slow, not stalled.
+                *initial_deadline = Some(now + self.config.initial_events_timeout);
                 EventAction::Buffer
             }
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
@@ -579,6 +602,7 @@ impl Machine {
                 self.set_rv(&bookmark.resource_version);
                 self.rv_unavailable = false;
                 self.synced = true;
+                self.last_list_streamed = true;
                 self.counters.lists += 1;
                 EventAction::ReplaceBuffered {
                     resource_version: bookmark.resource_version.clone(),
@@ -630,15 +654,15 @@ impl Machine {
         self.begin_watch(random)
     }
 
-    /// The deadline returned by [`Machine::watch_started`] passed before the end bookmark:
-    /// the server ignores `sendInitialEvents`. Streaming is switched off for good and a
-    /// paginated list starts at once.
+    /// The streaming list's deadline ([`Machine::initial_events_deadline`]) passed before
+    /// the end bookmark: no object for [`MachineConfig::initial_events_timeout`] (a stalled
+    /// stream, or a server that ignores `sendInitialEvents`). A paginated list starts at once;
+    /// the next relist streams again.
     pub fn initial_events_timed_out(&mut self, _now: Instant, random: f64) -> Next {
         if !self.in_initial_events() {
             return self.misuse(random);
         }
         self.state = State::Idle;
-        self.streaming_disabled = true;
         self.counters.streaming_fallbacks += 1;
         self.counters
             .watch_restarts

@@ -700,27 +700,69 @@ fn streaming_refused_falls_back_to_list_for_this_round() {
     assert!(r.m.streaming());
 }
 
+/// Issue 10 (defect 3) changed this rule: the deadline is an idle limit moved on by every
+/// object, and a fallback lasts one round (it used to switch streaming off for good).
 #[test]
-fn streaming_without_end_bookmark_times_out_and_never_streams_again() {
+fn streaming_without_progress_falls_back_for_one_round() {
     let mut r = Rig::streaming();
     watch(r.start());
-    let deadline = r.m.watch_started(r.now).unwrap();
+    let first_deadline = r.m.watch_started(r.now).unwrap();
+    assert_eq!(first_deadline, r.now + secs(60));
+    // Each object moves the deadline on.
+    r.advance(secs(50));
     assert_eq!(r.event(&added("5")), EventAction::Buffer);
+    let deadline = r.m.initial_events_deadline().unwrap();
+    assert_eq!(deadline, r.now + secs(60));
+    // A plain bookmark is not progress.
+    r.advance(secs(30));
+    assert_eq!(r.event(&bookmark("6")), EventAction::Skip);
+    assert_eq!(r.m.initial_events_deadline(), Some(deadline));
     r.now = deadline;
     let first = list(r.m.initial_events_timed_out(r.now, 0.5));
     assert_eq!(first.resource_version.as_deref(), Some("0"));
-    assert!(!r.m.streaming());
+    assert!(r.m.streaming());
     let c = r.m.counters();
     assert_eq!(c.streaming_fallbacks, 1);
     assert_eq!(c.watch_restarts.get(RestartReason::InitialEventsTimeout), 1);
     r.m.list_succeeded("10", None, r.now, 0.5);
     let w = watch(r.m.replaced(r.now, 0.5));
     assert_eq!(w.send_initial_events, None);
+    assert!(!r.m.last_list_streamed());
     r.m.watch_started(r.now);
+    // The next relist streams again.
     r.m.watch_failed(&expired(), r.now, 0.5);
-    list(r.m.wait_elapsed(r.now, 0.5));
+    let w = watch(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(w.send_initial_events, Some(true));
+    assert_eq!(w.resource_version.as_deref(), Some("10"));
     // A timeout report out of place is not obeyed as such.
     assert!(!r.m.in_initial_events());
+}
+
+#[test]
+fn a_refused_replace_relists_after_backoff_and_undoes_the_streamed_count() {
+    // A paginated list.
+    let mut r = Rig::default();
+    assert!(matches!(r.start(), Next::List(_)));
+    r.m.list_succeeded("10", None, r.now, 0.5);
+    let (delay, then) = wait(r.m.replace_failed(r.now, 0.5));
+    assert_eq!((delay, then), (ms(400), Then::Relist));
+    assert!(!r.m.has_synced());
+    assert_eq!(r.m.counters().lists, 0);
+    assert!(matches!(r.m.wait_elapsed(r.now, 0.5), Next::List(_)));
+    // A streamed list: the end bookmark counted it; the refusal takes it back.
+    let mut r = Rig::streaming();
+    watch(r.start());
+    r.m.watch_started(r.now);
+    r.event(&added("5"));
+    let action = r.event(&end_bookmark("7"));
+    assert!(matches!(action, EventAction::ReplaceBuffered { .. }));
+    assert!(r.m.has_synced());
+    let (_, then) = wait(r.m.replace_failed(r.now, 0.5));
+    assert_eq!(then, Then::Relist);
+    assert!(!r.m.has_synced());
+    assert_eq!(r.m.counters().lists, 0);
+    let w = watch(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(w.send_initial_events, Some(true));
 }
 
 #[test]

@@ -85,8 +85,11 @@ pub struct ReflectorConfig<K> {
     pub page_size: Option<u32>,
     /// Streaming initial list or paginated list. Default [`WatchListMode::Off`].
     pub watch_list: WatchListMode,
-    /// How long a streaming list may take to send its end bookmark before the reflector
-    /// decides the server ignores `sendInitialEvents` and lists instead. Default 60 s.
+    /// How long a streaming list may go without sending an object (or its end bookmark)
+    /// before the reflector gives it up and lists instead, for that round (a stalled stream,
+    /// or a server that ignores `sendInitialEvents`). Every object moves the deadline on: a
+    /// slow stream that keeps making progress completes however long it takes. The next
+    /// relist streams again. Default 60 s.
     pub initial_events_timeout: Duration,
     /// Watches ask for a `timeoutSeconds` uniformly drawn from `[min, 2 × min)`. Default 300 s.
     pub min_watch_timeout: Duration,
@@ -112,8 +115,8 @@ pub struct ReflectorConfig<K> {
     pub key_func: Option<KeyFunc<K>>,
     /// Told about every failure: failed requests, broken or undecodable streams, `ERROR`
     /// events, objects without a name. Failures are logged with `tracing` either way. A
-    /// streaming list given up for lack of its end bookmark is not an error from the server:
-    /// it is logged and counted ([`Counters::streaming_fallbacks`]), not passed here.
+    /// streaming list given up for lack of progress is not an error from the server: it is
+    /// logged and counted ([`Counters::streaming_fallbacks`]), not passed here.
     pub watch_error_handler: Option<WatchErrorHandler>,
     /// Seeds the random numbers (watch timeouts, backoff jitter); `None` seeds from the OS.
     /// A fixed seed makes a run against a deterministic server reproducible.
@@ -237,6 +240,8 @@ pub struct ReflectorStats {
     pub last_synced_resource_version: Option<String>,
     /// Whether a full list has been handed to the queue.
     pub has_synced: bool,
-    /// Whether relists use a streaming list (mode on and not given up).
+    /// Whether the last complete list was a streaming list (false before the first list,
+    /// with [`WatchListMode::Off`], and after a fallback to a paginated list until a later
+    /// relist streams again).
     pub streaming: bool,
 }

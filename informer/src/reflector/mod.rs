@@ -231,7 +231,7 @@ impl<K: Object> Reflector<K> {
             (
                 m.counters().clone(),
                 m.last_synced_resource_version().map(str::to_owned),
-                m.streaming(),
+                m.last_list_streamed(),
             )
         };
         let observed = self.observed.lock();
@@ -388,8 +388,10 @@ impl<K: Object> Reflector<K> {
                         tracing::warn!(
                             reflector = self.name(),
                             buffered = buffer.len(),
-                            "no initial-events-end bookmark in time: the server ignores \
-                             sendInitialEvents; falling back to list and watch"
+                            idle = ?self.config.initial_events_timeout,
+                            "the streaming list made no progress (no object, no \
+                             initial-events-end bookmark) within the idle limit; falling back \
+                             to a paginated list for this round"
                         );
                         return ControlFlow::Continue(
                             self.decide(|m, now, r| m.initial_events_timed_out(now, r)),
@@ -428,12 +430,16 @@ impl<K: Object> Reflector<K> {
                 // the same history to every watch from before it), so it is reported and
                 // skipped, its resourceVersion counting as seen, and the watch goes on.
                 self.report(&error, stage, None);
-                match self.decide(|m, now, r| m.event_received(&event, now, r)) {
+                let (action, moved) = self.receive(&event);
+                deadline = moved;
+                match action {
                     EventAction::Stop(next) => return ControlFlow::Continue(next),
                     _ => continue,
                 }
             }
-            match self.decide(|m, now, r| m.event_received(&event, now, r)) {
+            let (action, moved) = self.receive(&event);
+            deadline = moved;
+            match action {
                 EventAction::Apply => self.apply(event)?,
                 EventAction::Buffer => self.buffer(event, &mut buffer),
                 EventAction::Skip => {}
@@ -462,6 +468,18 @@ impl<K: Object> Reflector<K> {
                 }
             }
         }
+    }
+
+    /// Feeds the machine one event; returns what to do with it and the streaming list's
+    /// deadline after it (moved on by every object of the initial events).
+    fn receive(&self, event: &WatchEvent<K>) -> (EventAction, Option<tokio::time::Instant>) {
+        self.decide(|m, now, r| {
+            let action = m.event_received(event, now, r);
+            let deadline = m
+                .initial_events_deadline()
+                .map(tokio::time::Instant::from_std);
+            (action, deadline)
+        })
     }
 
     fn watch_failed(&self, error: &Error, stage: Stage) -> Next {

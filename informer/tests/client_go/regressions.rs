@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::reflector::{Stage, Then};
+use informer::reflector::{ReflectorConfig, Stage, Then};
 use informer::{HandlerOptions, InformerConfig, Object};
-use informer_core::{ErrorClass, KeyError};
+use informer_core::{ErrorClass, KeyError, WatchEvent};
 use informer_testing::JsonObject;
 use informer_testing::fake::FakeApiServer;
 
@@ -138,4 +138,102 @@ async fn a_list_the_queue_refuses_is_retried_and_never_reported_synced() {
     assert_eq!(failures[0].then, Some(Then::Relist));
     assert!(failures[0].delay > Duration::ZERO);
     running.stop().await;
+}
+
+fn added(name: &str, rv: &str) -> crate::reflector_support::Step {
+    crate::reflector_support::Step::added(crate::reflector_support::obj(name, rv))
+}
+
+fn is_streaming(request: &crate::reflector_support::Request) -> bool {
+    matches!(request, crate::reflector_support::Request::Watch(w) if w.send_initial_events == Some(true))
+}
+
+/// Defect 3 of issue 10, first half: a streaming list that keeps making progress completes,
+/// however long it takes. Before the fix the 10 s deadline was fixed at the start: the stream
+/// below, an object every 4 s and the end bookmark at 16 s, was abandoned at 10 s for a
+/// paginated list (a request this script does not expect).
+#[tokio::test(start_paused = true)]
+async fn a_slow_streaming_list_that_makes_progress_completes() {
+    use crate::reflector_support::*;
+    let lw = ScriptedListerWatcher::new(vec![Answer::Watch(Ok(vec![
+        added("a", "1"),
+        Step::Sleep(secs(4)),
+        added("b", "2"),
+        Step::Sleep(secs(4)),
+        added("c", "3"),
+        Step::Sleep(secs(4)),
+        added("d", "4"),
+        Step::Sleep(secs(4)),
+        Step::event(end_bookmark("9")),
+        Step::Hang,
+    ]))]);
+    let queue = RecordingQueue::new();
+    let config = ReflectorConfig {
+        initial_events_timeout: secs(10),
+        ..streaming_config()
+    };
+    let reflector = scripted_reflector(&lw, queue.clone(), config);
+    run_for(&reflector, secs(60)).await;
+    assert_eq!(
+        queue.ops(),
+        [Op::Replace(
+            ["ns/a@1", "ns/b@2", "ns/c@3", "ns/d@4"]
+                .map(String::from)
+                .to_vec(),
+            "9".into()
+        )]
+    );
+    let stats = reflector.stats();
+    assert_eq!(stats.counters.streaming_fallbacks, 0);
+    assert!(stats.has_synced);
+}
+
+/// Defect 3, second half: a streaming list that stalls (nothing for the idle limit) falls back
+/// to a paginated list for that round only; the next relist streams again. Before the fix a
+/// fallback switched streaming off for the life of the process, and the relist after the
+/// 410 below was a paginated list.
+#[tokio::test(start_paused = true)]
+async fn a_stalled_streaming_list_falls_back_once_and_streams_again_at_the_next_relist() {
+    use crate::reflector_support::*;
+    let lw = ScriptedListerWatcher::new(vec![
+        Answer::Watch(Ok(vec![added("a", "1"), Step::Hang])),
+        Answer::List(Ok(page(vec![obj("a", "1")], "5", None))),
+        Answer::Watch(Ok(vec![
+            Step::Sleep(secs(30)),
+            Step::event(WatchEvent::Error(informer_core::Status::failure(
+                410, "Expired", "too old",
+            ))),
+        ])),
+        Answer::Watch(Ok(vec![
+            added("a", "1"),
+            added("b", "6"),
+            Step::event(end_bookmark("7")),
+            Step::Hang,
+        ])),
+    ]);
+    let queue = RecordingQueue::new();
+    let config = ReflectorConfig {
+        initial_events_timeout: secs(10),
+        ..streaming_config()
+    };
+    let reflector = scripted_reflector(&lw, queue.clone(), config);
+    run_for(&reflector, secs(120)).await;
+    let requests = lw.requests();
+    assert!(is_streaming(&requests[0]), "{requests:?}");
+    assert!(matches!(requests[1], Request::List(_)), "{requests:?}");
+    assert!(!is_streaming(&requests[2]), "{requests:?}");
+    assert!(is_streaming(&requests[3]), "{requests:?}");
+    let log = lw.log();
+    // The fallback came after 10 s without progress, not earlier.
+    assert_eq!(log[1].at, secs(10));
+    assert_eq!(
+        queue.ops(),
+        [
+            Op::Replace(vec!["ns/a@1".into()], "5".into()),
+            Op::Replace(vec!["ns/a@1".into(), "ns/b@6".into()], "7".into()),
+        ]
+    );
+    let stats = reflector.stats();
+    assert_eq!(stats.counters.streaming_fallbacks, 1);
+    assert!(stats.streaming);
 }
