@@ -31,12 +31,16 @@
 //!   bookmarks included.
 //! - Normal end (server timeout, closed stream): re-watch at once from the last seen
 //!   resourceVersion, without listing; unless the watch lasted under [`MIN_HEALTHY_WATCH`]
-//!   and delivered nothing, which is a failure (back off, then re-watch).
+//!   and delivered nothing, which is a failure: back off, then re-watch (client-go relists;
+//!   the resourceVersion is still a sound place to resume from, and a relist on every blip
+//!   of a proxy would cost a full list each time).
 //! - 410 Expired, as the HTTP answer or as an `ERROR` event: back off, then relist.
 //!   `ResourceVersionTooLarge`: the same, and the relist is a consistent read. Any other API
 //!   error that is not listed below: back off, then relist.
-//! - 429 (the delay is the server's `Retry-After` when given), transport errors and other 5xx,
-//!   on the request or mid-stream: back off, then re-watch without relisting.
+//! - An `ERROR` event other than 429 (a 500 included, such as the one announcing the unsafe
+//!   delete of a corrupt object): back off, then relist, as client-go does.
+//! - 429 (the delay is the server's `Retry-After` when given), transport errors, and other
+//!   5xx answers to the watch request: back off, then re-watch without relisting.
 //! - A watch from `"0"` (after a list that reported resourceVersion `"0"`, as a server that
 //!   was never written may; real API servers never do) starts with the current state as
 //!   synthetic `ADDED` events in no resourceVersion order: their resourceVersions are not
@@ -44,11 +48,12 @@
 //!   of the snapshot) until a bookmark says where the watch stands. If such a watch ends or
 //!   fails after delivering objects and before a bookmark, the machine relists instead of
 //!   re-watching (a new watch from `"0"` would not report the deletions since).
-//! - A line that cannot be decoded: the driver reports a typed error; back off, then re-watch
-//!   from the last good resourceVersion (nothing is lost: the server sends everything after it
-//!   again). An object without a name is the driver's to skip: it reports it and still passes
-//!   the event to [`Machine::event_received`] (its resourceVersion counts as seen) without
-//!   applying it, since re-watching would only bring the same object again.
+//! - A line that cannot be decoded (or an unknown event type): the driver reports a typed
+//!   error; back off, then relist from the last good resourceVersion, as client-go does
+//!   (re-watching from it would meet the same bad event again, until it left history). An
+//!   object the key function cannot key is the driver's to skip: it reports it and still
+//!   passes the event to [`Machine::event_received`] (its resourceVersion counts as seen)
+//!   without applying it, since re-watching would only bring the same object again.
 //!
 //! Streaming initial list ([`WatchListMode::On`])
 //! - Instead of a list, one watch with `sendInitialEvents=true`,

@@ -162,18 +162,14 @@ impl<K: Object> Listener<K> {
         dropped
     }
 
+    /// Drops what the buffer holds. Dropped initial-list notifications stay counted in
+    /// `initial_pending`: they were never handled, so a registration abandoned this way (at
+    /// shutdown's bound, or removed) never reports having synced.
     fn clear_locked(&self, buf: &mut Buffer<K>) -> usize {
-        let initial = buf.items.len() - buf.live;
         let dropped = buf.items.len();
         buf.items.clear();
         buf.live = 0;
         self.shared.pending.fetch_sub(dropped, Ordering::AcqRel);
-        if initial > 0 {
-            self.shared.state.send_if_modified(|s| {
-                s.initial_pending = s.initial_pending.saturating_sub(initial);
-                false
-            });
-        }
         dropped
     }
 

@@ -57,7 +57,8 @@ pub struct RegistrationStats {
     pub delivered: u64,
     /// Notifications whose handling panicked.
     pub panics: u64,
-    /// Initial-list notifications not yet handled.
+    /// Initial-list notifications not yet handled (including those dropped unhandled when the
+    /// registration was removed, disconnected or abandoned at shutdown).
     pub initial_pending: usize,
     /// The resync period in effect for this handler (zero: never).
     pub resync_period: Duration,
@@ -172,7 +173,8 @@ impl Registration {
     }
 
     /// True once the informer has synced **and** this handler has handled every initial-list
-    /// notification it was given (false again if it is removed or disconnected).
+    /// notification it was given (false again if it is removed or disconnected; never true
+    /// if shutdown abandoned it before it had handled them).
     pub fn has_synced(&self) -> bool {
         self.shared.has_synced()
     }

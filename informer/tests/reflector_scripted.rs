@@ -279,8 +279,11 @@ async fn throttled_watch_waits_retry_after_without_relisting() {
     assert_eq!(queue.ops().len(), 1);
 }
 
+/// Issue 10 (item 6) changed the rule: an undecodable line relists from the last good
+/// resourceVersion (it used to re-watch from it, meeting the same bad event again until it
+/// left history), as client-go does.
 #[tokio::test(start_paused = true)]
-async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
+async fn garbage_in_the_stream_is_reported_and_relisted_from_last_good_rv() {
     let garbage = || {
         Error::decode(
             "watch event from pods",
@@ -297,6 +300,7 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
             Step::error(garbage()),
             Step::added(obj("never-applied", "99")),
         ])),
+        Answer::List(Ok(page(vec![obj("a", "11")], "11", None))),
         Answer::Watch(Ok(vec![
             Step::modified(obj("a", "12")),
             Step::Sleep(secs(2)),
@@ -309,6 +313,7 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
                 event_type: "SURPRISE".into(),
             }),
         ])),
+        Answer::List(Ok(page(vec![obj("a", "12")], "13", None))),
         Answer::Watch(Ok(vec![Step::added(obj("b", "14")), Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
@@ -317,9 +322,24 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(120)).await;
     let requests = lw.requests();
-    let rvs: Vec<_> = requests[1..].iter().map(watch_rv).collect();
+    assert_eq!(
+        requests,
+        vec![
+            list_req(Some("0"), Some(500)),
+            requests[1].clone(),
+            list_req(Some("11"), Some(500)),
+            requests[3].clone(),
+            requests[4].clone(),
+            list_req(Some("13"), Some(500)),
+            requests[6].clone(),
+        ]
+    );
     // The nameless object is skipped, its resourceVersion (13) counting as seen; its watch
     // then ends normally and the next one starts from 13.
+    let rvs: Vec<_> = [1, 3, 4, 6]
+        .iter()
+        .map(|i| watch_rv(&requests[*i]))
+        .collect();
     assert_eq!(
         rvs,
         vec![
@@ -334,7 +354,9 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
         vec![
             replace(&[], "10"),
             Op::Add("ns/a".into(), "11".into()),
+            replace(&["ns/a@11"], "11"),
             Op::Update("ns/a".into(), "12".into()),
+            replace(&["ns/a@12"], "13"),
             Op::Add("ns/b".into(), "14".into()),
         ]
     );
@@ -343,9 +365,9 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
     assert_eq!(
         classes,
         vec![
-            (Stage::Watch, ErrorClass::Decode, Some(Then::Rewatch)),
+            (Stage::Watch, ErrorClass::Decode, Some(Then::Relist)),
             (Stage::Watch, ErrorClass::InvalidObject, None),
-            (Stage::Watch, ErrorClass::Decode, Some(Then::Rewatch)),
+            (Stage::Watch, ErrorClass::Decode, Some(Then::Relist)),
         ]
     );
     assert!(seen[1].4.contains("ADDED event"), "{}", seen[1].4);
@@ -359,7 +381,7 @@ async fn garbage_in_the_stream_is_reported_and_rewatched_from_last_good_rv() {
         0
     );
     assert_eq!(stats.counters.watch_restarts.get(RestartReason::Ended), 1);
-    assert_eq!(stats.counters.relists, 0);
+    assert_eq!(stats.counters.relists, 2);
     assert_eq!(stats.errors, 3);
 }
 

@@ -683,14 +683,44 @@ impl Machine {
     }
 
     fn error_event(&mut self, status: &Status, now: Instant, random: f64) -> Next {
-        // The ERROR event itself was counted.
-        self.stream_failure(status.class(), status.retry_after(), 1, now, random)
+        // The ERROR event itself was counted. The server ended the watch with its own word:
+        // only 429 is worth a plain re-watch (client-go relists on any other, including a 500
+        // such as the one announcing an unsafe delete of a corrupt object, which no later
+        // event of the watch would undo).
+        let class = match status.class() {
+            ErrorClass::Throttled => ErrorClass::Throttled,
+            ErrorClass::Expired => ErrorClass::Expired,
+            ErrorClass::ResourceVersionTooLarge => ErrorClass::ResourceVersionTooLarge,
+            _ => ErrorClass::Other,
+        };
+        let reason = RestartReason::of(status.class());
+        self.stream_failure_as(class, reason, status.retry_after(), 1, now, random)
     }
 
     /// `not_objects`: how many of the watch's counted events were not objects (the ERROR).
     fn stream_failure(
         &mut self,
         class: ErrorClass,
+        retry_after: Option<Duration>,
+        not_objects: u64,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        self.stream_failure_as(
+            class,
+            RestartReason::of(class),
+            retry_after,
+            not_objects,
+            now,
+            random,
+        )
+    }
+
+    /// [`Machine::stream_failure`] deciding by `class` and counting the restart as `reason`.
+    fn stream_failure_as(
+        &mut self,
+        class: ErrorClass,
+        reason: RestartReason,
         retry_after: Option<Duration>,
         not_objects: u64,
         now: Instant,
@@ -707,10 +737,11 @@ impl Machine {
         };
         // A snapshot watch that delivered nothing can be started again as it was.
         let resumable = resumable || events <= not_objects;
-        self.watch_failure(
+        self.watch_failure_as(
             initial_deadline.is_some(),
             resumable,
             class,
+            reason,
             retry_after,
             now,
             random,
@@ -729,7 +760,34 @@ impl Machine {
         now: Instant,
         random: f64,
     ) -> Next {
-        self.counters.watch_restarts.bump(RestartReason::of(class));
+        let reason = RestartReason::of(class);
+        self.watch_failure_as(
+            streaming,
+            resumable,
+            class,
+            reason,
+            retry_after,
+            now,
+            random,
+        )
+    }
+
+    /// [`Machine::watch_failure`] counting the restart as `reason`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "private; each argument is one fact"
+    )]
+    fn watch_failure_as(
+        &mut self,
+        streaming: bool,
+        resumable: bool,
+        class: ErrorClass,
+        reason: RestartReason,
+        retry_after: Option<Duration>,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        self.counters.watch_restarts.bump(reason);
         if streaming {
             return match class {
                 ErrorClass::Throttled
@@ -752,11 +810,9 @@ impl Machine {
             };
         }
         match class {
-            ErrorClass::Throttled
-            | ErrorClass::Transport
-            | ErrorClass::ServerError
-            | ErrorClass::Decode
-            | ErrorClass::InvalidObject
+            // Nothing suggests the resourceVersion is a bad place to resume from: the request
+            // was refused or the connection broke.
+            ErrorClass::Throttled | ErrorClass::Transport | ErrorClass::ServerError
                 if resumable =>
             {
                 self.wait(Then::Rewatch, retry_after, now, random)

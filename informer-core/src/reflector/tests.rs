@@ -549,36 +549,68 @@ fn throttle_and_transport_rewatch_without_relisting() {
     assert_eq!(c.watch_restarts.get(RestartReason::ServerError), 1);
 }
 
+/// Issue 10 (item 6) changed this rule: an undecodable line or an unusable object in a watch
+/// relists (as client-go does) instead of re-watching from the same resourceVersion, which
+/// met the same bad event again until it left history.
 #[test]
-fn decode_and_invalid_object_rewatch_from_last_good_rv() {
+fn decode_and_invalid_object_errors_in_a_watch_relist() {
     let mut r = Rig::default();
     r.synced_at("10");
     r.event(&modified("11"));
     let (_, then) = wait(r.m.watch_failed(&decode(), r.now, 0.5));
-    assert_eq!(then, Then::Rewatch);
-    let w = watch(r.m.wait_elapsed(r.now, 0.5));
-    assert_eq!(w.resource_version.as_deref(), Some("11"));
+    assert_eq!(then, Then::Relist);
+    let relist = list(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(relist.resource_version.as_deref(), Some("11"));
+    r.m.list_succeeded("12", None, r.now, 0.5);
+    watch(r.m.replaced(r.now, 0.5));
     r.m.watch_started(r.now);
-    r.event(&modified("12"));
     let (_, then) = wait(r.m.watch_failed(&invalid_object(), r.now, 0.5));
-    assert_eq!(then, Then::Rewatch);
-    assert_eq!(
-        watch(r.m.wait_elapsed(r.now, 0.5))
-            .resource_version
-            .as_deref(),
-        Some("12")
-    );
+    assert_eq!(then, Then::Relist);
+    let relist = list(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(relist.resource_version.as_deref(), Some("12"));
+    r.m.list_succeeded("13", None, r.now, 0.5);
+    watch(r.m.replaced(r.now, 0.5));
     let unknown_type = Error::UnknownEventType {
         context: "watch".into(),
         event_type: "WHATEVER".into(),
     };
     r.m.watch_started(r.now);
     let (_, then) = wait(r.m.watch_failed(&unknown_type, r.now, 0.5));
-    assert_eq!(then, Then::Rewatch);
+    assert_eq!(then, Then::Relist);
     let c = r.m.counters();
     assert_eq!(c.watch_restarts.get(RestartReason::Decode), 2);
     assert_eq!(c.watch_restarts.get(RestartReason::InvalidObject), 1);
-    assert_eq!(c.relists, 0);
+    assert_eq!(c.relists, 3);
+}
+
+/// An `ERROR` event other than 429 relists, a 500 included (client-go: an internal error is
+/// retried only with `MaxInternalErrorRetryDuration`, off by default); 429 re-watches.
+#[test]
+fn error_events_relist_unless_throttled() {
+    let mut r = Rig::default();
+    r.synced_at("10");
+    r.event(&modified("11"));
+    let status = Status::failure(500, "StoreReadError", "corrupt object has been deleted");
+    let EventAction::Stop(next) = r.event(&WatchEvent::Error(status)) else {
+        panic!("an ERROR event stops the watch")
+    };
+    assert_eq!(wait(next).1, Then::Relist);
+    assert_eq!(
+        r.m.counters()
+            .watch_restarts
+            .get(RestartReason::ServerError),
+        1
+    );
+    let relist = list(r.m.wait_elapsed(r.now, 0.5));
+    assert_eq!(relist.resource_version.as_deref(), Some("11"));
+    r.m.list_succeeded("12", None, r.now, 0.5);
+    watch(r.m.replaced(r.now, 0.5));
+    r.m.watch_started(r.now);
+    let status = Status::failure(429, "TooManyRequests", "slow down");
+    let EventAction::Stop(next) = r.event(&WatchEvent::Error(status)) else {
+        panic!("an ERROR event stops the watch")
+    };
+    assert_eq!(wait(next).1, Then::Rewatch);
 }
 
 #[test]
@@ -1100,7 +1132,7 @@ fn a_snapshot_watch_that_delivered_nothing_is_retried_as_it_was() {
     let w = watch(r.m.wait_elapsed(r.now, 0.5));
     assert_eq!(w.resource_version.as_deref(), Some("0"));
     r.m.watch_started(r.now);
-    let status = Status::failure(500, "InternalError", "reset");
+    let status = Status::failure(429, "TooManyRequests", "slow down");
     let EventAction::Stop(next) = r.event(&WatchEvent::Error(status)) else {
         panic!("an ERROR event stops the watch")
     };

@@ -237,3 +237,93 @@ async fn a_stalled_streaming_list_falls_back_once_and_streams_again_at_the_next_
     assert_eq!(stats.counters.streaming_fallbacks, 1);
     assert!(stats.streaming);
 }
+
+/// Issue 10, item 6: an undecodable watch line. We used to re-watch from the last good
+/// resourceVersion, so the server sent the same bad event again, and again, until it left
+/// history (the script below repeats it); client-go relists, which moves past it (the list
+/// holds the object's current state, or an error for that item alone). Now a decode error
+/// in a watch relists (after a backoff delay).
+#[tokio::test(start_paused = true)]
+async fn an_undecodable_watch_line_relists_instead_of_meeting_it_again() {
+    use crate::reflector_support::*;
+    let garbage = || {
+        informer_core::Error::decode(
+            "watch event from configmaps",
+            b"{\"type\":\"MODIFIED\",\"object\":{\"metadata\":7}}",
+            "invalid type: integer, expected struct",
+        )
+    };
+    let lw = ScriptedListerWatcher::new(vec![
+        Answer::List(Ok(page(vec![], "10", None))),
+        Answer::Watch(Ok(vec![added("a", "11"), Step::error(garbage())])),
+        Answer::List(Ok(page(vec![obj("a", "12"), obj("b", "13")], "13", None))),
+        Answer::Watch(Ok(vec![Step::Hang])),
+    ]);
+    let queue = RecordingQueue::new();
+    let mut config = list_watch_config();
+    let failures = record_failures(&mut config);
+    let reflector = scripted_reflector(&lw, queue.clone(), config);
+    run_for(&reflector, secs(60)).await;
+    let requests = lw.requests();
+    assert!(
+        matches!(&requests[2], Request::List(l) if l.resource_version.as_deref() == Some("11")),
+        "{requests:?}"
+    );
+    assert_eq!(
+        queue.ops(),
+        [
+            Op::Replace(vec![], "10".into()),
+            Op::Add("ns/a".into(), "11".into()),
+            Op::Replace(vec!["ns/a@12".into(), "ns/b@13".into()], "13".into()),
+        ]
+    );
+    let failures = failures.lock().clone();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].class, ErrorClass::Decode);
+    assert_eq!(failures[0].then, Some(Then::Relist));
+}
+
+/// Issue 10, item 6: a registration abandoned at shutdown (its handler still busy with the
+/// initial list when the drain bound ran out) reported `has_synced() == true` afterwards,
+/// although it never handled most of its initial list: dropping its buffer counted the
+/// dropped initial notifications as handled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registration_abandoned_at_shutdown_is_not_synced() {
+    let server = FakeApiServer::new();
+    for name in ["a", "b", "c"] {
+        server.create(RESOURCE, &cm(name)).unwrap();
+    }
+    let informer = informer(
+        &server,
+        InformerConfig {
+            shutdown_timeout: millis(200),
+            ..InformerConfig::default()
+        },
+    );
+    let gate = Arc::new(Gate::default());
+    let log = Log::default();
+    let registration = informer
+        .add_handler_with(
+            log.handler().gated(Arc::clone(&gate)),
+            HandlerOptions {
+                delivery: informer::Delivery::Thread,
+                ..HandlerOptions::named("stuck")
+            },
+        )
+        .unwrap();
+    let running = Running::start(&informer);
+    tokio::time::timeout(secs(10), informer.wait_for_sync())
+        .await
+        .unwrap();
+    assert!(!registration.has_synced());
+    let report = tokio::time::timeout(secs(10), running.stop())
+        .await
+        .unwrap();
+    assert_eq!(report.stuck.len(), 1);
+    // The handler finishes the notification it was in, and nothing more is delivered.
+    gate.open();
+    tokio::time::sleep(millis(200)).await;
+    assert_eq!(log.len(), 1);
+    assert!(!registration.has_synced(), "{:?}", registration.stats());
+    assert!(!registration.wait_for_sync().await);
+}
