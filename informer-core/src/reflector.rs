@@ -102,10 +102,12 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use informer_core::reflector::{Machine, MachineConfig, Next, Then};
+//! use informer_core::reflector::{Machine, MachineConfig, Next, Then, WatchListMode};
 //! use informer_core::{Error, Status};
 //!
-//! let mut machine = Machine::new(MachineConfig::default());
+//! // A paginated list then a watch (the default streams the initial list instead).
+//! let config = MachineConfig { watch_list: WatchListMode::Off, ..MachineConfig::default() };
+//! let mut machine = Machine::new(config);
 //! let t0 = Instant::now();
 //! machine.start(t0, 0.0);
 //! machine.list_succeeded("10", None, t0, 0.0);

@@ -55,8 +55,10 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
         ("configmaps", Some("fieldSelector")),
         ("configmaps", Some("labelSelector")),
     ] {
+        // A paginated list or (the default since issue 10) a streaming one.
         let relist = cluster.engine.wait_for_request(|r| {
-            r.is_list_of(plural)
+            (r.is_list_of(plural)
+                || (r.is_watch_of(plural) && r.param("sendInitialEvents") == Some("true")))
                 && selector.is_none_or(|p| r.param(p).is_some())
                 && r.param("resourceVersion").is_some_and(|rv| rv != "0")
         });

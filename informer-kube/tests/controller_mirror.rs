@@ -161,6 +161,9 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
         .await
         .expect("watches open");
+    // Each relist streams first (the default since issue 10): those watches fail too, and
+    // each informer falls back to a paginated list.
+    faults.fail_watches("*", 3, status::internal_error("etcd is down"));
     faults.fail_lists("*", 3, status::internal_error("etcd is down"));
     faults.fail_lists("*", 1, status::too_many_requests(1));
     assert_eq!(faults.expire_watches("*"), 3);
@@ -263,6 +266,11 @@ async fn shutdown_before_sync_and_invalid_settings() {
         .engine
         .faults()
         .fail_lists("*", 10_000, status::internal_error("down"));
+    // And the streaming lists (the default since issue 10), which then fall back to lists.
+    cluster
+        .engine
+        .faults()
+        .fail_watches("*", 10_000, status::internal_error("down"));
     let running = cluster.run(config());
     tokio::time::timeout(
         GUARD,

@@ -120,8 +120,14 @@ async fn the_factory_shares_one_informer_per_type_and_spec() {
 #[tokio::test(start_paused = true)]
 async fn waiting_for_sync_times_out_naming_what_did_not_sync() {
     let server = FakeApiServer::new();
-    // Every list of secrets fails: that informer never syncs.
+    // Every list of secrets fails, and so does every watch (a streaming list, the default
+    // since issue 10, is a watch): that informer never syncs.
     server.faults().fail_lists(
+        "secrets",
+        usize::MAX,
+        status::internal_error("etcd is down"),
+    );
+    server.faults().fail_watches(
         "secrets",
         usize::MAX,
         status::internal_error("etcd is down"),

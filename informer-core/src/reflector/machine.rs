@@ -11,16 +11,20 @@ use crate::{
 pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
 
 /// Whether the reflector loads its cache with a streaming initial list ("WatchList").
+///
+/// The default is [`WatchListMode::On`], as in client-go since 1.35 (its `WatchListClient`
+/// gate is on by default): a server that refuses the request costs one refused watch before
+/// a paginated list, and the server keeps no full list in memory to answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum WatchListMode {
-    /// Paginated list, then watch. The default: every API server supports it.
-    #[default]
+    /// Paginated list, then watch.
     Off,
     /// One watch with `sendInitialEvents=true`; falls back to a paginated list, for that
     /// round only, when the server refuses the request or when the stream stops making
     /// progress before its end bookmark (nothing for [`MachineConfig::initial_events_timeout`]:
-    /// a server that ignores the parameter). The next relist streams again.
+    /// a server that ignores the parameter). The next relist streams again. The default.
+    #[default]
     On,
 }
 
@@ -34,7 +38,7 @@ pub struct MachineConfig {
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
     pub field_selector: Option<String>,
-    /// Streaming initial list or not. Default [`WatchListMode::Off`].
+    /// Streaming initial list or not. Default [`WatchListMode::On`].
     pub watch_list: WatchListMode,
     /// How long a streaming list may go without an object before its end bookmark: each
     /// `ADDED`, `MODIFIED` or `DELETED` of the initial events moves the deadline on, so a slow
@@ -53,7 +57,7 @@ impl Default for MachineConfig {
             page_size: Some(500),
             label_selector: None,
             field_selector: None,
-            watch_list: WatchListMode::Off,
+            watch_list: WatchListMode::On,
             initial_events_timeout: Duration::from_secs(60),
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
@@ -294,9 +298,10 @@ enum State {
 ///
 /// ```
 /// use std::time::Instant;
-/// use informer_core::reflector::{Machine, MachineConfig, Next};
+/// use informer_core::reflector::{Machine, MachineConfig, Next, WatchListMode};
 ///
-/// let mut machine = Machine::new(MachineConfig::default());
+/// let config = MachineConfig { watch_list: WatchListMode::Off, ..MachineConfig::default() };
+/// let mut machine = Machine::new(config);
 /// let now = Instant::now();
 /// let Next::List(first) = machine.start(now, 0.5) else { unreachable!() };
 /// assert_eq!(first.resource_version.as_deref(), Some("0"));

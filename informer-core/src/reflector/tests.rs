@@ -127,13 +127,13 @@ impl Rig {
     }
 
     fn default() -> Self {
-        Self::new(MachineConfig::default())
+        Self::new(list_watch_config())
     }
 
     fn streaming() -> Self {
         Self::new(MachineConfig {
             watch_list: WatchListMode::On,
-            ..MachineConfig::default()
+            ..list_watch_config()
         })
     }
 
@@ -224,7 +224,7 @@ fn continue_pages_drop_resource_version_and_match() {
     let mut r = Rig::new(MachineConfig {
         label_selector: Some("app=web".into()),
         field_selector: Some("metadata.namespace=prod".into()),
-        ..MachineConfig::default()
+        ..list_watch_config()
     });
     let first = list(r.start());
     assert_eq!(first.label_selector.as_deref(), Some("app=web"));
@@ -277,7 +277,7 @@ fn relist_uses_last_seen_rv_not_older_than() {
 fn unpaginated_relist_sends_no_match() {
     let mut r = Rig::new(MachineConfig {
         page_size: None,
-        ..MachineConfig::default()
+        ..list_watch_config()
     });
     let first = list(r.start());
     assert_eq!(first.limit, None);
@@ -291,7 +291,7 @@ fn unpaginated_relist_sends_no_match() {
     // Page size zero means the same.
     let mut z = Rig::new(MachineConfig {
         page_size: Some(0),
-        ..MachineConfig::default()
+        ..list_watch_config()
     });
     assert_eq!(list(z.start()).limit, None);
 }
@@ -417,7 +417,7 @@ fn watch_from_list_rv_with_bookmarks_and_random_timeout() {
     assert!(r.m.has_synced());
     assert_eq!(r.m.last_synced_resource_version(), Some("10"));
     // The timeout spans [300, 600).
-    let mut m = Machine::new(MachineConfig::default());
+    let mut m = Machine::new(list_watch_config());
     for (random, expected) in [(0.0, 300), (0.999_999, 599), (1.0, 599), (-3.0, 300)] {
         m.start(r.now, 0.0);
         m.list_succeeded("1", None, r.now, 0.0);
@@ -426,7 +426,7 @@ fn watch_from_list_rv_with_bookmarks_and_random_timeout() {
     }
     let mut no_timeout = Machine::new(MachineConfig {
         min_watch_timeout: Duration::ZERO,
-        ..MachineConfig::default()
+        ..list_watch_config()
     });
     no_timeout.start(r.now, 0.0);
     no_timeout.list_succeeded("1", None, r.now, 0.0);
@@ -1004,7 +1004,7 @@ mod properties {
         ) {
             let config = MachineConfig {
                 watch_list: if streaming { WatchListMode::On } else { WatchListMode::Off },
-                ..MachineConfig::default()
+                ..list_watch_config()
             };
             let mut m = Machine::new(config);
             let mut now = Instant::now();
@@ -1153,4 +1153,23 @@ fn live_events_after_the_end_bookmark_of_a_streaming_list_are_resume_points() {
     ));
     assert_eq!(r.event(&added("1")), EventAction::Apply);
     assert_eq!(r.m.last_synced_resource_version(), Some("1"));
+}
+
+/// The default configuration with a paginated list (most rules here are about list+watch;
+/// the default streams first since issue 10).
+fn list_watch_config() -> MachineConfig {
+    MachineConfig {
+        watch_list: WatchListMode::Off,
+        ..MachineConfig::default()
+    }
+}
+
+#[test]
+fn the_default_streams_first_as_client_go_does() {
+    let mut m = Machine::new(MachineConfig::default());
+    let Next::Watch(w) = m.start(Instant::now(), 0.5) else {
+        panic!("expected a streaming watch")
+    };
+    assert_eq!(w.send_initial_events, Some(true));
+    assert!(m.streaming());
 }

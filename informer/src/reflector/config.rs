@@ -83,7 +83,8 @@ pub struct ReflectorConfig<K> {
     pub name: String,
     /// `limit` of list requests; `None` lists in one request. Default 500.
     pub page_size: Option<u32>,
-    /// Streaming initial list or paginated list. Default [`WatchListMode::Off`].
+    /// Streaming initial list or paginated list. Default [`WatchListMode::On`] (as client-go
+    /// since 1.35), falling back to a paginated list when the server refuses it.
     pub watch_list: WatchListMode,
     /// How long a streaming list may go without sending an object (or its end bookmark)
     /// before the reflector gives it up and lists instead, for that round (a stalled stream,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer::reflector::{ReflectorConfig, Stage, Then};
+use informer::reflector::{ReflectorConfig, Stage, Then, WatchListMode};
 use informer::{HandlerOptions, InformerConfig, Object};
 use informer_core::{ErrorClass, KeyError, WatchEvent};
 use informer_testing::JsonObject;
@@ -65,35 +65,42 @@ fn picky_key_func() -> informer_core::KeyFunc<JsonObject> {
 /// fix the queue refused the whole list, the reflector carried on as if it had been applied,
 /// and the next watch event made the informer report `has_synced` with the listed objects
 /// missing from its cache. Now the unkeyable object is reported (to the watch-error handler)
-/// and skipped, as an object without a name is, and the rest of the list is applied.
+/// and skipped, as an object without a name is, and the rest of the list is applied: with a
+/// paginated list and with a streaming one.
 #[tokio::test(start_paused = true)]
 async fn a_list_with_an_unkeyable_object_is_applied_without_it() {
-    let server = FakeApiServer::new();
-    server.create(RESOURCE, &cm("a")).unwrap();
-    server
-        .create(RESOURCE, &cm("odd").with_label("unkeyable", "yes"))
-        .unwrap();
-    server.create(RESOURCE, &cm("b")).unwrap();
-    let mut config = InformerConfig {
-        key_func: picky_key_func(),
-        ..InformerConfig::default()
-    };
-    let failures = record_failures(&mut config.reflector);
-    let informer = informer(&server, config);
-    let running = Running::start(&informer);
-    running.watching(&server).await;
-    server.create(RESOURCE, &cm("c")).unwrap();
-    tokio::time::sleep(secs(5)).await;
+    for (mode, stage) in [
+        (WatchListMode::Off, Stage::ListItem),
+        (WatchListMode::On, Stage::StreamingList),
+    ] {
+        let server = FakeApiServer::new();
+        server.create(RESOURCE, &cm("a")).unwrap();
+        server
+            .create(RESOURCE, &cm("odd").with_label("unkeyable", "yes"))
+            .unwrap();
+        server.create(RESOURCE, &cm("b")).unwrap();
+        let mut config = InformerConfig {
+            key_func: picky_key_func(),
+            ..InformerConfig::default()
+        };
+        config.reflector.watch_list = mode;
+        let failures = record_failures(&mut config.reflector);
+        let informer = informer(&server, config);
+        let running = Running::start(&informer);
+        running.watching(&server).await;
+        server.create(RESOURCE, &cm("c")).unwrap();
+        tokio::time::sleep(secs(5)).await;
 
-    assert!(informer.has_synced());
-    let cached: Vec<String> = cache_state(&informer).into_keys().collect();
-    assert_eq!(cached, ["ns/a", "ns/b", "ns/c"]);
-    let failures = failures.lock().clone();
-    assert_eq!(failures.len(), 1, "{failures:?}");
-    assert_eq!(failures[0].stage, Stage::ListItem);
-    assert_eq!(failures[0].class, ErrorClass::InvalidObject);
-    assert!(failures[0].message.contains("odd"), "{failures:?}");
-    running.stop().await;
+        assert!(informer.has_synced(), "{mode:?}");
+        let cached: Vec<String> = cache_state(&informer).into_keys().collect();
+        assert_eq!(cached, ["ns/a", "ns/b", "ns/c"], "{mode:?}");
+        let failures = failures.lock().clone();
+        assert_eq!(failures.len(), 1, "{mode:?}: {failures:?}");
+        assert_eq!(failures[0].stage, stage);
+        assert_eq!(failures[0].class, ErrorClass::InvalidObject);
+        assert!(failures[0].message.contains("odd"), "{failures:?}");
+        running.stop().await;
+    }
 }
 
 /// Defect 2, second half: a queue that refuses a list for its own reasons. The list counts
