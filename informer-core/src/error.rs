@@ -95,9 +95,16 @@ impl Status {
                 .as_ref()
                 .is_some_and(|d| d.causes.iter().any(|c| c.reason == reason))
         };
+        // API servers 1.17.0 to 1.18.5 said it only in a cause's message.
+        let has_cause_message = |message: &str| {
+            self.details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.message == message))
+        };
         match (self.code, self.reason.as_str()) {
             (410, _) | (_, "Expired" | "Gone") => ErrorClass::Expired,
             _ if has_cause(CAUSE_RESOURCE_VERSION_TOO_LARGE)
+                || has_cause_message("Too large resource version")
                 || self.message.contains("Too large resource version") =>
             {
                 ErrorClass::ResourceVersionTooLarge

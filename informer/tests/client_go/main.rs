@@ -8,6 +8,10 @@
 //! where we differ on purpose, are listed with the reason in `docs/parity/reflector-informer.md`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+#![allow(
+    clippy::result_large_err,
+    reason = "list and watch closures return the API's own Result<_, Error>"
+)]
 
 #[path = "../informer_support/mod.rs"]
 mod informer_support;
@@ -17,4 +21,5 @@ mod reflector_support;
 mod support;
 
 mod real_time;
+mod reflector;
 mod regressions;
