@@ -22,4 +22,5 @@ mod support;
 
 mod real_time;
 mod reflector;
+mod reflector_watchlist;
 mod regressions;
