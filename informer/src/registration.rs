@@ -211,6 +211,19 @@ impl Registration {
         }
     }
 
+    /// Waits until the handler has stopped for good: its delivery loop has exited (after
+    /// [`remove_handler`](crate::SharedIndexInformer::remove_handler), a disconnection, or the
+    /// informer's shutdown), so its code will not be called again; for a stream, until it was
+    /// removed or dropped. Returns at once for a handler removed before the informer started.
+    ///
+    /// `remove_handler` returns at once, while the handler may still be inside a call; await
+    /// this after it before tearing down what the handler uses (client-go's
+    /// `ShutDownEventHandler`). A handler stuck in a call never stops: bound the wait with a
+    /// timeout.
+    pub async fn wait_for_stop(&self) {
+        self.shared.finished.cancelled().await;
+    }
+
     /// Notifications queued for this handler and not yet handled: its lag.
     pub fn pending(&self) -> usize {
         self.shared.pending.load(Ordering::Acquire)

@@ -24,3 +24,4 @@ mod real_time;
 mod reflector;
 mod reflector_watchlist;
 mod regressions;
+mod shared_informer;
