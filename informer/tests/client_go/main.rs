@@ -20,6 +20,7 @@ mod reflector_support;
 
 mod support;
 
+mod controller;
 mod real_time;
 mod reflector;
 mod reflector_watchlist;
