@@ -25,8 +25,10 @@ use parking_lot::Mutex;
 use crate::informer_support::*;
 use crate::support::*;
 
-/// client-go tools/cache/controller_test.go: Example (a controller, here a reflector and a
-/// queue popped by hand, that deletes everything it sees and reports each deletion)
+/// client-go tools/cache/controller_test.go: Example
+///
+/// A controller, here a reflector and a queue popped by hand, that deletes everything it sees
+/// and reports each deletion.
 #[tokio::test(start_paused = true)]
 async fn example() {
     let server = FakeApiServer::new();
@@ -126,8 +128,10 @@ async fn example_new_informer() {
     running.stop().await;
 }
 
-/// client-go tools/cache/controller_test.go: TestHammerController (three writers, 100 random
-/// writes each; ours also checks every key's story is a valid life and matches the server)
+/// client-go tools/cache/controller_test.go: TestHammerController
+///
+/// Three writers, 100 random writes each; ours also checks every key's story is a valid life
+/// and matches the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hammer_controller() {
     let server = FakeApiServer::new();
@@ -262,8 +266,10 @@ async fn update() {
     running.stop().await;
 }
 
-/// client-go tools/cache/controller_test.go: TestTransformingInformer (ours: the transform
-/// must keep the resourceVersion, which client-go's clears; it sets labels instead)
+/// client-go tools/cache/controller_test.go: TestTransformingInformer
+///
+/// Ours: the transform must keep the resourceVersion, which client-go's clears; it sets labels
+/// instead.
 #[tokio::test(start_paused = true)]
 async fn transforming_informer() {
     let server = FakeApiServer::new();
@@ -361,8 +367,10 @@ async fn transforming_informer() {
     running.stop().await;
 }
 
-/// client-go tools/cache/controller_test.go: TestTransformingInformerRace (resyncs never run
-/// the transform again on an already transformed object, while readers keep reading)
+/// client-go tools/cache/controller_test.go: TestTransformingInformerRace
+///
+/// Resyncs never run the transform again on an already transformed object, while readers keep
+/// reading.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transforming_informer_race() {
     let server = FakeApiServer::new();
@@ -444,8 +452,9 @@ fn config_map(name: &str) -> JsonObject {
     JsonObject::new(Some("testnamespace"), name)
 }
 
-/// client-go tools/cache/controller_test.go: TestDeletionHandlingObjectToName (ours: the key
-/// of a tombstone is the key of its object)
+/// client-go tools/cache/controller_test.go: TestDeletionHandlingObjectToName
+///
+/// Ours: the key of a tombstone is the key of its object.
 #[test]
 fn deletion_handling_object_to_name() {
     let cm = Arc::new(config_map("testname"));
@@ -458,8 +467,10 @@ fn deletion_handling_object_to_name() {
     assert_eq!(key.as_str(), "testnamespace/testname");
 }
 
-/// client-go tools/cache/controller_test.go: TestDeletedObjectGetObjectName (the cases with a
-/// nil or missing object cannot be written: our tombstone always holds an object)
+/// client-go tools/cache/controller_test.go: TestDeletedObjectGetObjectName
+///
+/// The cases with a nil or missing object cannot be written: our tombstone always holds an
+/// object.
 #[test]
 fn deleted_object_get_object_name() {
     let cm = Arc::new(config_map("testname"));
@@ -482,7 +493,9 @@ fn deleted_object_get_object_name() {
     assert_eq!(name(&tombstone), expected);
 }
 
-/// client-go tools/cache/controller_test.go: TestDeletedObjectGetKey (same limits as above)
+/// client-go tools/cache/controller_test.go: TestDeletedObjectGetKey
+///
+/// Same limits as above.
 #[test]
 fn deleted_object_get_key() {
     let cm = Arc::new(config_map("testname"));
@@ -622,29 +635,25 @@ async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[
     running.stop().await;
 }
 
-/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/all transaction
-/// succeeding should works
+/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/all transaction succeeding should works
 #[tokio::test(start_paused = true)]
 async fn process_deltas_in_batch_all_succeeding() {
     process_deltas_in_batch(&["testname1"], &[], &["testname1"]).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/all transaction failing
-/// should not trigger listener
+/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/all transaction failing should not trigger listener
 #[tokio::test(start_paused = true)]
 async fn process_deltas_in_batch_all_failing() {
     process_deltas_in_batch(&["testname1"], &["testname1"], &[]).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction
-/// failing should only trigger successful events to listener #1
+/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction failing should only trigger successful events to listener #1
 #[tokio::test(start_paused = true)]
 async fn process_deltas_in_batch_partial_failing_1() {
     process_deltas_in_batch(&["testname1", "testname2"], &["testname2"], &["testname1"]).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction
-/// failing should only trigger successful events to listener #2
+/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction failing should only trigger successful events to listener #2
 #[tokio::test(start_paused = true)]
 async fn process_deltas_in_batch_partial_failing_2() {
     process_deltas_in_batch(
@@ -824,15 +833,13 @@ async fn replace_events_create_update_delete(atomic: bool) {
     .await;
 }
 
-/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create with no initial objects
-/// atomic: false
+/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create with no initial objects atomic: false
 #[tokio::test(start_paused = true)]
 async fn replace_events_create_with_no_initial_objects_atomic_false() {
     replace_events_create_with_no_initial_objects(false).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create with no initial objects
-/// atomic: true
+/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create with no initial objects atomic: true
 #[tokio::test(start_paused = true)]
 async fn replace_events_create_with_no_initial_objects_atomic_true() {
     replace_events_create_with_no_initial_objects(true).await;
@@ -850,15 +857,13 @@ async fn replace_events_delete_all_objects_atomic_true() {
     replace_events_delete_all_objects(true).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create, update, delete atomic:
-/// false
+/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create, update, delete atomic: false
 #[tokio::test(start_paused = true)]
 async fn replace_events_create_update_delete_atomic_false() {
     replace_events_create_update_delete(false).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create, update, delete atomic:
-/// true
+/// client-go tools/cache/controller_test.go: TestReplaceEvents/Create, update, delete atomic: true
 #[tokio::test(start_paused = true)]
 async fn replace_events_create_update_delete_atomic_true() {
     replace_events_create_update_delete(true).await;
@@ -931,8 +936,10 @@ async fn reset_watch_atomic_true() {
     reset_watch(true).await;
 }
 
-/// client-go tools/cache/controller_test.go: TestStoreResourceVersion (client-go's store
-/// records the last resourceVersion; ours is the informer's `last_synced_resource_version`)
+/// client-go tools/cache/controller_test.go: TestStoreResourceVersion
+///
+/// client-go's store records the last resourceVersion; ours is the informer's
+/// `last_synced_resource_version`.
 #[tokio::test(start_paused = true)]
 async fn store_resource_version() {
     let server = FakeApiServer::new();

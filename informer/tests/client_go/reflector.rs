@@ -193,8 +193,9 @@ async fn reflector_watch_stopped_after() {
     assert!(watch.is_stopped());
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorHandleWatchStoppedBefore (ours: the
-/// token fires while the watch request has not been answered; `run` returns at once)
+/// client-go tools/cache/reflector_test.go: TestReflectorHandleWatchStoppedBefore
+///
+/// Ours: the token fires while the watch request has not been answered; `run` returns at once.
 #[tokio::test(start_paused = true)]
 async fn reflector_handle_watch_stopped_before() {
     // The script has no answer for the watch: the request waits forever.
@@ -207,8 +208,10 @@ async fn reflector_handle_watch_stopped_before() {
     assert_eq!(queue.ops(), [Op::Replace(vec![], "1".into())]);
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorHandleWatchStoppedAfter (ours: the
-/// token fires after events were handled; they stay applied and the stream is dropped)
+/// client-go tools/cache/reflector_test.go: TestReflectorHandleWatchStoppedAfter
+///
+/// Ours: the token fires after events were handled; they stay applied and the stream is
+/// dropped.
 #[tokio::test(start_paused = true)]
 async fn reflector_handle_watch_stopped_after() {
     let source = FakeSource::new(|_| Ok(list_of(vec![], "1")));
@@ -225,8 +228,9 @@ async fn reflector_handle_watch_stopped_after() {
 }
 
 /// client-go tools/cache/reflector_test.go: TestReflectorHandleWatchResultChanClosedBefore
-/// (client-go: a `VeryShortWatchError`, then a relist; ours: the same failure, then a re-watch
-/// after a backoff delay)
+///
+/// client-go: a `VeryShortWatchError`, then a relist; ours: the same failure, then a re-watch
+/// after a backoff delay.
 #[tokio::test(start_paused = true)]
 async fn reflector_handle_watch_result_chan_closed_before() {
     let source = FakeSource::new(|_| Ok(list_of(vec![], "1")));
@@ -265,8 +269,9 @@ async fn reflector_handle_watch_result_chan_closed_after() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorWatchHandler (ours: the object of the
-/// wrong type becomes one without a name, skipped the same way)
+/// client-go tools/cache/reflector_test.go: TestReflectorWatchHandler
+///
+/// Ours: the object of the wrong type becomes one without a name, skipped the same way.
 #[tokio::test(start_paused = true)]
 async fn reflector_watch_handler() {
     let pipeline = Pipeline::delta_fifo();
@@ -288,8 +293,9 @@ async fn reflector_watch_handler() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorStopWatch (ours: a token cancelled
-/// before the reflector runs: nothing is requested or applied)
+/// client-go tools/cache/reflector_test.go: TestReflectorStopWatch
+///
+/// Ours: a token cancelled before the reflector runs: nothing is requested or applied.
 #[tokio::test(start_paused = true)]
 async fn reflector_stop_watch() {
     let source = FakeSource::new(|_| Ok(list_of(vec![pod("a", "1")], "1")));
@@ -372,9 +378,10 @@ async fn reflector_list_and_watch_use_watch_list_disabled() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchWithErrors (client-go
-/// runs `ListAndWatch` once per row; ours runs on, relisting after a 410 where a row ends,
-/// and a failed watch request is re-watched rather than relisted)
+/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchWithErrors
+///
+/// client-go runs `ListAndWatch` once per row; ours runs on, relisting after a 410 where a row
+/// ends, and a failed watch request is re-watched rather than relisted.
 #[tokio::test(start_paused = true)]
 async fn reflector_list_and_watch_with_errors() {
     let pipeline = Pipeline::delta_fifo();
@@ -470,16 +477,18 @@ fn init_conn_backoff() -> BackoffConfig {
     }
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchInitConnBackoff/5
-/// connection failures (bounds from our arithmetic: bases 1+2+4+8+16 ms, each up to doubled)
+/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchInitConnBackoff/5 connection failures takes at least 32 ms
+///
+/// Bounds from our arithmetic: bases 1+2+4+8+16 ms, each up to doubled.
 #[tokio::test(start_paused = true)]
 async fn reflector_list_and_watch_init_conn_backoff_5_failures() {
     let took = time_to_watch(5, init_conn_backoff()).await;
     assert!((millis(31)..=millis(62)).contains(&took), "{took:?}");
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchInitConnBackoff/40
-/// connection failures (the cap flattens the growth: bases 63 ms then 34 × 50 ms)
+/// client-go tools/cache/reflector_test.go: TestReflectorListAndWatchInitConnBackoff/40 connection failures takes at least 1099511627776 ms
+///
+/// The cap flattens the growth: bases 63 ms then 34 × 50 ms, each up to doubled.
 #[tokio::test(start_paused = true)]
 async fn reflector_list_and_watch_init_conn_backoff_40_failures() {
     let took = time_to_watch(40, init_conn_backoff()).await;
@@ -551,8 +560,9 @@ async fn no_relist_on_too_many_requests() {
     assert_eq!(requests.len() - 1, 5);
 }
 
-/// client-go tools/cache/reflector_test.go: TestRetryInternalError/retries off (client-go's
-/// default, and our only behaviour: an internal error in a watch relists)
+/// client-go tools/cache/reflector_test.go: TestRetryInternalError/retries off
+///
+/// client-go's default, and our only behaviour: an internal error in a watch relists.
 #[tokio::test(start_paused = true)]
 async fn retry_internal_error_retries_off() {
     let internal = Status::failure(500, "InternalError", "etcdserver: no leader");
@@ -569,8 +579,9 @@ async fn retry_internal_error_retries_off() {
     assert_eq!(r.stats().counters.relists, 1);
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorResync (client-go's resync error ends
-/// that `ListAndWatch`; ours is reported and resyncs go on)
+/// client-go tools/cache/reflector_test.go: TestReflectorResync
+///
+/// client-go's resync error ends that `ListAndWatch`; ours is reported and resyncs go on.
 #[tokio::test(start_paused = true)]
 async fn reflector_resync() {
     let source = FakeSource::new(|_| Ok(list_of(vec![], "0")));
@@ -595,8 +606,9 @@ fn ten_pods() -> Vec<JsonObject> {
         .collect()
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorWatchListPageSize (ours pages the
-/// first list; client-go sets the resourceVersion to 10 to page a relist)
+/// client-go tools/cache/reflector_test.go: TestReflectorWatchListPageSize
+///
+/// Ours pages the first list; client-go sets the resourceVersion to 10 to page a relist.
 #[tokio::test(start_paused = true)]
 async fn reflector_watch_list_page_size() {
     let pipeline = Pipeline::delta_fifo();
@@ -759,9 +771,10 @@ fn too_large(message: &str, cause: Option<StatusCause>) -> Error {
     api(status)
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorFullListIfTooLarge (the three forms
-/// the API server has used for "too large resource version"; the second was misclassified
-/// before this port, see the parity doc)
+/// client-go tools/cache/reflector_test.go: TestReflectorFullListIfTooLarge
+///
+/// The three forms the API server has used for "too large resource version"; the second was
+/// misclassified before this port (see the parity doc).
 #[tokio::test(start_paused = true)]
 async fn reflector_full_list_if_too_large() {
     let pipeline = Pipeline::delta_fifo();
@@ -864,9 +877,10 @@ async fn reflector_resource_version_update() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_test.go: TestReflectorReplacesStoreOnUnsafeDelete. Before
-/// issue 10 the ERROR event with a 500 made the reflector re-watch, and the corrupt object
-/// stayed in the cache; it now relists, as client-go does.
+/// client-go tools/cache/reflector_test.go: TestReflectorReplacesStoreOnUnsafeDelete
+///
+/// Before issue 10 the ERROR event with a 500 made the reflector re-watch, and the corrupt
+/// object stayed in the cache; it now relists, as client-go does.
 #[tokio::test(start_paused = true)]
 async fn reflector_replaces_store_on_unsafe_delete() {
     let pipeline = Pipeline::delta_fifo();

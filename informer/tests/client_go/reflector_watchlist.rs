@@ -89,8 +89,7 @@ fn assert_first_list(l: &ListOptions) {
     assert_eq!(l.continue_token, None, "{l:?}");
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/
-/// WatchListClient feature gate off, client supports WatchList semantics
+/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/WatchListClient feature gate off, client supports WatchList semantics
 #[tokio::test(start_paused = true)]
 async fn new_reflector_with_disablement_watch_list_gate_off_client_supports() {
     let source = FakeSource::new(|_| Ok(list_of(vec![], "1")));
@@ -102,8 +101,7 @@ async fn new_reflector_with_disablement_watch_list_gate_off_client_supports() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/
-/// WatchListClient feature gate on, client supports WatchList semantics
+/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/WatchListClient feature gate on, client supports WatchList semantics
 #[tokio::test(start_paused = true)]
 async fn new_reflector_with_disablement_watch_list_gate_on_client_supports() {
     let source = FakeSource::streaming_only();
@@ -123,9 +121,9 @@ async fn new_reflector_with_disablement_watch_list_gate_on_client_supports() {
     running.stop().await;
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/
-/// WatchListClient feature gate on, client doesn't expose the IsWatchListSemanticsUnSupported
-/// method (every one of our lister-watchers is that case; here the in-process fake server's)
+/// client-go tools/cache/reflector_watchlist_test.go: TestNewReflectorWithDisablementWatchList/WatchListClient feature gate on, client doesn't expose the IsWatchListSemanticsUnSupported method
+///
+/// Every one of our lister-watchers is that case; here the in-process fake server's.
 #[tokio::test(start_paused = true)]
 async fn new_reflector_with_disablement_watch_list_gate_on_client_does_not_expose_the_method() {
     let server = FakeApiServer::new();
@@ -162,23 +160,20 @@ async fn streamed_resource_version(send: impl FnOnce(&FakeWatch)) -> Option<Stri
     rig.reflector.last_synced_resource_version()
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/empty
-/// resource version
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/empty resource version
 #[tokio::test(start_paused = true)]
 async fn watch_list_resource_version_empty_resource_version() {
     assert_eq!(streamed_resource_version(|_| {}).await, None);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/empty
-/// resource version without bookmark event
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/empty resource version without bookmark event
 #[tokio::test(start_paused = true)]
 async fn watch_list_resource_version_empty_resource_version_without_bookmark_event() {
     let rv = streamed_resource_version(|w| w.added(pod("p1", "1"))).await;
     assert_eq!(rv, None);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/non empty
-/// resource version with bookmark event and initial events annotation
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchListResourceVersion/non empty resource version with bookmark event and initial events annotation
 #[tokio::test(start_paused = true)]
 async fn watch_list_resource_version_non_empty_with_bookmark_event_and_initial_events_annotation() {
     let rv = streamed_resource_version(|w| {
@@ -189,8 +184,9 @@ async fn watch_list_resource_version_non_empty_with_bookmark_event_and_initial_e
     assert_eq!(rv.as_deref(), Some("2"));
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector won't be
-/// synced if the bookmark event has been received (sic: has not)
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector won't be synced if the bookmark event has been received
+///
+/// Sic: has not been received.
 #[tokio::test(start_paused = true)]
 async fn watch_list_the_reflector_wont_be_synced_without_the_bookmark_event() {
     let rig = Rig::streaming(FakeSource::streaming_only());
@@ -206,8 +202,7 @@ async fn watch_list_the_reflector_wont_be_synced_without_the_bookmark_event() {
     assert_streaming(&rig.source.watches()[0], None);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector uses the old
-/// LIST/WATCH semantics if the UseWatchList is turned off
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector uses the old LIST/WATCH semantics if the UseWatchList is turned off
 #[tokio::test(start_paused = true)]
 async fn watch_list_uses_the_old_list_watch_semantics_if_turned_off() {
     let source = FakeSource::new(|_| Ok(list_of(vec![pod("p1", "1")], "1")));
@@ -262,23 +257,22 @@ async fn falls_back_when_refused(refusal: fn() -> Error) {
     assert_eq!(rig.reflector.stats().counters.streaming_fallbacks, 1);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/returning any other error
-/// than apierrors.NewInvalid forces fallback (ours: an error of no known class)
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/returning any other error than apierrors.NewInvalid forces fallback
+///
+/// Ours: an error of no known class.
 #[tokio::test(start_paused = true)]
 async fn watch_list_returning_any_other_error_than_invalid_forces_fallback() {
     falls_back_when_refused(|| api(Status::failure(0, "", "dummy error"))).await;
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector can fall
-/// back to old LIST/WATCH semantics when a server doesn't support streaming
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming
 #[tokio::test(start_paused = true)]
 async fn watch_list_can_fall_back_when_a_server_does_not_support_streaming() {
     falls_back_when_refused(|| api(Status::failure(422, "Invalid", "streaming is not allowed")))
         .await;
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/prove that the reflector
-/// is synced after receiving a bookmark event
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/prove that the reflector is synced after receiving a bookmark event
 #[tokio::test(start_paused = true)]
 async fn watch_list_prove_that_the_reflector_is_synced_after_receiving_a_bookmark_event() {
     let rig = Rig::streaming(FakeSource::streaming_only());
@@ -294,8 +288,7 @@ async fn watch_list_prove_that_the_reflector_is_synced_after_receiving_a_bookmar
     assert_eq!(rig.source.requests().len(), 1);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/check if Updates and
-/// Deletes events are propagated during streaming (until the bookmark is received)
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/check if Updates and Deletes events are propagated during streaming (until the bookmark is received)
 #[tokio::test(start_paused = true)]
 async fn watch_list_updates_and_deletes_are_propagated_during_streaming() {
     let rig = Rig::streaming(FakeSource::streaming_only());
@@ -314,8 +307,7 @@ async fn watch_list_updates_and_deletes_are_propagated_during_streaming() {
     assert_eq!(rig.source.requests().len(), 1);
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/checks if the reflector
-/// retries 429
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/checks if the reflector retries 429
 #[tokio::test(start_paused = true)]
 async fn watch_list_checks_if_the_reflector_retries_429() {
     let refused = Arc::new(AtomicUsize::new(0));
@@ -348,9 +340,9 @@ async fn watch_list_checks_if_the_reflector_retries_429() {
     }
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/check if stopping a
-/// watcher before sync results in creating a new watch-list request (client-go asks again at
-/// once; ours after a backoff delay)
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/check if stopping a watcher before sync results in creating a new watch-list request
+///
+/// client-go asks again at once; ours after a backoff delay.
 #[tokio::test(start_paused = true)]
 async fn watch_list_stopping_a_watcher_before_sync_creates_a_new_watch_list_request() {
     let rig = Rig::streaming(FakeSource::streaming_only());
@@ -377,8 +369,7 @@ async fn watch_list_stopping_a_watcher_before_sync_creates_a_new_watch_list_requ
     );
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/stopping a watcher after
-/// synchronization results in creating a new watch request
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/stopping a watcher after synchronization results in creating a new watch request
 #[tokio::test(start_paused = true)]
 async fn watch_list_stopping_a_watcher_after_synchronization_creates_a_new_watch_request() {
     let rig = Rig::streaming(FakeSource::streaming_only());
@@ -402,9 +393,9 @@ async fn watch_list_stopping_a_watcher_after_synchronization_creates_a_new_watch
     assert_plain_watch(&watches[1], "3");
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/expiring an established
-/// watcher results in returning an error from the reflector (ours: the error is reported and
-/// the reflector relists, streaming again)
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/expiring an established watcher results in returning an error from the reflector
+///
+/// Ours: the error is reported and the reflector relists, streaming again.
 #[tokio::test(start_paused = true)]
 async fn watch_list_expiring_an_established_watcher() {
     let requests = Arc::new(AtomicUsize::new(0));
@@ -446,9 +437,10 @@ async fn watch_list_expiring_an_established_watcher() {
     assert!(failures[0].message.contains("rv already expired"));
 }
 
-/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/prove that the reflector
-/// is checking the value of the initialEventsEnd annotation (ours: a bookmark not marked as
-/// the end, as our decoders report an annotation other than "true")
+/// client-go tools/cache/reflector_watchlist_test.go: TestWatchList/prove that the reflector is checking the value of the initialEventsEnd annotation
+///
+/// Ours: a bookmark not marked as the end, as our decoders report an annotation other than
+/// "true".
 #[tokio::test(start_paused = true)]
 async fn watch_list_prove_that_the_reflector_checks_the_initial_events_end_annotation() {
     let rig = Rig::streaming(FakeSource::streaming_only());

@@ -169,8 +169,9 @@ async fn listener_resync_periods() {
     run_listener_resync_periods(None).await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestListenerResyncPeriodsDelayed (ours: the
-/// handlers, on their own threads, cannot start handling until 1 s has passed)
+/// client-go tools/cache/shared_informer_test.go: TestListenerResyncPeriodsDelayed
+///
+/// Ours: the handlers, on their own threads, cannot start handling until 1 s has passed.
 #[tokio::test(start_paused = true)]
 async fn listener_resync_periods_delayed() {
     run_listener_resync_periods(Some(Arc::new(Gate::default()))).await;
@@ -236,8 +237,9 @@ async fn shared_informer_initialization_race() {
     running.stop().await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestSharedInformerWatchDisruption (the
-/// disruption is a 410 on the watch; the relist finds pod2 changed and pod3 new)
+/// client-go tools/cache/shared_informer_test.go: TestSharedInformerWatchDisruption
+///
+/// The disruption is a 410 on the watch; the relist finds pod2 changed and pod3 new.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_watch_disruption() {
     let pod = |name: &str, rv: &str| {
@@ -327,8 +329,10 @@ async fn shared_informer_error_handling() {
     running.stop().await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestSharedInformerTransformer (ours: the
-/// transform must keep the name, so it sets a label where client-go upper-cases the name)
+/// client-go tools/cache/shared_informer_test.go: TestSharedInformerTransformer
+///
+/// Ours: the transform must keep the name, so it sets a label where client-go upper-cases the
+/// name.
 #[tokio::test(start_paused = true)]
 async fn shared_informer_transformer() {
     let server = FakeApiServer::new();
@@ -433,8 +437,9 @@ async fn removing_removed_shared_informer() {
     assert!(!is_registered(&informer, &r));
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestSharedInformerHandlerAbuse (scaled
-/// down: 20 workers and 2,000 writes)
+/// client-go tools/cache/shared_informer_test.go: TestSharedInformerHandlerAbuse
+///
+/// Scaled down: 20 workers and 2,000 writes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shared_informer_handler_abuse() {
     let server = FakeApiServer::new();
@@ -535,8 +540,9 @@ async fn add_on_stopped_shared_informer() {
     assert!(err.to_string().contains("has stopped"), "{err}");
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestRemoveOnStoppedSharedInformer (ours:
-/// removal after stop is harmless; shutdown already ended the registration)
+/// client-go tools/cache/shared_informer_test.go: TestRemoveOnStoppedSharedInformer
+///
+/// Ours: removal after stop is harmless; shutdown already ended the registration.
 #[tokio::test(start_paused = true)]
 async fn remove_on_stopped_shared_informer() {
     let server = FakeApiServer::new();
@@ -679,9 +685,10 @@ fn panicking_handler() -> informer::ClosureHandler<JsonObject> {
     handler().on_add(|_: &Arc<JsonObject>, _| panic!("fake panic"))
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestEventPanics/simple (ours: the panic is an
-/// incident, and the notification counts as handled, so the handler does sync; client-go's
-/// never syncs, kubernetes#129024)
+/// client-go tools/cache/shared_informer_test.go: TestEventPanics/simple
+///
+/// Ours: the panic is an incident, and the notification counts as handled, so the handler does
+/// sync; client-go's never syncs (kubernetes#129024).
 #[tokio::test(start_paused = true)]
 async fn event_panics_simple() {
     let server = FakeApiServer::new();
@@ -699,8 +706,9 @@ async fn event_panics_simple() {
     running.stop().await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestEventPanics/many (ours: no delay after a
-/// panic; client-go's listener sleeps a second)
+/// client-go tools/cache/shared_informer_test.go: TestEventPanics/many
+///
+/// Ours: no delay after a panic; client-go's listener sleeps a second.
 #[tokio::test(start_paused = true)]
 async fn event_panics_many() {
     let server = FakeApiServer::new();
@@ -743,8 +751,9 @@ fn blocking_handler(
 }
 
 /// client-go tools/cache/shared_informer_test.go: TestRemoveEventHandler_AsynchronousPanic
-/// (ours: removal returns at once while the handler is inside a call; the call completes,
-/// and nothing more is delivered)
+///
+/// Ours: removal returns at once while the handler is inside a call; the call completes, and
+/// nothing more is delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_event_handler_asynchronous_panic() {
     let server = FakeApiServer::new();
@@ -791,7 +800,8 @@ async fn remove_event_handler_asynchronous_panic() {
 }
 
 /// client-go tools/cache/shared_informer_test.go: TestRemoveEventHandler_SynchronousShutdown
-/// (`ShutDownEventHandler` is our `remove_handler` then `Registration::wait_for_stop`)
+///
+/// `ShutDownEventHandler` is our `remove_handler` then `Registration::wait_for_stop`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_event_handler_synchronous_shutdown() {
     let server = FakeApiServer::new();
@@ -834,8 +844,7 @@ async fn remove_event_handler_synchronous_shutdown() {
     running.stop().await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/
-/// InformerNeverStarted
+/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/InformerNeverStarted
 #[tokio::test(start_paused = true)]
 async fn shut_down_event_handler_lifecycles_informer_never_started() {
     let server = FakeApiServer::new();
@@ -849,8 +858,7 @@ async fn shut_down_event_handler_lifecycles_informer_never_started() {
         .unwrap();
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/
-/// StartedThenAddedThenShutDown
+/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/StartedThenAddedThenShutDown
 #[tokio::test(start_paused = true)]
 async fn shut_down_event_handler_lifecycles_started_then_added_then_shut_down() {
     let server = FakeApiServer::new();
@@ -867,8 +875,7 @@ async fn shut_down_event_handler_lifecycles_started_then_added_then_shut_down() 
     running.stop().await;
 }
 
-/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/
-/// AddedThenStartedThenShutDown
+/// client-go tools/cache/shared_informer_test.go: TestShutDownEventHandler_Lifecycles/AddedThenStartedThenShutDown
 #[tokio::test(start_paused = true)]
 async fn shut_down_event_handler_lifecycles_added_then_started_then_shut_down() {
     let server = FakeApiServer::new();
