@@ -15,11 +15,12 @@
 //! (RSS after sync − RSS before) / pods; the peak (VmHWM) is reported too. Each variant runs
 //! `INFORMER_KUBE_BENCH_RUNS` times (default 3); the table shows the median run by sync time.
 //!
-//! The informer uses its defaults: a paginated list (`limit=500`, first list at
-//! `resourceVersion=0`, which the server answers whole, as the API server's watch cache does),
-//! then a watch. Variants: full objects; `managedFields` dropped by the informer's transform
-//! (after each page is decoded); dropped by the lister-watcher as each item is decoded; and
-//! the latter with a streaming initial list (`sendInitialEvents`).
+//! The informer uses a paginated list (`limit=500`, first list at `resourceVersion=0`, which
+//! the server answers whole, as the API server's watch cache does), then a watch: set
+//! explicitly, since the default streams the initial list. Variants: full objects;
+//! `managedFields` dropped by the informer's transform (after each page is decoded); dropped by
+//! the lister-watcher as each item is decoded; and the latter with a streaming initial list
+//! (`sendInitialEvents`, the default).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "benchmark harness")]
 
@@ -146,6 +147,7 @@ fn client(url: &str, variant: &str) {
             name: "pods".into(),
             ..InformerConfig::default()
         };
+        config.reflector.watch_list = WatchListMode::Off;
         let mut lister_watcher = KubeListerWatcher::<Pod>::all(client);
         match variant {
             "drop-after-decode" => config.transform = Some(drop_managed_fields()),

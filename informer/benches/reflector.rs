@@ -142,6 +142,9 @@ fn run(
     let config = ReflectorConfig {
         seed: Some(1),
         transform: Some(Arc::new(|o: JsonObject| o)),
+        // Paginated lists then a watch: what the pages and events here are for (the default
+        // streams the initial list since issue 10).
+        watch_list: informer::reflector::WatchListMode::Off,
         ..ReflectorConfig::default()
     };
     let reflector = Reflector::new(Arc::new(lw), queue, known, config);
