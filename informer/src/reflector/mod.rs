@@ -27,13 +27,14 @@
 //! An undecodable watch line or an unknown event type is reported as a typed [`Error`] (to
 //! tracing, the stats and the [watch-error handler](ReflectorConfig::watch_error_handler)); the
 //! reflector then relists from the last good resourceVersion (as client-go does: re-watching
-//! from it would bring the same bad event again), so nothing is lost. An object the key function cannot key (one without
-//! a name, or one a custom [`key_func`](ReflectorConfig::key_func) refuses), in a list or in a
-//! watch event, is reported and skipped: no key can hold it, and re-watching would only bring
-//! it again (the server sends the same history to every watch from before it), so the watch
-//! goes on, the event's resourceVersion counting as seen, as client-go does. A list the queue
-//! refuses anyway (a custom queue with rules of its own) counts as a failed list: it is
-//! reported, the reflector does not call itself synced, and it relists after a backoff delay.
+//! from it would bring the same bad event again), so nothing is lost. An object the key
+//! function cannot key (one without a name, or one a custom
+//! [`key_func`](ReflectorConfig::key_func) refuses), in a list or in a watch event, is reported
+//! and skipped: no key can hold it, and re-watching would only bring it again (the server sends
+//! the same history to every watch from before it), so the watch goes on, the event's
+//! resourceVersion counting as seen, as client-go does. A list the queue refuses anyway (a
+//! custom queue with rules of its own) counts as a failed list: it is reported, the reflector
+//! does not call itself synced, and it relists after a backoff delay.
 //! Nothing panics.
 //!
 //! # Example
