@@ -21,6 +21,7 @@ mod reflector_support;
 mod support;
 
 mod controller;
+mod processor_listener;
 mod real_time;
 mod reflector;
 mod reflector_watchlist;
