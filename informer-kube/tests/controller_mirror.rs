@@ -212,9 +212,12 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     assert_eq!(report.informers.informers.len(), 3);
     for (name, stats) in &report.informer_stats {
         let reflector = stats.reflector.as_ref().unwrap();
-        // The compaction and both ERROR 410 rounds made every informer relist.
+        // The compaction and both ERROR 410 rounds made every informer relist; two rounds
+        // count once when an informer is still backing off from the previous one when the
+        // next begins (seen with the namespaces informer, whose state the second round does
+        // not change, so convergence does not wait for it).
         assert!(
-            reflector.counters.relists >= 3,
+            reflector.counters.relists >= 2,
             "{name}: {:?}",
             reflector.counters
         );
