@@ -3,6 +3,8 @@
 //! Tasks:
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
+//! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
+//!   (see `codegen.rs`); `--check` only compares, as CI does.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
 //! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
 //! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
@@ -14,6 +16,7 @@ use std::env;
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod codegen;
 mod layering;
 mod soak;
 
@@ -21,6 +24,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
         Some("soak") => soak::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
@@ -43,6 +47,8 @@ fn print_help() {
     println!(
         "cargo xtask <task>\n\n\
          ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
+         codegen   regenerate the fake API server's resource and protobuf tables from the\n\
+         \x20         k8s-openapi and k8s-pb sources (--check: only compare; CI runs it)\n\
          layering  check that informer-core depends on no IO or async runtime crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
@@ -55,6 +61,7 @@ fn print_help() {
 fn ci() -> Result<(), String> {
     step("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
     step("layering", layering::check())?;
+    step("codegen", codegen::run(&["--check".to_owned()]))?;
     step(
         "clippy",
         cargo(&[
