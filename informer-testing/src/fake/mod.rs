@@ -123,8 +123,10 @@
 // HTTP front end renders them as they are, and they occur only on error paths.
 #![allow(clippy::result_large_err)]
 
+mod builtin;
 mod continue_token;
 mod faults;
+mod fields;
 mod lister_watcher;
 mod log;
 mod object;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use informer_core::selector::{FieldSelector, GENERIC_FIELDS, LabelSelector};
+use informer_core::selector::{FieldSelector, LabelSelector};
 use informer_core::{Object, Status};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -538,7 +538,7 @@ impl FakeApiServer {
             None => FieldSelector::default(),
         };
         fields
-            .check_fields(GENERIC_FIELDS)
+            .check_fields(&target.def.field_labels())
             .map_err(status::bad_request)?;
         Ok(Filter {
             namespace: target.namespace.clone(),

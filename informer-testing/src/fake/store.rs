@@ -552,7 +552,7 @@ impl Store {
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         remove_meta(&mut body, "deletionTimestamp");
         remove_meta(&mut body, "deletionGracePeriodSeconds");
-        let obj = Arc::new(StoredObject::from_value(&body, rv)?);
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
     }
@@ -623,7 +623,7 @@ impl Store {
         }
         let rv = self.rv + 1;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
-        let obj = Arc::new(StoredObject::from_value(&body, rv)?);
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         let kind = if obj.is_deleting() && !obj.has_finalizers() {
             EventKind::Deleted
         } else {
@@ -687,7 +687,7 @@ impl Store {
             );
             set_meta(&mut value, "deletionGracePeriodSeconds", Value::from(0));
             set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
-            let obj = Arc::new(StoredObject::from_value(&value, rv)?);
+            let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
             return Ok(DeleteOutcome::Finalizing(obj));
         }
