@@ -25,14 +25,22 @@ const SHORT_NAMES: &[(&str, &str, &[&str])] = &[
     ("", "resourcequotas", &["quota"]),
     ("", "serviceaccounts", &["sa"]),
     ("", "services", &["svc"]),
-    ("apiextensions.k8s.io", "customresourcedefinitions", &["crd", "crds"]),
+    (
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+    ),
     ("apps", "daemonsets", &["ds"]),
     ("apps", "deployments", &["deploy"]),
     ("apps", "replicasets", &["rs"]),
     ("apps", "statefulsets", &["sts"]),
     ("autoscaling", "horizontalpodautoscalers", &["hpa"]),
     ("batch", "cronjobs", &["cj"]),
-    ("certificates.k8s.io", "certificatesigningrequests", &["csr"]),
+    (
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        &["csr"],
+    ),
     ("events.k8s.io", "events", &["ev"]),
     ("networking.k8s.io", "ingresses", &["ing"]),
     ("networking.k8s.io", "networkpolicies", &["netpol"]),
@@ -103,8 +111,17 @@ pub(crate) fn builtins() -> Vec<ResourceDef> {
 
 fn parse_line(line: &str) -> Option<ResourceDef> {
     let cols: Vec<&str> = line.split_whitespace().collect();
-    let [group, version, plural, kind, list_kind, scope, status, definition, protobuf] =
-        cols.as_slice()
+    let [
+        group,
+        version,
+        plural,
+        kind,
+        list_kind,
+        scope,
+        status,
+        definition,
+        protobuf,
+    ] = cols.as_slice()
     else {
         return None;
     };
@@ -151,7 +168,10 @@ mod tests {
         let rs = find("apps", "replicasets");
         assert!(rs.namespaced && rs.status_subresource && rs.scale_subresource);
         assert_eq!(rs.short_names, ["rs"]);
-        assert_eq!(rs.definition.as_deref(), Some("io.k8s.api.apps.v1.ReplicaSet"));
+        assert_eq!(
+            rs.definition.as_deref(),
+            Some("io.k8s.api.apps.v1.ReplicaSet")
+        );
         let hpa = find("autoscaling", "horizontalpodautoscalers");
         assert_eq!(hpa.version, "v2", "the newest stable version only");
         let pv = find("", "persistentvolumes");
@@ -177,8 +197,10 @@ mod tests {
             find(g, p);
         }
         assert!(
-            defs.iter()
-                .all(|d| d.version.strip_prefix('v').is_some_and(|n| n.parse::<u32>().is_ok())),
+            defs.iter().all(|d| d
+                .version
+                .strip_prefix('v')
+                .is_some_and(|n| n.parse::<u32>().is_ok())),
             "stable versions only"
         );
     }

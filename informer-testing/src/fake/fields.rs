@@ -34,7 +34,11 @@ enum How {
     PodIps,
 }
 
-const fn field(label: &'static str, path: &'static [&'static str], default: &'static str) -> FieldLabel {
+const fn field(
+    label: &'static str,
+    path: &'static [&'static str],
+    default: &'static str,
+) -> FieldLabel {
     FieldLabel {
         label,
         path,
@@ -51,8 +55,16 @@ const POD: &[FieldLabel] = &[
     NAMESPACE,
     field("spec.nodeName", &["spec", "nodeName"], ""),
     field("spec.restartPolicy", &["spec", "restartPolicy"], "Always"),
-    field("spec.schedulerName", &["spec", "schedulerName"], "default-scheduler"),
-    field("spec.serviceAccountName", &["spec", "serviceAccountName"], ""),
+    field(
+        "spec.schedulerName",
+        &["spec", "schedulerName"],
+        "default-scheduler",
+    ),
+    field(
+        "spec.serviceAccountName",
+        &["spec", "serviceAccountName"],
+        "",
+    ),
     field("spec.hostNetwork", &["spec", "hostNetwork"], "false"),
     field("status.phase", &["status", "phase"], "Pending"),
     FieldLabel {
@@ -67,12 +79,20 @@ const POD: &[FieldLabel] = &[
         default: "",
         how: How::PodIps,
     },
-    field("status.nominatedNodeName", &["status", "nominatedNodeName"], ""),
+    field(
+        "status.nominatedNodeName",
+        &["status", "nominatedNodeName"],
+        "",
+    ),
 ];
 
-const NODE: &[FieldLabel] = &[NAME, field("spec.unschedulable", &["spec", "unschedulable"], "false")];
+const NODE: &[FieldLabel] = &[
+    NAME,
+    field("spec.unschedulable", &["spec", "unschedulable"], "false"),
+];
 
-const NAMESPACE_KIND: &[FieldLabel] = &[NAME, field("status.phase", &["status", "phase"], "Active")];
+const NAMESPACE_KIND: &[FieldLabel] =
+    &[NAME, field("status.phase", &["status", "phase"], "Active")];
 
 const SECRET: &[FieldLabel] = &[NAME, NAMESPACE, field("type", &["type"], "Opaque")];
 
@@ -83,24 +103,50 @@ const SERVICE: &[FieldLabel] = &[
     field("spec.type", &["spec", "type"], "ClusterIP"),
 ];
 
-const REPLICATION_CONTROLLER: &[FieldLabel] =
-    &[NAME, NAMESPACE, field("status.replicas", &["status", "replicas"], "0")];
+const REPLICATION_CONTROLLER: &[FieldLabel] = &[
+    NAME,
+    NAMESPACE,
+    field("status.replicas", &["status", "replicas"], "0"),
+];
 
-const REPLICA_SET: &[FieldLabel] =
-    &[NAME, NAMESPACE, field("status.replicas", &["status", "replicas"], "0")];
+const REPLICA_SET: &[FieldLabel] = &[
+    NAME,
+    NAMESPACE,
+    field("status.replicas", &["status", "replicas"], "0"),
+];
 
-const JOB: &[FieldLabel] = &[NAME, NAMESPACE, field("status.successful", &["status", "succeeded"], "0")];
+const JOB: &[FieldLabel] = &[
+    NAME,
+    NAMESPACE,
+    field("status.successful", &["status", "succeeded"], "0"),
+];
 
 const CORE_EVENT: &[FieldLabel] = &[
     NAME,
     NAMESPACE,
     field("involvedObject.kind", &["involvedObject", "kind"], ""),
-    field("involvedObject.namespace", &["involvedObject", "namespace"], ""),
+    field(
+        "involvedObject.namespace",
+        &["involvedObject", "namespace"],
+        "",
+    ),
     field("involvedObject.name", &["involvedObject", "name"], ""),
     field("involvedObject.uid", &["involvedObject", "uid"], ""),
-    field("involvedObject.apiVersion", &["involvedObject", "apiVersion"], ""),
-    field("involvedObject.resourceVersion", &["involvedObject", "resourceVersion"], ""),
-    field("involvedObject.fieldPath", &["involvedObject", "fieldPath"], ""),
+    field(
+        "involvedObject.apiVersion",
+        &["involvedObject", "apiVersion"],
+        "",
+    ),
+    field(
+        "involvedObject.resourceVersion",
+        &["involvedObject", "resourceVersion"],
+        "",
+    ),
+    field(
+        "involvedObject.fieldPath",
+        &["involvedObject", "fieldPath"],
+        "",
+    ),
     field("reason", &["reason"], ""),
     field("reportingComponent", &["reportingComponent"], ""),
     field("source", &["source", "component"], ""),
@@ -115,14 +161,22 @@ const EVENTS_V1_EVENT: &[FieldLabel] = &[
     field("regarding.name", &["regarding", "name"], ""),
     field("regarding.uid", &["regarding", "uid"], ""),
     field("regarding.apiVersion", &["regarding", "apiVersion"], ""),
-    field("regarding.resourceVersion", &["regarding", "resourceVersion"], ""),
+    field(
+        "regarding.resourceVersion",
+        &["regarding", "resourceVersion"],
+        "",
+    ),
     field("regarding.fieldPath", &["regarding", "fieldPath"], ""),
     field("reason", &["reason"], ""),
     field("reportingController", &["reportingController"], ""),
     field("type", &["type"], ""),
 ];
 
-const CSR: &[FieldLabel] = &[NAME, NAMESPACE, field("spec.signerName", &["spec", "signerName"], "")];
+const CSR: &[FieldLabel] = &[
+    NAME,
+    NAMESPACE,
+    field("spec.signerName", &["spec", "signerName"], ""),
+];
 
 const RESOURCE_SLICE: &[FieldLabel] = &[
     NAME,
@@ -215,7 +269,12 @@ mod tests {
         let pod = json!({"spec": {"nodeName": "n1", "hostNetwork": true},
             "status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}});
         let values = extract(&def("", "Pod"), &pod);
-        let get = |l: &str| values.iter().find(|(k, _)| *k == l).map(|(_, v)| v.as_str());
+        let get = |l: &str| {
+            values
+                .iter()
+                .find(|(k, _)| *k == l)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(get("spec.nodeName"), Some("n1"));
         assert_eq!(get("spec.hostNetwork"), Some("true"));
         assert_eq!(get("spec.restartPolicy"), Some("Always"));

@@ -401,7 +401,9 @@ mod tests {
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(core["resources"][1]["name"], "pods/status");
         assert!(api_resource_list(&gvs, "apps", "v2").is_none());
-        assert!(api_group_of(&gvs, "apps").is_some() && api_group_of(&gvs, "example.com").is_none());
+        assert!(
+            api_group_of(&gvs, "apps").is_some() && api_group_of(&gvs, "example.com").is_none()
+        );
     }
 
     #[test]

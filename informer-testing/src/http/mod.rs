@@ -81,6 +81,7 @@ mod discovery;
 mod kubeconfig;
 mod openapi;
 mod patch;
+mod protobuf;
 mod resources;
 mod response;
 mod table;

@@ -463,7 +463,12 @@ mod tests {
         assert_eq!(pod_ready(&pod), "1/2");
         assert_eq!(pod_status(&pod), "CrashLoopBackOff");
         assert_eq!(pod_restarts(&pod), 3);
-        let o = crate::fake::StoredObject::from_value(&pod, 1, &crate::fake::ResourceDef::namespaced("", "v1", "pods", "Pod")).unwrap();
+        let o = crate::fake::StoredObject::from_value(
+            &pod,
+            1,
+            &crate::fake::ResourceDef::namespaced("", "v1", "pods", "Pod"),
+        )
+        .unwrap();
         let def = ResourceDef::namespaced("", "v1", "pods", "Pod");
         let t = table(
             &def,
