@@ -260,6 +260,11 @@ impl<'a> MediaType<'a> {
         Self { essence, params }
     }
 
+    /// The media type without parameters (`application/json`).
+    pub(crate) fn essence(&self) -> &'a str {
+        self.essence
+    }
+
     /// `application/json` or a wildcard.
     pub(crate) fn is_json(&self) -> bool {
         matches!(self.essence, "application/json" | "*/*" | "application/*")

@@ -79,11 +79,13 @@ mod auth;
 mod crd;
 mod discovery;
 mod kubeconfig;
+mod negotiate;
 mod openapi;
 mod patch;
 mod protobuf;
 mod resources;
 mod response;
+mod scale;
 mod table;
 
 use std::io;

@@ -7,7 +7,8 @@ use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
 pub(super) enum Raw<'a> {
     Varint(u64),
     Fixed64(u64),
-    Fixed32(u32),
+    /// A fixed 32-bit value (no Kubernetes message has one; read to be skipped).
+    Fixed32,
     Bytes(&'a [u8]),
 }
 
@@ -38,9 +39,10 @@ impl<'a> Reader<'a> {
                 let len = usize::try_from(len).map_err(|_| "length overflow".to_owned())?;
                 Raw::Bytes(self.take(len)?)
             }
-            5 => Raw::Fixed32(u32::from_le_bytes(
-                self.take(4)?.try_into().unwrap_or([0; 4]),
-            )),
+            5 => {
+                self.take(4)?;
+                Raw::Fixed32
+            }
             other => return Err(format!("unsupported wire type {other} (field {number})")),
         };
         Ok(Some((number, value)))
@@ -331,7 +333,7 @@ mod tests {
         assert!(
             matches!(r.next_field(), Ok(Some((3, Raw::Fixed64(b)))) if f64::from_bits(b) == 1.5)
         );
-        assert!(matches!(r.next_field(), Ok(Some((4, Raw::Fixed32(1))))));
+        assert!(matches!(r.next_field(), Ok(Some((4, Raw::Fixed32)))));
         assert!(matches!(r.next_field(), Ok(None)));
         assert!(
             Reader::new(&[0x12, 5, b'a']).next_field().is_err(),
