@@ -203,7 +203,7 @@ async fn label_and_field_selectors() {
     assert_eq!(names(&by_ns.body), vec!["web-2"]);
     let unsupported = get(
         &http,
-        &format!("/api/v1/pods?fieldSelector={}", q("spec.nodeName=n1")),
+        &format!("/api/v1/configmaps?fieldSelector={}", q("spec.nodeName=n1")),
     )
     .await;
     assert_eq!(unsupported.status, 400);
@@ -283,7 +283,8 @@ async fn unknown_resources_and_objects_are_404() {
     assert_eq!(missing.body["message"], "pods \"nope\" not found");
     assert_eq!(missing.body["details"]["name"], "nope");
     assert_eq!(get(&http, "/api/v1/widgets").await.status, 404);
-    assert_eq!(get(&http, "/apis/batch/v1/jobs").await.status, 404);
+    assert_eq!(get(&http, "/apis/example.com/v1/jobs").await.status, 404);
+    assert_eq!(get(&http, "/apis/batch/v2/jobs").await.status, 404);
     // Namespaced objects have no cluster-wide URL; cluster-scoped ones no namespaced URL.
     assert_eq!(get(&http, "/api/v1/pods/p1").await.status, 404);
     assert_eq!(get(&http, "/api/v1/namespaces/a/nodes").await.status, 404);

@@ -12,6 +12,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_duplicates() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a", "b"]);
     let created = post(
         &http,
         "/api/v1/namespaces/a/pods",
@@ -149,6 +150,7 @@ async fn update_with_a_stale_resource_version_is_409() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_formats() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
     server.create("pods", &json!({
         "metadata": {"name": "p", "namespace": "a", "labels": {"app": "web", "tier": "front"}},
         "spec": {"containers": [
@@ -357,6 +359,7 @@ async fn delete_collection_with_a_selector() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_posted_crd_registers_its_resource() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -255,6 +255,7 @@ async fn apply_a_crd_then_its_custom_resources() {
     else {
         return;
     };
+    http_support::namespaces(&server, &["prod"]);
     let crd = kubectl.manifest(
         "crd.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\

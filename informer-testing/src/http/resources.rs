@@ -489,14 +489,20 @@ fn event_line(ty: &str, object: &Value) -> Bytes {
 }
 
 fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, Status> {
-    let is_crd = is_crd_resource(target.resource());
-    let mut body = body;
-    if is_crd {
-        let def = super::crd::resource_def(&body)?;
-        super::crd::mark_established(&mut body);
-        app.server.register(def)?;
+    if !is_crd_resource(target.resource()) {
+        return app.server.create_at(target, body);
     }
-    app.server.create_at(target, body)
+    // A CRD: register its resource, then report it established the way the real server's
+    // controller does, by a status write right after the create.
+    let def = super::crd::resource_def(&body)?;
+    app.server.register(def)?;
+    let created = app.server.create_at(target, body)?;
+    let mut value = created.to_value();
+    super::crd::mark_established(&mut value);
+    match app.server.update_status_at(target, created.name(), value) {
+        Ok(established) => Ok(established),
+        Err(_) => Ok(created),
+    }
 }
 
 fn is_crd_resource(def: &ResourceDef) -> bool {
