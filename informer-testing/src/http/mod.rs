@@ -86,6 +86,7 @@ mod protobuf;
 mod resources;
 mod response;
 mod scale;
+mod served;
 mod table;
 
 use std::io;
@@ -107,6 +108,8 @@ use auth::AuthPolicy;
 /// The admin API's endpoint table (Markdown), as documented above; the binary prints it in
 /// its `--help`.
 pub const ADMIN_API_TABLE: &str = admin::TABLE;
+
+pub use served::served_summary;
 
 /// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no
 /// token.
