@@ -6,7 +6,8 @@
 //! and the values its registries' `GetAttrs` functions compute. Every other kind accepts only
 //! `metadata.name` and `metadata.namespace`. A field missing from an object reads as the value
 //! the real server's defaulting would have stored (`spec.restartPolicy` `Always`, `type`
-//! `Opaque`, booleans `false`, counts `0`), since the fake server does not default objects.
+//! `Opaque`, booleans `false`, counts `0`), since the fake server does not default objects;
+//! so does an empty string, which is how a Go client's protobuf body spells an unset field.
 //!
 //! Values are computed once per stored object version (see `StoredObject`), so selection
 //! costs a lookup, not a parse.
@@ -252,7 +253,10 @@ fn value_of(f: &FieldLabel, object: &Value) -> String {
             .or_else(|| ips(v).into_iter().next()),
         How::PodIps => Some(ips(v).join(",")).filter(|s| !s.is_empty()),
     };
-    found.unwrap_or_else(|| f.default.to_owned())
+    // An empty string is an unset field (a protobuf client writes Go's zero values).
+    found
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| f.default.to_owned())
 }
 
 #[cfg(test)]
@@ -266,7 +270,7 @@ mod tests {
 
     #[test]
     fn pod_fields_with_defaults() {
-        let pod = json!({"spec": {"nodeName": "n1", "hostNetwork": true},
+        let pod = json!({"spec": {"nodeName": "n1", "hostNetwork": true, "restartPolicy": ""},
             "status": {"podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}]}});
         let values = extract(&def("", "Pod"), &pod);
         let get = |l: &str| {
