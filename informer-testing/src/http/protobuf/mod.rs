@@ -89,6 +89,12 @@ fn message_for(api_version: &str, kind: &str) -> Option<usize> {
     kinds()
         .get(&(api_version.to_owned(), kind.to_owned()))
         .copied()
+        .or_else(|| match kind {
+            // Registered in every group version upstream: client-go sends a `DeleteOptions`
+            // of the resource's own group version (`apps/v1`).
+            "DeleteOptions" | "Status" => kinds().get(&("v1".to_owned(), kind.to_owned())).copied(),
+            _ => None,
+        })
 }
 
 /// Whether objects of `def` can be served in protobuf.
@@ -331,5 +337,9 @@ mod tests {
         assert_eq!(decode_envelope(b"k8s\0\x0a\x03").unwrap_err().code, 400);
         let widget = envelope("example.com/v1", "Widget", b"");
         assert_eq!(decode_envelope(&widget).unwrap_err().code, 415);
+        let mut options = Vec::new();
+        wire::put_varint(1, 30, &mut options); // gracePeriodSeconds
+        let delete = decode_envelope(&envelope("apps/v1", "DeleteOptions", &options)).unwrap();
+        assert_eq!(delete["gracePeriodSeconds"], 30);
     }
 }
