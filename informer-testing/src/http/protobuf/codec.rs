@@ -41,8 +41,9 @@ pub(super) fn decode(schema: &Schema, index: usize, data: &[u8]) -> Result<Value
             decode_fields(schema, msg, data, &mut out)?;
             if msg.name == OBJECT_META || msg.name == LIST_META {
                 out.retain(|k, v| {
-                    !(META_OMIT_EMPTY.contains(&k.as_str()) && is_empty_scalar(v))
-                        && !(k == "creationTimestamp" && v.is_null())
+                    let omitted_empty = META_OMIT_EMPTY.contains(&k.as_str()) && is_empty_scalar(v);
+                    let zero_time = k == "creationTimestamp" && v.is_null();
+                    !(omitted_empty || zero_time)
                 });
             }
             Ok(Value::Object(out))
