@@ -4,7 +4,10 @@
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
-//! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
+//! - `soak`: the chaos convergence test over many seeds, in release, or over HTTP for some
+//!   minutes (see `soak.rs`).
+//! - `mutants`: the mutation check, by hand: known-bad patches against the chaos test and the
+//!   soak (see `mutants.rs`).
 //! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
 //!   `bench.rs`).
 //!
@@ -15,6 +18,7 @@ use std::process::{Command, ExitCode};
 
 mod bench;
 mod layering;
+mod mutants;
 mod soak;
 
 fn main() -> ExitCode {
@@ -23,6 +27,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
         Some("soak") => soak::run(&args[1..]),
+        Some("mutants") => mutants::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print_help();
@@ -46,6 +51,11 @@ fn print_help() {
          layering  check that informer-core depends on no IO or async runtime crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
+         \x20         or in real time over HTTP through kube-client for M minutes:\n\
+         \x20         --http --minutes M [--start S] [--threads T] [--debug]\n\
+         mutants   the mutation check (by hand): each patch of xtask/mutants/ against the chaos\n\
+         \x20         test and the soak, on a scratch copy; prints the table:\n\
+         \x20         [--only a,b] [--chaos-seeds N] [--soak-seeds N] [--tests pkg:test,...]\n\
          bench     informer-rs vs kube-runtime vs a no-cache floor, in release; writes\n\
          \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir)"
     );

@@ -94,7 +94,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// The seeds a failed chunk reported, in order.
-fn failed_seeds(output: &str) -> Vec<u64> {
+pub(crate) fn failed_seeds(output: &str) -> Vec<u64> {
     let mut seeds: Vec<u64> = output
         .lines()
         .filter_map(|l| l.trim().strip_prefix("CHAOS-FAILED-SEED:"))
@@ -120,13 +120,14 @@ pub(crate) fn executable<'a>(build_output: &'a str, test: &str) -> Option<&'a st
         .find_map(|l| l.rsplit_once('(')?.1.strip_suffix(')'))
 }
 
-/// Builds the test target `test` of `package` (`--release` unless `debug`) in `dir` (the
-/// current directory when `None`) and returns the test binary's path.
+/// Builds the test target `test` of `package` (in release when `release`) and returns the
+/// test binary's path; with `at = Some((dir, target))`, in the workspace at `dir`, into the
+/// target dir `target`, else here.
 pub(crate) fn build_test(
     package: &str,
     test: &str,
     release: bool,
-    dir: Option<&std::path::Path>,
+    at: Option<(&std::path::Path, &std::path::Path)>,
 ) -> Result<String, String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut build: Vec<&str> = vec!["test"];
@@ -136,8 +137,8 @@ pub(crate) fn build_test(
     build.extend_from_slice(&["-p", package, "--test", test, "--no-run"]);
     let mut command = Command::new(&cargo);
     command.args(&build);
-    if let Some(dir) = dir {
-        command.current_dir(dir);
+    if let Some((dir, target)) = at {
+        command.current_dir(dir).env("CARGO_TARGET_DIR", target);
     }
     let built = command
         .output()
