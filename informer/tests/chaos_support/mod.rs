@@ -214,6 +214,9 @@ pub struct SeedStats {
     pub transformed_checked: u64,
     /// Violations let through as [`KNOWN_DEFECTS`].
     pub known_defects: u64,
+    /// Idle moments at which the cache was checked against the server's state at the
+    /// informer's resourceVersion.
+    pub idle_checks: u64,
 }
 
 /// Why a seed failed.
@@ -225,6 +228,8 @@ pub enum Failure {
     NoQuiescence(String),
     /// The informer made requests at a rate (or in a number) only a livelock makes.
     Livelock(String),
+    /// Idle, the cache was not the server's state at the informer's resourceVersion.
+    Stale(String),
     /// A handler got an initial-list add after a live one.
     InitialFlag(String),
     /// The cache's index disagrees with its content.
@@ -258,6 +263,7 @@ impl fmt::Display for Failure {
                  stopped\n{diagnosis}"
             ),
             Self::Livelock(what) => write!(f, "{what}"),
+            Self::Stale(what) => write!(f, "stale cache: {what}"),
             Self::InitialFlag(what) => write!(f, "initial-list flags out of order: {what}"),
             Self::Index(what) => write!(f, "the tier index is wrong: {what}"),
             Self::Prefix(what) => write!(f, "{what}"),
@@ -268,6 +274,22 @@ impl fmt::Display for Failure {
             Self::Shutdown(what) => write!(f, "shutdown failed: {what}"),
             Self::Setup(what) => write!(f, "setup failed: {what}"),
             Self::Panicked(message) => write!(f, "panicked: {message}"),
+        }
+    }
+}
+
+impl Failure {
+    /// One line saying what failed: for a divergence, its first violation.
+    pub fn summary(&self) -> String {
+        let text = self.to_string();
+        let mut lines = text.lines();
+        let first = lines.next().unwrap_or_default().to_owned();
+        match self {
+            Self::Diverged(_) | Self::Resync(_) | Self::Prefix(_) => match lines.next() {
+                Some(detail) => format!("{first} {}", detail.trim()),
+                None => first,
+            },
+            _ => first,
         }
     }
 }
@@ -466,6 +488,7 @@ async fn scenario(
             registrar_steps.push((add, remove));
         }
     }
+    let mut idle_checks = 0;
     for step in 0..plan.steps {
         if let Some((added, removed)) = plan.churn_handler {
             if step == added {
@@ -538,6 +561,17 @@ async fn scenario(
         if let Some(why) = guard.tripped() {
             stop.cancel();
             return Err(Failure::Livelock(why));
+        }
+        if !plan.clock.is_real() {
+            match checks::idle_cache_is_the_server_at_its_resource_version(
+                &informer, &queue, &world,
+            ) {
+                Ok(checked) => idle_checks += u64::from(checked),
+                Err(stale) => {
+                    stop.cancel();
+                    return Err(Failure::Stale(stale));
+                }
+            }
         }
     }
     if let Some(repaired) = world.repair_trapped() {
@@ -734,6 +768,7 @@ async fn scenario(
         cadence,
         transformed_checked,
         known_defects,
+        idle_checks,
     })
 }
 

@@ -28,6 +28,8 @@ pub struct QueueStats {
     pub replaces_before_apply: u64,
     /// ... after it was applied, before the queue was told it was done.
     pub replaces_after_apply: u64,
+    /// Of those, relists that lack a key of the batch in flight.
+    pub replaces_missing_in_flight: u64,
     /// Replaces that found add/update deltas still queued.
     pub replaces_with_backlog: u64,
     /// Replaces that found queued keys missing from the list (they need tombstones).
@@ -61,8 +63,10 @@ struct State {
     dawdle: Option<Dawdle>,
     stall_rate: f64,
     in_flight_rate: f64,
-    /// Operations held back, in order; handed over at the next pop.
+    /// Operations held back, in order; handed over during a later pop.
     held: VecDeque<Op>,
+    /// The keys of the first held-back list, and how many pops it has been held for.
+    held_list: Option<(HashSet<String>, usize)>,
     /// Keys with add/update deltas queued and not yet popped, with how many.
     pending: HashMap<String, usize>,
     first_list: Option<FirstList>,
@@ -80,7 +84,8 @@ struct State {
 ///   new list;
 /// - **relists with a batch in flight**: a replace that arrives while deltas are queued is
 ///   sometimes held back (with every operation after it, in order) and handed to the real
-///   queue *during* the next pop, before or after the popped batch is applied to the cache;
+///   queue *during* a later pop (preferably one whose batch holds a key the list lacks, at
+///   most 8 pops later), before or after the popped batch is applied to the cache;
 ///   a valid interleaving on any runtime (the reflector just ran a bit later), and one that a
 ///   single-threaded runtime otherwise never produces, since the process function never
 ///   awaits;
@@ -118,6 +123,7 @@ impl ChaosQueue {
                 stall_rate: plan.stall_rate,
                 in_flight_rate: plan.in_flight_replaces,
                 held: VecDeque::new(),
+                held_list: None,
                 pending: HashMap::new(),
                 first_list: None,
                 removable: HashSet::new(),
@@ -208,6 +214,9 @@ impl ChaosQueue {
                     st.rng.random_bool(rate.min(1.0))
                 });
         if hold {
+            if let (Op::Replace(list, _), None) = (&op, &st.held_list) {
+                st.held_list = Some((list.iter().map(|o| Self::key(o)).collect(), 0));
+            }
             st.held.push_back(op);
             return Ok(());
         }
@@ -228,6 +237,7 @@ impl ChaosQueue {
     /// Hands every held-back operation to the real queue, in order.
     fn flush(&self, when: Flush) {
         let mut st = self.state.lock();
+        st.held_list = None;
         while let Some(op) = st.held.pop_front() {
             if matches!(op, Op::Replace(..)) {
                 match when {
@@ -290,8 +300,27 @@ impl ChaosQueue {
             }
         }
         if st.held.is_empty() {
-            Flush::No
-        } else if st.rng.random_bool(0.5) {
+            return Flush::No;
+        }
+        // Hand the held list over while the batch in flight holds a key missing from it (the
+        // case where the queue must remember the batch), or at the latest after a few pops,
+        // or with the last batch queued (no later pop would come).
+        let missing = st.held_list.as_ref().is_some_and(|(listed, _)| {
+            deltas
+                .iter()
+                .any(|d| d.object.key().is_ok_and(|k| !listed.contains(k.as_str())))
+        });
+        let overdue = st.held_list.as_mut().is_none_or(|(_, pops)| {
+            *pops += 1;
+            *pops > 8
+        });
+        if !(missing || overdue || self.inner.is_empty()) {
+            return Flush::No;
+        }
+        if missing {
+            st.stats.replaces_missing_in_flight += 1;
+        }
+        if st.rng.random_bool(0.5) {
             Flush::BeforeApply
         } else {
             Flush::AfterApply

@@ -79,6 +79,11 @@ impl IndexTrap {
             .any(|(k, r)| k == key && Some(r.as_str()) == rv)
     }
 
+    /// The keys it fired on.
+    pub fn keys(&self) -> std::collections::BTreeSet<String> {
+        self.fired.lock().iter().map(|(k, _)| k.clone()).collect()
+    }
+
     /// How often it fired.
     pub fn fired(&self) -> usize {
         self.fired.lock().len()
@@ -104,7 +109,39 @@ pub struct World<'a> {
     pub trap: Arc<IndexTrap>,
     /// Set once the informer has synced (the trap is only armed after).
     pub synced: Arc<AtomicBool>,
+    /// Every write's outcome, in resourceVersion order: what the server held at any
+    /// resourceVersion ([`World::state_at`]).
+    pub timeline: Vec<Change>,
     pub log: &'a mut Vec<String>,
+}
+
+/// One write's outcome on one key: its resourceVersion and the object's state after it
+/// (`None`: gone).
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub rv: u64,
+    pub key: String,
+    pub after: Option<Snapshot>,
+}
+
+/// What the idle check compares of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub uid: String,
+    pub rv: u64,
+    pub namespace: Option<String>,
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+impl Snapshot {
+    fn of(obj: &StoredObject) -> Self {
+        Self {
+            uid: obj.uid().to_owned(),
+            rv: obj.resource_version(),
+            namespace: obj.namespace().map(str::to_owned),
+            labels: obj.labels().clone(),
+        }
+    }
 }
 
 impl<'a> World<'a> {
@@ -131,8 +168,29 @@ impl<'a> World<'a> {
             fault_count: 0,
             trap,
             synced,
+            timeline: Vec::new(),
             log,
         }
+    }
+
+    fn changed(&mut self, obj: &StoredObject, gone: bool) {
+        self.timeline.push(Change {
+            rv: obj.resource_version(),
+            key: obj.key().to_owned(),
+            after: (!gone).then(|| Snapshot::of(obj)),
+        });
+    }
+
+    /// What the server held at resourceVersion `rv`, by key.
+    pub fn state_at(&self, rv: u64) -> std::collections::BTreeMap<String, Snapshot> {
+        let mut state = std::collections::BTreeMap::new();
+        for c in self.timeline.iter().take_while(|c| c.rv <= rv) {
+            match &c.after {
+                Some(s) => state.insert(c.key.clone(), s.clone()),
+                None => state.remove(&c.key),
+            };
+        }
+        state
     }
 
     pub fn note(&mut self, line: String) {
@@ -191,6 +249,7 @@ impl<'a> World<'a> {
             .server
             .create(RESOURCE, &obj)
             .unwrap_or_else(|s| panic!("create {}/{}: {s}", namespace(ns), name(n)));
+        self.changed(&created, false);
         self.live.insert((ns, n));
         if hold {
             self.held.insert((ns, n));
@@ -214,6 +273,7 @@ impl<'a> World<'a> {
             .update(RESOURCE, &obj)
             .unwrap_or_else(|s| panic!("update {}/{}: {s}", namespace(slot.0), name(slot.1)));
         self.writes += 1;
+        self.changed(&updated, finalizing);
         let rv = updated.resource_version().to_string();
         if finalizing {
             self.record_deletion(&updated);
@@ -233,6 +293,7 @@ impl<'a> World<'a> {
         self.writes += 1;
         let obj = outcome.object();
         let text = format!("delete {}@{}", obj.key(), obj.resource_version());
+        self.changed(obj, matches!(outcome, DeleteOutcome::Deleted(_)));
         match outcome {
             DeleteOutcome::Deleted(obj) => {
                 self.record_deletion(&obj);
