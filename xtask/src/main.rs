@@ -6,7 +6,10 @@
 //! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
 //!   (see `codegen.rs`); `--check` only compares, as CI does.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
-//! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
+//! - `soak`: the chaos convergence test over many seeds, in release, or over HTTP for some
+//!   minutes (see `soak.rs`).
+//! - `mutants`: the mutation check, by hand: known-bad patches against the chaos test and the
+//!   soak (see `mutants.rs`).
 //! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
 //!   `bench.rs`).
 //!
@@ -18,6 +21,7 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod codegen;
 mod layering;
+mod mutants;
 mod soak;
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
         Some("soak") => soak::run(&args[1..]),
+        Some("mutants") => mutants::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print_help();
@@ -52,6 +57,11 @@ fn print_help() {
          layering  check that informer-core depends on no IO or async runtime crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
+         \x20         or in real time over HTTP through kube-client for M minutes:\n\
+         \x20         --http --minutes M [--start S] [--threads T] [--debug]\n\
+         mutants   the mutation check (by hand): each patch of xtask/mutants/ against the chaos\n\
+         \x20         test and the soak, on a scratch copy; prints the table:\n\
+         \x20         [--only a,b] [--chaos-seeds N] [--soak-seeds N] [--tests pkg:test,...]\n\
          bench     informer-rs vs kube-runtime vs a no-cache floor, in release; writes\n\
          \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir)"
     );

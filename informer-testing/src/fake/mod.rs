@@ -74,7 +74,8 @@
 //! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open
 //! watches; expire every outstanding continue token, or the next N continue requests; ignore
 //! `sendInitialEvents` like an old
-//! server; write raw lines ([`RawLine`]) into open watches. One-shot faults not used up are
+//! server; write raw lines ([`RawLine`]) into open watches; announce objects a watch has not
+//! shown before as `MODIFIED` instead of `ADDED` ([`UnseenAnnouncement`]). One-shot faults not used up are
 //! listed by [`Faults::pending`].
 //!
 //! **Request log.** Every request the request layer receives is recorded as a
@@ -220,7 +221,7 @@ pub mod status;
 mod store;
 mod watch;
 
-pub use faults::{Faults, PendingFault, RawLine, Scope};
+pub use faults::{Faults, PendingFault, RawLine, Scope, UnseenAnnouncement};
 pub use lister_watcher::FakeListerWatcher;
 pub use log::RequestRecord;
 pub use object::StoredObject;
