@@ -122,9 +122,11 @@
 //! ```
 
 mod backoff;
+mod list_limits;
 mod machine;
 
 pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use list_limits::{ListBudget, ListLimits};
 pub use machine::{
     Counters, EventAction, MIN_HEALTHY_WATCH, Machine, MachineConfig, Next, RestartCounts,
     RestartReason, Then, WatchListMode,
