@@ -84,18 +84,25 @@
 // built only on failure paths, where their size costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+mod buffer;
 mod decode;
 mod error;
 mod exact;
 mod factory;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+mod limits;
+mod list_stream;
 mod lister_watcher;
 pub mod sample;
 mod transform;
 
+pub use buffer::DecoderMemory;
 pub use error::{KubeError, Result, map_kube_error};
 pub(crate) use factory::discover;
 pub use factory::{
     KubeInformerFactory, KubeProvider, StaticResource, client_for_informers, resource_name,
 };
+pub use limits::ClientLimits;
 pub use lister_watcher::KubeListerWatcher;
 pub use transform::drop_managed_fields;
