@@ -356,15 +356,15 @@ async fn send(
     let code = response.status();
     if code.is_client_error() || code.is_server_error() {
         let retry_after = decode::retry_after(response.headers());
-        let context_for_body = format!("reading the error answer while {context}");
+        // The status line says what happened; a body that stalls or breaks only loses its
+        // details.
         let body = read_prefix(
             response.into_body(),
             limits.max_error_body_bytes,
             limits.idle_timeout,
             memory,
-            &context_for_body,
         )
-        .await?;
+        .await;
         return Err(Error::Api {
             context: context.to_owned(),
             status: decode::error_status(code, &body),
@@ -415,18 +415,18 @@ async fn next_frame<B: ResponseBody>(
 }
 
 /// Reads at most `max` bytes of a body (an error answer's: its `Status` is at the start, and
-/// the rest is not worth waiting for), each read bounded by `idle`. The buffer grows by what
-/// arrives, never by the `Content-Length` the server announces.
+/// the rest is not worth waiting for), each read bounded by `idle`; a body that stalls or
+/// breaks gives what arrived before. The buffer grows by what arrives, never by the
+/// `Content-Length` the server announces.
 async fn read_prefix<B: ResponseBody>(
     mut body: B,
     max: usize,
     idle: Duration,
     memory: &DecoderMemory,
-    context: &str,
-) -> Result<Vec<u8>, Error> {
+) -> Vec<u8> {
     let mut buf = TrackedBuf::new(memory.clone(), max);
     while buf.len() < max {
-        let Some(data) = next_frame(&mut body, idle, context).await? else {
+        let Ok(Some(data)) = next_frame(&mut body, idle, "reading an error answer").await else {
             break;
         };
         for slice in data.chunks(SLICE) {
@@ -437,7 +437,7 @@ async fn read_prefix<B: ResponseBody>(
             }
         }
     }
-    Ok(buf.bytes().to_vec())
+    buf.bytes().to_vec()
 }
 
 #[async_trait]
@@ -848,9 +848,7 @@ mod tests {
         tx.send(Ok(Bytes::from(vec![b'x'; 60]))).await.unwrap();
         tx.send(Ok(Bytes::from(vec![b'y'; 60]))).await.unwrap();
         // The sender stays open: the reader stops at its cap without waiting for more.
-        let prefix = read_prefix(body, 100, Duration::from_secs(5), &memory, "reading")
-            .await
-            .unwrap();
+        let prefix = read_prefix(body, 100, Duration::from_secs(5), &memory).await;
         assert_eq!(prefix.len(), 100);
         assert!(
             memory.peak_held_bytes() <= 100,
@@ -1035,6 +1033,73 @@ mod tests {
             memory.peak_held_bytes()
         );
         assert_eq!(memory.held_bytes(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_is_a_response_timeout() {
+        let service = tower::service_fn(|_: http::Request<Body>| {
+            std::future::pending::<Result<http::Response<Body>, std::io::Error>>()
+        });
+        let limits = ClientLimits {
+            response_timeout: Duration::from_secs(3),
+            ..small_limits()
+        };
+        let lister_watcher =
+            KubeListerWatcher::<k8s_openapi::api::core::v1::Pod>::all(Client::new(service, "x"))
+                .with_limits(limits);
+        let started = tokio::time::Instant::now();
+        let error = lister_watcher
+            .list(&ListOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(
+            error.limit_exceeded(),
+            Some(Limit::ResponseTimeout(Duration::from_secs(3)))
+        );
+        assert!(error.to_string().contains("listing pods"), "{error}");
+        let started = tokio::time::Instant::now();
+        let Err(error) = lister_watcher.watch(&WatchOptions::default()).await else {
+            panic!("a watch without an answer started");
+        };
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(error.class(), informer_core::ErrorClass::Transport);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_answer_whose_body_stalls_is_still_the_api_error() {
+        // 429 whose body never ends: the status line is enough, the body read is bounded.
+        let (tx, body) = channel_body();
+        let body = std::sync::Mutex::new(Some(body));
+        let service = tower::service_fn(move |_: http::Request<Body>| {
+            let body = body.lock().unwrap().take().unwrap();
+            async move {
+                Ok::<_, std::io::Error>(
+                    http::Response::builder()
+                        .status(429)
+                        .header("retry-after", "3")
+                        .header("content-length", "10000000000")
+                        .body(http_body_util::BodyExt::boxed(body))
+                        .unwrap(),
+                )
+            }
+        });
+        let lister_watcher =
+            KubeListerWatcher::<k8s_openapi::api::core::v1::Pod>::all(Client::new(service, "x"))
+                .with_limits(small_limits());
+        tx.send(Ok(Bytes::from_static(b"slow down"))).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let error = lister_watcher
+            .list(&ListOptions::default())
+            .await
+            .unwrap_err();
+        // The body's idle timeout, then the answer as far as it came.
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        assert_eq!(error.class(), informer_core::ErrorClass::Throttled);
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+        assert_eq!(error.status().unwrap().message, "slow down");
+        assert!(lister_watcher.decoder_memory().peak_held_bytes() <= 100);
+        drop(tx);
     }
 
     #[tokio::test]

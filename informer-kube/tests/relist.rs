@@ -49,8 +49,8 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
         .await
         .unwrap();
-    let client = client_for_informers(kube_client::Config::new(http.url().parse().unwrap()))
-        .unwrap();
+    let client =
+        client_for_informers(kube_client::Config::new(http.url().parse().unwrap())).unwrap();
     let lister_watcher = KubeListerWatcher::<Pod>::all(client);
     let informer = SharedIndexInformer::new(
         Arc::new(lister_watcher.clone()),
@@ -119,7 +119,10 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     let body = whole.bytes.unwrap();
     assert_eq!(items.len(), 2000);
     eprintln!("relist body {body} bytes, decoder peak {peak} bytes");
-    assert!(body > 8 * peak as u64, "body {body} bytes, decoder peak {peak}");
+    assert!(
+        body > 8 * peak as u64,
+        "body {body} bytes, decoder peak {peak}"
+    );
     // Unchanged objects are the very allocations cached before the relist.
     for pod in &sample {
         let now = informer
