@@ -75,6 +75,8 @@ pub trait ListerWatcher<K: Object>: Send + Sync {
 }
 
 /// Where [`ListerWatcher::list_into`] puts a page's items, one at a time, as they are decoded.
+// The error is the contract's `Error`, built only on the failure path that ends the list.
+#[allow(clippy::result_large_err)]
 pub trait ListSink<K>: Send {
     /// The next item of the page. An error stops the list.
     fn item(&mut self, item: K) -> Result<(), Error>;

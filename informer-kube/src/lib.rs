@@ -89,11 +89,13 @@ mod decode;
 mod error;
 mod exact;
 mod factory;
-#[cfg(feature = "fuzzing")]
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod limits;
 mod list_stream;
 mod lister_watcher;
+#[cfg(test)]
+mod proptests;
 pub mod sample;
 mod transform;
 

@@ -553,7 +553,7 @@ enum Read {
     /// The stream ended; the buffer holds a last line without its newline, if any.
     End,
     /// The stream failed (and is over).
-    Failed(Error),
+    Failed(Box<Error>),
 }
 
 impl<B: ResponseBody> WatchReader<B> {
@@ -617,7 +617,7 @@ impl<B: ResponseBody> WatchReader<B> {
                     Limit::FrameBytes(self.max_line as u64),
                 );
                 self.end();
-                return Read::Failed(error);
+                return Read::Failed(Box::new(error));
             }
             if !self.pending.is_empty() {
                 let take = self.pending.len().min(SLICE);
@@ -647,7 +647,7 @@ impl<B: ResponseBody> WatchReader<B> {
                         Limit::WatchDeadline(self.deadline_after),
                     );
                     self.end();
-                    return Read::Failed(error);
+                    return Read::Failed(Box::new(error));
                 }
                 () = idle => {
                     let error = Error::limit(
@@ -655,7 +655,7 @@ impl<B: ResponseBody> WatchReader<B> {
                         Limit::IdleTimeout(self.idle.unwrap_or_default()),
                     );
                     self.end();
-                    return Read::Failed(error);
+                    return Read::Failed(Box::new(error));
                 }
             };
             match frame {
@@ -669,7 +669,7 @@ impl<B: ResponseBody> WatchReader<B> {
                     // The connection broke: a partial line is lost, the stream ends.
                     let error = Error::transport(format!("reading events while {context}"), e);
                     self.end();
-                    return Read::Failed(error);
+                    return Read::Failed(Box::new(error));
                 }
                 None => self.ended = true,
             }
@@ -716,7 +716,7 @@ where
                         }
                         return Some((decode(rest, &context), None));
                     }
-                    Read::Failed(error) => return Some((Err(error), None)),
+                    Read::Failed(error) => return Some((Err(*error), None)),
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Caps on one list, against servers whose lists never end.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::hash::{BuildHasher, RandomState};
 
 use crate::Limit;
 
@@ -110,9 +110,7 @@ impl ListBudget {
         if self.pages >= self.limits.max_pages {
             return Err(Limit::ListPages(self.limits.max_pages));
         }
-        let mut hasher = self.hasher.build_hasher();
-        token.hash(&mut hasher);
-        if !self.tokens.insert(hasher.finish()) {
+        if !self.tokens.insert(self.hasher.hash_one(token)) {
             return Err(Limit::RepeatedContinueToken);
         }
         Ok(())

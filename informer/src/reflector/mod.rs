@@ -371,13 +371,13 @@ impl<K: Object> Reflector<K> {
             budget,
             page,
         };
-        let result = self.lister_watcher.list_into(options, &mut sink).await;
-        let result = result.and_then(|info| {
-            budget
-                .page(info.continue_token.as_deref())
-                .map(|()| info)
-                .map_err(|limit| Error::limit(self.list_context(page), limit))
-        });
+        let result = match self.lister_watcher.list_into(options, &mut sink).await {
+            Ok(info) => match budget.page(info.continue_token.as_deref()) {
+                Ok(()) => Ok(info),
+                Err(limit) => Err(Error::limit(self.list_context(page), limit)),
+            },
+            Err(error) => Err(error),
+        };
         match result {
             Ok(info) => self.decide(|m, now, r| {
                 m.list_succeeded(
