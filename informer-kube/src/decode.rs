@@ -30,7 +30,6 @@ mod whole {
     };
 
     use super::{ItemTransform, error_offset, excerpt_around};
-    use crate::exact;
 
     /// Decodes a whole list response body (`{"metadata": {..}, "items": [..]}`) into a page, in
     /// one serde pass: the reference the streaming decoder ([`crate::list_stream`], what lists
@@ -50,7 +49,8 @@ mod whole {
             )
         })?;
         let mut de = serde_json::Deserializer::from_str(text);
-        let decoded = exact::deserialize_seed(ListSeed { transform }, &mut de, body)
+        let decoded = ListSeed { transform }
+            .deserialize(&mut de)
             .and_then(|page| de.end().map(|()| page));
         decoded.map_err(|e| {
             let at = error_offset(body, &e);

@@ -103,30 +103,35 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
                 };
                 sink.item(item)
             }
-            PieceKind::Member(key) if key == "metadata" => {
-                self.meta = serde_json::from_slice(text).map_err(|e| {
+            PieceKind::Member(key) => {
+                // Checked as text first: skipping a value (and the fields of the metadata
+                // that are not read) does not check the UTF-8 of its strings.
+                let text = std::str::from_utf8(text).map_err(|e| {
                     Error::decode(
                         format!(
-                            "the list metadata while {} (at byte {})",
-                            self.context, piece.offset
+                            "the list member {key:?} while {} (invalid UTF-8 at byte {})",
+                            self.context,
+                            piece.offset + e.valid_up_to() as u64
                         ),
                         text,
                         e,
                     )
                 })?;
-                Ok(())
-            }
-            PieceKind::Member(key) => {
-                serde_json::from_slice::<IgnoredAny>(text).map_err(|e| {
+                let fail = |e: serde_json::Error| {
                     Error::decode(
                         format!(
                             "the list member {key:?} while {} (at byte {})",
                             self.context, piece.offset
                         ),
-                        text,
+                        text.as_bytes(),
                         e,
                     )
-                })?;
+                };
+                if key == "metadata" {
+                    self.meta = serde_json::from_str(text).map_err(fail)?;
+                } else {
+                    serde_json::from_str::<IgnoredAny>(text).map_err(fail)?;
+                }
                 Ok(())
             }
         }
