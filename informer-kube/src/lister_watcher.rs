@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -539,10 +540,13 @@ struct WatchReader<B> {
     /// A line returned by `read` (its length, newline included), consumed at the next call.
     returned: usize,
     ended: bool,
-    deadline: tokio::time::Instant,
+    /// Fires at the watch's deadline (one timer for the whole watch).
+    deadline: Pin<Box<tokio::time::Sleep>>,
     /// How long after its request the deadline is (for the error).
     deadline_after: Duration,
     idle: Option<Duration>,
+    /// Fires after `idle` without a frame (re-armed by each frame), when `idle` is set.
+    idle_timer: Option<Pin<Box<tokio::time::Sleep>>>,
     max_line: usize,
 }
 
@@ -571,9 +575,12 @@ impl<B: ResponseBody> WatchReader<B> {
             scanned: 0,
             returned: 0,
             ended: false,
-            deadline,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
             deadline_after,
             idle: limits.watch_idle_timeout,
+            idle_timer: limits
+                .watch_idle_timeout
+                .map(|idle| Box::pin(tokio::time::sleep(idle))),
             max_line: limits.max_frame_bytes,
         }
     }
@@ -633,15 +640,18 @@ impl<B: ResponseBody> WatchReader<B> {
                 self.ended = true;
                 continue;
             };
+            let idle_timer = &mut self.idle_timer;
             let idle = async {
-                match self.idle {
-                    Some(idle) => tokio::time::sleep(idle).await,
+                match idle_timer.as_mut() {
+                    Some(timer) => timer.as_mut().await,
                     None => std::future::pending().await,
                 }
             };
             let frame = tokio::select! {
+                // A frame that is ready wins without touching the timers.
+                biased;
                 frame = body.frame() => frame,
-                () = tokio::time::sleep_until(self.deadline) => {
+                () = self.deadline.as_mut() => {
                     let error = Error::limit(
                         format!("reading events while {context}"),
                         Limit::WatchDeadline(self.deadline_after),
@@ -658,6 +668,9 @@ impl<B: ResponseBody> WatchReader<B> {
                     return Read::Failed(Box::new(error));
                 }
             };
+            if let (Some(timer), Some(idle)) = (self.idle_timer.as_mut(), self.idle) {
+                timer.as_mut().reset(tokio::time::Instant::now() + idle);
+            }
             match frame {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
