@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use informer_core::reflector::{BackoffConfig, Counters, MachineConfig, Then, WatchListMode};
+use informer_core::reflector::{
+    BackoffConfig, Counters, ListLimits, MachineConfig, Then, WatchListMode,
+};
 use informer_core::{Error, ErrorClass};
 
 use crate::metrics::InformerMetrics;
@@ -80,7 +82,10 @@ pub struct FailureContext<'a> {
 pub struct ReflectorConfig<K> {
     /// A name for logs, errors and callbacks (for example the resource). Default empty.
     pub name: String,
-    /// `limit` of list requests; `None` lists in one request. Default 500.
+    /// `limit` of list requests from any state (the first list) and of consistent lists;
+    /// `None` lists in one request. Relists at a specific resourceVersion ask for no limit
+    /// (client-go's choice: the API server answers them from its watch cache) unless the
+    /// server paged the first list. Default 500.
     pub page_size: Option<u32>,
     /// Streaming initial list or paginated list. Default [`WatchListMode::Off`].
     pub watch_list: WatchListMode,
@@ -101,6 +106,9 @@ pub struct ReflectorConfig<K> {
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
     pub field_selector: Option<String>,
+    /// Caps on one list (pages, bytes, repeated continue tokens), against a server whose
+    /// lists never end. Defaults far above any real cluster: see [`ListLimits`].
+    pub list_limits: ListLimits,
     /// Applied to every object before it is queued.
     pub transform: Option<Transform<K>>,
     /// Told about every failure: failed requests, broken or undecodable streams, `ERROR`
@@ -147,6 +155,7 @@ impl<K> Default for ReflectorConfig<K> {
             backoff: machine.backoff,
             label_selector: None,
             field_selector: None,
+            list_limits: ListLimits::default(),
             transform: None,
             watch_error_handler: None,
             seed: None,
@@ -168,6 +177,7 @@ impl<K> Clone for ReflectorConfig<K> {
             backoff: self.backoff.clone(),
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            list_limits: self.list_limits,
             transform: self.transform.clone(),
             watch_error_handler: self.watch_error_handler.clone(),
             seed: self.seed,
@@ -189,6 +199,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("backoff", &self.backoff)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("list_limits", &self.list_limits)
             .field("transform", &self.transform.is_some())
             .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("seed", &self.seed)
