@@ -229,6 +229,63 @@ pub enum Error {
         #[source]
         source: crate::QueueError,
     },
+    /// The server's answer broke a limit the client keeps to protect itself: a request that
+    /// stalls, a watch line or a list larger than allowed, a list that never ends. The request
+    /// was abandoned; its [`class`](Error::class) decides what follows, as for any failure.
+    #[error("{limit} while {context}")]
+    LimitExceeded {
+        /// What was being done.
+        context: String,
+        /// Which limit, with its value.
+        limit: Limit,
+    },
+}
+
+/// A limit on what a client accepts from a server, as reported by
+/// [`Error::LimitExceeded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// No response (status and headers) within this long of sending the request.
+    ResponseTimeout(Duration),
+    /// No byte of the response body for this long.
+    IdleTimeout(Duration),
+    /// A watch still open this long after it started: the `timeoutSeconds` it asked the
+    /// server for, plus a margin. The server should have ended it; the stream is dead.
+    WatchDeadline(Duration),
+    /// One watch line, list item or list metadata larger than this many bytes.
+    FrameBytes(u64),
+    /// The pages of one list together larger than this many bytes.
+    ListBytes(u64),
+    /// One list of more pages than this.
+    ListPages(u32),
+    /// The server sent a continue token it had already sent during the same list: the list
+    /// would never end.
+    RepeatedContinueToken,
+}
+
+impl Limit {
+    /// Whether the limit is on time (the server stalled), rather than on size.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Self::ResponseTimeout(_) | Self::IdleTimeout(_) | Self::WatchDeadline(_)
+        )
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ResponseTimeout(d) => write!(f, "no response within {d:?}"),
+            Self::IdleTimeout(d) => write!(f, "no data for {d:?}"),
+            Self::WatchDeadline(d) => write!(f, "watch still open at its deadline of {d:?}"),
+            Self::FrameBytes(n) => write!(f, "a single frame larger than {n} bytes"),
+            Self::ListBytes(n) => write!(f, "a list larger than {n} bytes"),
+            Self::ListPages(n) => write!(f, "a list of more than {n} pages"),
+            Self::RepeatedContinueToken => f.write_str("a continue token repeated within one list"),
+        }
+    }
 }
 
 /// How many bytes of an undecodable input an error keeps.
@@ -281,6 +338,30 @@ impl Error {
             Self::Decode { .. } | Self::UnknownEventType { .. } => ErrorClass::Decode,
             Self::InvalidObject { .. } => ErrorClass::InvalidObject,
             Self::Queue { .. } => ErrorClass::Other,
+            // A stalled request is a broken connection; an oversized frame cannot be decoded;
+            // a list over its caps is neither: retried after a backoff like any other failure.
+            Self::LimitExceeded { limit, .. } if limit.is_timeout() => ErrorClass::Transport,
+            Self::LimitExceeded {
+                limit: Limit::FrameBytes(_),
+                ..
+            } => ErrorClass::Decode,
+            Self::LimitExceeded { .. } => ErrorClass::Other,
+        }
+    }
+
+    /// A limit error.
+    pub fn limit(context: impl Into<String>, limit: Limit) -> Self {
+        Self::LimitExceeded {
+            context: context.into(),
+            limit,
+        }
+    }
+
+    /// The limit this error reports, if it is [`Error::LimitExceeded`].
+    pub fn limit_exceeded(&self) -> Option<Limit> {
+        match self {
+            Self::LimitExceeded { limit, .. } => Some(*limit),
+            _ => None,
         }
     }
 
@@ -412,6 +493,32 @@ mod tests {
             Error::api("x", status).retry_after(),
             Some(Duration::from_secs(7))
         );
+    }
+
+    #[test]
+    fn limits_are_classified_by_what_follows() {
+        let stalled = Error::limit("listing pods", Limit::IdleTimeout(Duration::from_secs(60)));
+        assert_eq!(stalled.class(), ErrorClass::Transport);
+        assert_eq!(stalled.to_string(), "no data for 60s while listing pods");
+        assert_eq!(
+            stalled.limit_exceeded(),
+            Some(Limit::IdleTimeout(Duration::from_secs(60)))
+        );
+        let frame = Error::limit("watching pods", Limit::FrameBytes(16 << 20));
+        assert_eq!(frame.class(), ErrorClass::Decode);
+        let endless = Error::limit("listing pods", Limit::RepeatedContinueToken);
+        assert_eq!(endless.class(), ErrorClass::Other);
+        assert_eq!(
+            Error::limit("x", Limit::ListPages(3)).class(),
+            ErrorClass::Other
+        );
+        assert!(Limit::WatchDeadline(Duration::from_secs(1)).is_timeout());
+        assert!(!Limit::ListBytes(1).is_timeout());
+        assert_eq!(api_error().limit_exceeded(), None);
+    }
+
+    fn api_error() -> Error {
+        Error::api("x", Status::failure(500, "InternalError", "x"))
     }
 
     #[test]

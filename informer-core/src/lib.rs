@@ -41,12 +41,12 @@ mod watch;
 
 pub use delta::{Delta, DeltaType, ObjectOrTombstone, ObjectSummary, Tombstone};
 pub use error::{
-    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorChain, ErrorClass, Result, Status,
-    StatusCause, StatusDetails,
+    CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorChain, ErrorClass, Limit, Result,
+    Status, StatusCause, StatusDetails,
 };
 pub use handler::{Notification, ResourceEventHandler};
 pub use key::{KeyError, KeyFunc, ObjectKey, key_of};
-pub use lister_watcher::{ListerWatcher, WatchStream};
+pub use lister_watcher::{ListPageInfo, ListSink, ListerWatcher, WatchStream};
 pub use object::{Object, map_or_empty, non_empty};
 pub use options::{ListOptions, ResourceVersionMatch, WatchOptions};
 pub use queue::{ProcessError, ProcessFn, Queue, QueueError};

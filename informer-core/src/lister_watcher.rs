@@ -21,6 +21,11 @@ pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, Error>
 /// - [`list`](ListerWatcher::list) performs exactly one request for exactly the options given (one
 ///   page when `limit` is set) and returns its items decoded, with the list's resourceVersion and
 ///   continue token. Paging, retries and fallbacks are the caller's job.
+/// - [`list_into`](ListerWatcher::list_into) does the same, handing the items to a
+///   [`ListSink`] one at a time instead of returning them together. Its default calls
+///   [`list`](ListerWatcher::list); a backend that decodes as the response arrives overrides it
+///   so that a page is never held whole (a relist answered in one response then holds each
+///   item once, not the body and the decoded list side by side).
 /// - [`watch`](ListerWatcher::watch) starts exactly one watch with the options given. An HTTP error
 ///   when starting is returned as `Err` (an [`Error::Api`] carrying the `Status`, with
 ///   `Retry-After` when the server sent it). Once started, the stream yields events in the
@@ -40,4 +45,101 @@ pub trait ListerWatcher<K: Object>: Send + Sync {
 
     /// Starts a watch.
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<K>, Error>;
+
+    /// Lists one page into `sink`, item by item in the server's order, and returns what the
+    /// page says about itself. An error from the sink stops the list: the request is
+    /// abandoned and the error returned. Items handed over before a failure belong to a list
+    /// that failed; the caller discards them.
+    ///
+    /// The default calls [`list`](ListerWatcher::list) and hands its items over.
+    async fn list_into(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<K>,
+    ) -> Result<ListPageInfo, Error> {
+        let page = self.list(options).await?;
+        let ListPage {
+            items,
+            resource_version,
+            continue_token,
+            remaining_item_count,
+        } = page;
+        let count = items.len();
+        for item in items {
+            sink.item(item)?;
+        }
+        Ok(ListPageInfo::new(resource_version, continue_token)
+            .with_remaining_item_count(remaining_item_count)
+            .with_items(count))
+    }
+}
+
+/// Where [`ListerWatcher::list_into`] puts a page's items, one at a time, as they are decoded.
+// The error is the contract's `Error`, built only on the failure path that ends the list.
+#[allow(clippy::result_large_err)]
+pub trait ListSink<K>: Send {
+    /// The next item of the page. An error stops the list.
+    fn item(&mut self, item: K) -> Result<(), Error>;
+
+    /// `bytes` more of the response body arrived, before they are decoded: for a limit on
+    /// what one list may take. An error stops the list. The default accepts everything;
+    /// backends that do not see bytes (an in-process server) never call it.
+    fn received(&mut self, bytes: u64) -> Result<(), Error> {
+        let _ = bytes;
+        Ok(())
+    }
+}
+
+impl<K: Send> ListSink<K> for Vec<K> {
+    fn item(&mut self, item: K) -> Result<(), Error> {
+        self.push(item);
+        Ok(())
+    }
+}
+
+/// What a list page says about itself, besides its items: the result of
+/// [`ListerWatcher::list_into`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListPageInfo {
+    /// The list's resourceVersion (the same on every page of one paginated list).
+    pub resource_version: String,
+    /// The token for the next page, `None` on the last page.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page, when the server says.
+    pub remaining_item_count: Option<i64>,
+    /// How many items the page handed to the sink.
+    pub items: usize,
+    /// The size of the response body, when the backend saw bytes.
+    pub bytes: Option<u64>,
+}
+
+impl ListPageInfo {
+    /// A page at `resource_version` followed by `continue_token` (an empty token counts as
+    /// none).
+    pub fn new(resource_version: impl Into<String>, continue_token: Option<String>) -> Self {
+        Self {
+            resource_version: resource_version.into(),
+            continue_token: continue_token.filter(|t| !t.is_empty()),
+            ..Self::default()
+        }
+    }
+
+    /// With the server's `remainingItemCount`.
+    pub fn with_remaining_item_count(mut self, remaining_item_count: Option<i64>) -> Self {
+        self.remaining_item_count = remaining_item_count;
+        self
+    }
+
+    /// With the number of items handed over.
+    pub fn with_items(mut self, items: usize) -> Self {
+        self.items = items;
+        self
+    }
+
+    /// With the size of the response body.
+    pub fn with_bytes(mut self, bytes: u64) -> Self {
+        self.bytes = Some(bytes);
+        self
+    }
 }

@@ -17,11 +17,15 @@
 //!   would mean "exactly"). After a list fails with 410 Expired or 504
 //!   `ResourceVersionTooLarge`, the next list is a consistent read (resourceVersion unset),
 //!   sent at once; only if that fails too does the machine back off.
-//! - Lists are paginated ([`MachineConfig::page_size`], 500): continue pages carry the token
-//!   and the same limit, and drop resourceVersion and resourceVersionMatch. If a continue token
-//!   expires (410 on a continue page), the list restarts once as a single request without
-//!   `limit` at the original resourceVersion. Any other failure discards the pages and retries
-//!   the list after a backoff delay (the server's `Retry-After` when it sent one).
+//! - Lists from any state (`"0"`) and consistent lists (unset) are paginated
+//!   ([`MachineConfig::page_size`], 500); a list at a specific resourceVersion (a relist) is
+//!   not, as in client-go, so that the API server answers it from its watch cache instead of
+//!   paging through etcd; unless the server paged the first list (it then has no watch cache
+//!   for the resource, and paging is kinder). Continue pages carry the token and the same
+//!   limit, and drop resourceVersion and resourceVersionMatch. If a continue token expires
+//!   (410 on a continue page), the list restarts once as a single request without `limit` at
+//!   the original resourceVersion. Any other failure discards the pages and retries the list
+//!   after a backoff delay.
 //! - A complete list is handed over as [`Next::Replace`]; its resourceVersion becomes the last
 //!   seen one.
 //!
@@ -40,7 +44,7 @@
 //! - An `ERROR` event other than 429 (a 500 included, such as the one announcing the unsafe
 //!   delete of a corrupt object): back off, then relist, as client-go does.
 //! - 429 (the delay is the server's `Retry-After` when given), transport errors, and other
-//!   5xx answers to the watch request: back off, then re-watch without relisting.
+//!   5xx, on the watch request or mid-stream: back off, then re-watch without relisting.
 //! - A watch from `"0"` (after a list that reported resourceVersion `"0"`, as a server that
 //!   was never written may; real API servers never do) starts with the current state as
 //!   synthetic `ADDED` events in no resourceVersion order: their resourceVersions are not
@@ -76,9 +80,15 @@
 //!
 //! Backoff ([`BackoffConfig`]): exponential from 800 ms, factor 2, capped at 30 s, with full
 //! jitter (the delay is uniform in `[0, base]`), restarting from 800 ms once 2 minutes pass
-//! without a failure. Failures are: failed lists (except the immediate consistent retry and
-//! the full-list fallback), failed watch requests, failed or too-short watches. A normal watch
-//! end is not a failure.
+//! without a failure. A delay the server asked for (`Retry-After`, or a `Status`'s
+//! `retryAfterSeconds`), on a list or a watch, is clamped into `[800 ms, 30 s]` and
+//! lengthens the backoff's own delay, never shortens it
+//! ([`Backoff::failure_with_hint`]): `Retry-After: 0` on every answer cannot make the
+//! reflector spin, `Retry-After: 100000` cannot park it for a day, and repeated throttling
+//! keeps the backoff's growth. (client-go's REST client sleeps exactly what the header says,
+//! without floor or cap, for up to 10 retries inside one request.) Failures are: failed lists
+//! (except the immediate consistent retry and the full-list fallback), failed watch requests,
+//! failed or too-short watches. A normal watch end is not a failure.
 //!
 //! # States
 //!
@@ -124,9 +134,11 @@
 //! ```
 
 mod backoff;
+mod list_limits;
 mod machine;
 
 pub use backoff::{Backoff, BackoffConfig, Jitter};
+pub use list_limits::{ListBudget, ListLimits};
 pub use machine::{
     Counters, EventAction, MIN_HEALTHY_WATCH, Machine, MachineConfig, Next, RestartCounts,
     RestartReason, Then, WatchListMode,
@@ -134,3 +146,5 @@ pub use machine::{
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_relist;

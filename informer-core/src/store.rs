@@ -19,10 +19,11 @@ pub type IndexFunc<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
 /// Named index functions.
 pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
 
-/// The built-in namespace index function: one value, the namespace (none for cluster-scoped
-/// objects).
+/// The built-in namespace index function: one value for every object, its namespace, and `""`
+/// for cluster-scoped objects (as client-go's `MetaNamespaceIndexFunc`), so that
+/// `by_index(NAMESPACE_INDEX, "")` finds the cluster-scoped objects.
 pub fn namespace_index_func<K: Object>() -> IndexFunc<K> {
-    Arc::new(|obj: &K| obj.namespace().map(str::to_owned).into_iter().collect())
+    Arc::new(|obj: &K| vec![obj.namespace().unwrap_or_default().to_owned()])
 }
 
 /// An index function over the value of one label: objects without the label are not indexed.

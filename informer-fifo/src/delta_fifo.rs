@@ -49,8 +49,9 @@ impl<K> fmt::Debug for DeltaFifoConfig<K> {
 ///
 /// - Each key has an ordered list of pending deltas; keys are popped in the order they were
 ///   first queued, each with all of its pending deltas at once.
-/// - The only merging: when the last two deltas of a key are both `Deleted`, they become one
-///   (the one that is not a tombstone; if both or neither are, the newer).
+/// - The only merging: when the last two deltas of a key are both `Deleted`, they become one:
+///   the newer if the older is a tombstone, else the older (so a real deletion is never
+///   displaced, and of two real deletions the first stays), as client-go's `dedupDeltas`.
 /// - `replace` queues `Replaced` for every listed object, then a `Deleted` tombstone for every
 ///   known key missing from the list: queued keys carry their newest queued object, keys of the
 ///   known-objects store carry the store's object.
@@ -445,17 +446,17 @@ impl<K: Object> State<K> {
     }
 }
 
-/// Appends `delta`, merging two consecutive deletions into one.
+/// Appends `delta`, merging two consecutive deletions into one as client-go's `dedupDeltas`
+/// does: the newer deletion replaces the older only when the older is a tombstone; otherwise
+/// the older (a real deletion, with the final state the server sent) stays.
 fn push_deduped<K: Object>(deltas: &mut Deltas<K>, delta: Delta<K>) {
     if delta.kind == DeltaType::Deleted
         && let Some(last) = deltas.last_mut()
         && last.kind == DeltaType::Deleted
     {
-        if delta.object.is_tombstone() && !last.object.is_tombstone() {
-            // Keep the deletion that carries the real final state.
-            return;
+        if last.object.is_tombstone() {
+            *last = delta;
         }
-        *last = delta;
         return;
     }
     deltas.push(delta);
@@ -521,15 +522,16 @@ mod tests {
     }
 
     #[test]
-    fn merge_keeps_the_newer_of_two_alike() {
+    fn merge_keeps_the_newer_tombstone_and_the_older_real_deletion() {
         let (a, b) = (obj("x", "1"), obj("x", "2"));
         let mut d: Deltas<JsonObject> = smallvec![tomb(&a)];
         push_deduped(&mut d, tomb(&b));
         assert_eq!(shape(&d), [(DeltaType::Deleted, true, "2".into())]);
 
+        // client-go's isDeletionDup: the older wins unless it is a tombstone.
         let mut d: Deltas<JsonObject> = smallvec![deleted(&a)];
         push_deduped(&mut d, deleted(&b));
-        assert_eq!(shape(&d), [(DeltaType::Deleted, false, "2".into())]);
+        assert_eq!(shape(&d), [(DeltaType::Deleted, false, "1".into())]);
     }
 
     #[test]

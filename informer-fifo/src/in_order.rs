@@ -62,11 +62,12 @@ impl<K> fmt::Debug for InOrderFifoConfig<K> {
 ///
 /// - `add`, `update` and `delete` each queue one delta; `delete` of a key that is neither known
 ///   nor queued is dropped.
-/// - `replace` queues one atomic entry: `Replaced` for every listed object (in list order), then
-///   a `Deleted` tombstone for every key missing from the list that is queued (with its newest
-///   queued object; keys whose newest queued delta already is a deletion get none), in key
-///   order, then one for every key of the known-objects store that is neither listed nor queued
-///   (with the store's object), in the store's order.
+/// - `replace` queues one atomic entry. Deletions come first, as in client-go's `RealFIFO`: a
+///   `Deleted` tombstone for every key missing from the list that is queued (with its newest
+///   queued object; keys whose newest queued delta already is a deletion get none), in the
+///   order the keys were first queued, then one for every key of the known-objects store that
+///   is neither listed nor queued (with the store's object), in the store's order; then
+///   `Replaced` for every listed object, in list order.
 /// - `resync` queues one atomic entry: `Sync` for every object of the known-objects store whose
 ///   key has no pending delta.
 /// - [`pop`](Queue::pop) hands over either one atomic entry whole, or a run of up to
@@ -115,6 +116,7 @@ impl<K: Object> InOrderFifo<K> {
                 entries: VecDeque::new(),
                 queued_deltas: 0,
                 pending: HashMap::default(),
+                in_flight_keys: Vec::new(),
                 busy: false,
                 population: Population::default(),
                 closed: false,
@@ -190,6 +192,8 @@ impl<K: Object> InOrderFifo<K> {
         let wake = {
             let mut st = self.state.lock();
             st.busy = false;
+            let mut batch = batch;
+            batch.keys = std::mem::take(&mut st.in_flight_keys);
             match outcome {
                 Outcome::Done => st.done(&batch),
                 Outcome::Requeue => st.requeue(batch),
@@ -230,29 +234,31 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
 
     fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), QueueError> {
         // Key everything first: a list with an unkeyable object changes nothing.
-        let mut keys = Vec::with_capacity(objects.len());
-        let mut deltas = Vec::with_capacity(objects.len());
-        for obj in objects {
-            keys.push(self.key(&obj)?);
-            deltas.push(Delta::new(DeltaType::Replaced, obj));
-        }
+        let listed_keys = objects
+            .iter()
+            .map(|obj| self.key(obj))
+            .collect::<Result<Vec<_>, _>>()?;
         let wake = {
             let mut st = self.state.lock();
             if st.closed {
                 return Ok(());
             }
-            let listed: HashSet<&ObjectKey, RandomState> = keys.iter().collect();
+            let listed: HashSet<&ObjectKey, RandomState> = listed_keys.iter().collect();
+            // Pending keys missing from the list, unless their newest delta is a deletion, in
+            // the order of their first pending delta (the batch being processed counts as the
+            // front of the queue).
             let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
-            // Pending keys missing from the list, unless their newest delta is a deletion.
-            for (key, pending) in &st.pending {
-                if let Some(obj) = &pending.newest_live
-                    && !listed.contains(key)
-                {
+            let mut seen: HashSet<&ObjectKey, RandomState> = HashSet::default();
+            for key in st.pending_keys_in_order() {
+                if listed.contains(key) || !seen.insert(key) {
+                    continue;
+                }
+                if let Some(obj) = st.pending.get(key).and_then(|p| p.newest_live.as_ref()) {
                     tombstones.push((key.clone(), Arc::clone(obj)));
                 }
             }
-            tombstones.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            // Keys of the known-objects store with nothing pending.
+            drop(seen);
+            // Keys of the known-objects store with nothing pending, in the store's order.
             if let Some(known) = &self.known_objects {
                 for key in known.list_keys() {
                     if listed.contains(&key) || st.pending.contains_key(&key) {
@@ -264,12 +270,20 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
                 }
             }
             drop(listed);
-            keys.reserve(tombstones.len());
-            deltas.reserve(tombstones.len());
+            // Deletions first, then the listed objects (client-go's RealFIFO order).
+            let len = tombstones.len() + objects.len();
+            let mut keys = Vec::with_capacity(len);
+            let mut deltas = Vec::with_capacity(len);
             for (key, obj) in tombstones {
                 deltas.push(Delta::tombstone(key.clone(), obj));
                 keys.push(key);
             }
+            keys.extend(listed_keys);
+            deltas.extend(
+                objects
+                    .into_iter()
+                    .map(|obj| Delta::new(DeltaType::Replaced, obj)),
+            );
             let first = st.population.is_first_write();
             let queued_any = !deltas.is_empty();
             Self::push_atomic(&mut st, keys, deltas, first);
@@ -378,6 +392,9 @@ struct State<K> {
     queued_deltas: usize,
     /// Every key with a delta in `entries` or in the batch being processed.
     pending: HashMap<ObjectKey, Pending<K>, RandomState>,
+    /// The keys of the batch being processed (moved here from the batch while it is processed,
+    /// and back when it finishes), so that a relist can order its tombstones.
+    in_flight_keys: Vec<ObjectKey>,
     /// A pop is processing a batch.
     busy: bool,
     population: Population,
@@ -409,6 +426,16 @@ impl<K: Object> State<K> {
                 });
             }
         }
+    }
+
+    /// The key of every pending delta, oldest first: the batch being processed, then the queue.
+    fn pending_keys_in_order(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.in_flight_keys
+            .iter()
+            .chain(self.entries.iter().flat_map(|entry| match entry {
+                Entry::Single { key, .. } => std::slice::from_ref(key),
+                Entry::Atomic(batch) => batch.keys.as_slice(),
+            }))
     }
 
     /// The next batch, `Err(Closed)` once closed and drained, `None` to wait.
@@ -447,6 +474,8 @@ impl<K: Object> State<K> {
         };
         self.queued_deltas -= batch.deltas.len();
         self.busy = true;
+        let mut batch = batch;
+        self.in_flight_keys = std::mem::take(&mut batch.keys);
         Some(Ok(batch))
     }
 

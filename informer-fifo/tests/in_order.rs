@@ -91,16 +91,17 @@ fn replace_is_one_batch_whatever_the_batch_size() {
     q.add(obj("y", "1")).unwrap();
     assert_eq!(q.len(), 2 + 3 + 3 + 1);
     assert_eq!(pop(&q), ["x:Added@1", "q:Added@1"]);
-    // Replaced in list order, then queued keys' tombstones in key order, then the store's.
+    // Deletions first (queued keys' tombstones in first-queued order, then the store's), then
+    // Replaced in list order: client-go's RealFIFO order.
     assert_eq!(
         pop(&q),
         [
+            "x:Deleted(tombstone)@1",
+            "q:Deleted(tombstone)@1",
+            "t:Deleted(tombstone)@1",
             "n:Replaced@1",
             "s:Replaced@2",
             "m:Replaced@1",
-            "q:Deleted(tombstone)@1",
-            "x:Deleted(tombstone)@1",
-            "t:Deleted(tombstone)@1",
         ]
     );
     assert_eq!(pop(&q), ["y:Added@1"]);

@@ -5,158 +5,172 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
-use informer_core::{Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListPage, Status, WatchEvent};
+use informer_core::{Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, Status, WatchEvent};
 use serde::Deserialize;
-use serde::de::{
-    DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
-};
+use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 
 use crate::exact;
 
-/// What a list response's `metadata` carries.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct ListMeta {
-    #[serde(default)]
-    resource_version: Option<String>,
-    #[serde(default, rename = "continue")]
-    continue_token: Option<String>,
-    #[serde(default)]
-    remaining_item_count: Option<i64>,
-}
-
 /// A function applied to each object as soon as it is decoded.
 pub(crate) type ItemTransform<K> = dyn Fn(K) -> K + Send + Sync;
 
-/// Decodes a list response body (`{"metadata": {..}, "items": [..]}`) into a page. Each item
-/// goes through `transform` as soon as it is decoded, before the next one is: memory the
-/// transform frees is reused by the next item instead of staying as holes between cached
-/// objects.
-///
-/// The body is checked to be UTF-8 once, as a whole, and then decoded as text: serde_json's
-/// byte-slice reader would check every string on its own, which makes decoding typical
-/// objects (thousands of short strings each) markedly slower.
-pub(crate) fn list_page<K: DeserializeOwned>(
-    body: &[u8],
-    context: &str,
-    transform: Option<&ItemTransform<K>>,
-) -> Result<ListPage<K>, Error> {
-    let text = std::str::from_utf8(body).map_err(|e| {
-        let at = e.valid_up_to();
-        Error::decode(
-            format!("the list response while {context} (invalid UTF-8 at byte {at})"),
-            excerpt_around(body, at),
-            e,
-        )
-    })?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let decoded = exact::deserialize_seed(ListSeed { transform }, &mut de, body)
-        .and_then(|page| de.end().map(|()| page));
-    decoded.map_err(|e| {
-        let at = error_offset(body, &e);
-        Error::decode(
-            format!("the list response while {context} (at byte {at})"),
-            excerpt_around(body, at),
-            e,
-        )
-    })
-}
+/// The whole-body list decoder: the reference the streaming decoder is checked against.
+#[cfg(any(test, feature = "fuzzing"))]
+mod whole {
+    use std::borrow::Cow;
+    use std::fmt;
 
-struct ListSeed<'a, K> {
-    transform: Option<&'a ItemTransform<K>>,
-}
+    use informer_core::{Error, ListPage};
+    use serde::de::{
+        DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+    };
 
-impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ListSeed<'_, K> {
-    type Value = ListPage<K>;
+    use super::{ItemTransform, error_offset, excerpt_around};
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_map(self)
-    }
-}
-
-impl<'de, K: DeserializeOwned> Visitor<'de> for ListSeed<'_, K> {
-    type Value = ListPage<K>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a Kubernetes list object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut meta = ListMeta::default();
-        let mut items = Vec::new();
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match key.as_ref() {
-                "metadata" => meta = map.next_value()?,
-                "items" => {
-                    items = map.next_value_seed(ItemsSeed {
-                        transform: self.transform,
-                    })?;
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(ListPage {
-            items,
-            resource_version: meta.resource_version.unwrap_or_default(),
-            continue_token: meta.continue_token.filter(|t| !t.is_empty()),
-            remaining_item_count: meta.remaining_item_count,
+    /// Decodes a whole list response body (`{"metadata": {..}, "items": [..]}`) into a page, in
+    /// one serde pass: the reference the streaming decoder ([`crate::list_stream`], what lists
+    /// use) is checked against in tests and by the fuzz targets. Each item goes through
+    /// `transform` as soon as it is decoded.
+    pub(crate) fn list_page<K: DeserializeOwned>(
+        body: &[u8],
+        context: &str,
+        transform: Option<&ItemTransform<K>>,
+    ) -> Result<ListPage<K>, Error> {
+        let text = std::str::from_utf8(body).map_err(|e| {
+            let at = e.valid_up_to();
+            Error::decode(
+                format!("the list response while {context} (invalid UTF-8 at byte {at})"),
+                excerpt_around(body, at),
+                e,
+            )
+        })?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let decoded = ListSeed { transform }
+            .deserialize(&mut de)
+            .and_then(|page| de.end().map(|()| page));
+        decoded.map_err(|e| {
+            let at = error_offset(body, &e);
+            Error::decode(
+                format!("the list response while {context} (at byte {at})"),
+                excerpt_around(body, at),
+                e,
+            )
         })
     }
-}
 
-/// `items`: an array, or `null` (Go's encoding of an empty list's nil slice).
-struct ItemsSeed<'a, K> {
-    transform: Option<&'a ItemTransform<K>>,
-}
-
-impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<'_, K> {
-    type Value = Vec<K>;
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_option(self)
-    }
-}
-
-impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, K> {
-    type Value = Vec<K>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of objects or null")
+    struct ListSeed<'a, K> {
+        transform: Option<&'a ItemTransform<K>>,
     }
 
-    fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ListSeed<'_, K> {
+        type Value = ListPage<K>;
 
-    fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Vec::new())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-        deserializer.deserialize_seq(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        // The items are moved out into the cache one by one, so this buffer is short-lived;
-        // its preallocation is bounded all the same (the count comes from the body's text).
-        let bound = (64 << 20) / std::mem::size_of::<K>().max(1);
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(bound));
-        while let Some(item) = seq.next_element::<K>()? {
-            items.push(match self.transform {
-                Some(f) => f(item),
-                None => item,
-            });
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_map(self)
         }
-        Ok(items)
+    }
+
+    impl<'de, K: DeserializeOwned> Visitor<'de> for ListSeed<'_, K> {
+        type Value = ListPage<K>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a Kubernetes list object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut meta = crate::list_stream::ListMeta::default();
+            let mut items = Vec::new();
+            let mut items_seen = false;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                match key.as_ref() {
+                    "metadata" => meta = map.next_value()?,
+                    "items" => {
+                        // As the streaming decoder: items already handed over cannot be replaced.
+                        if items_seen {
+                            return Err(serde::de::Error::custom("\"items\" appears twice"));
+                        }
+                        items_seen = true;
+                        items = map.next_value_seed(ItemsSeed {
+                            transform: self.transform,
+                        })?;
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(ListPage {
+                items,
+                resource_version: meta.resource_version.unwrap_or_default(),
+                continue_token: meta.continue_token.filter(|t| !t.is_empty()),
+                remaining_item_count: meta.remaining_item_count,
+            })
+        }
+    }
+
+    /// `items`: an array, or `null` (Go's encoding of an empty list's nil slice).
+    struct ItemsSeed<'a, K> {
+        transform: Option<&'a ItemTransform<K>>,
+    }
+
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<'_, K> {
+        type Value = Vec<K>;
+
+        fn deserialize<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_option(self)
+        }
+    }
+
+    impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, K> {
+        type Value = Vec<K>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of objects or null")
+        }
+
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(Vec::new())
+        }
+
+        fn visit_some<D: Deserializer<'de>>(
+            self,
+            deserializer: D,
+        ) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_seq(self)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            // The items are moved out into the cache one by one, so this buffer is short-lived;
+            // its preallocation is bounded all the same (the count comes from the body's text).
+            let bound = (64 << 20) / std::mem::size_of::<K>().max(1);
+            let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(bound));
+            while let Some(item) = seq.next_element::<K>()? {
+                items.push(match self.transform {
+                    Some(f) => f(item),
+                    None => item,
+                });
+            }
+            Ok(items)
+        }
     }
 }
+
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use whole::list_page;
 
 /// A watch line: `{"type": "...", "object": {...}}`, the object kept raw until the type is
 /// known.
@@ -334,7 +348,7 @@ pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 }
 
 /// The byte offset of a serde error in `input` (from its 1-based line and column).
-fn error_offset(input: &[u8], error: &serde_json::Error) -> usize {
+pub(crate) fn error_offset(input: &[u8], error: &serde_json::Error) -> usize {
     let line = error.line();
     if line == 0 {
         return 0;
@@ -353,6 +367,7 @@ fn error_offset(input: &[u8], error: &serde_json::Error) -> usize {
 }
 
 /// Up to [`EXCERPT_LIMIT`](informer_core::EXCERPT_LIMIT) bytes of `input` around `at`.
+#[cfg(any(test, feature = "fuzzing"))]
 fn excerpt_around(input: &[u8], at: usize) -> &[u8] {
     let start = at.saturating_sub(informer_core::EXCERPT_LIMIT / 2);
     &input[start..input.len().min(start + informer_core::EXCERPT_LIMIT)]

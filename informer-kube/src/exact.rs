@@ -155,12 +155,25 @@ where
     })
 }
 
-/// Decodes one `K` from the whole of `text` with exact `Vec` capacities.
+/// Decodes one `K` from the whole of `text` with exact `Vec` capacities; the result is the
+/// plain decode's in every case.
+///
+/// Hints change capacities, never values, so a hinted decode that succeeds is the plain
+/// decode. It can fail where the plain one does not: fields the type skips are walked with
+/// `deserialize_any` (so that their arrays keep the hints in step), which checks more than
+/// serde_json's skipping does (a number out of `f64` range in an unknown field is refused by
+/// the one, accepted by the other; found by the `exact` fuzz target). On failure the text is
+/// therefore decoded again plainly: what is accepted, and every error, are exactly serde's.
+/// That second pass happens only for objects that fail the first, which real servers do not
+/// send.
 pub(crate) fn from_str<K: DeserializeOwned>(text: &str) -> serde_json::Result<K> {
     let mut de = serde_json::Deserializer::from_str(text);
-    let value = deserialize_seed(PhantomData::<K>, &mut de, text.as_bytes())?;
-    de.end()?;
-    Ok(value)
+    let hinted = deserialize_seed(PhantomData::<K>, &mut de, text.as_bytes())
+        .and_then(|value| de.end().map(|()| value));
+    match hinted {
+        Ok(value) => Ok(value),
+        Err(_) => serde_json::from_str(text),
+    }
 }
 
 /// A deserializer that forwards to `inner` and gives every sequence its pre-counted length.
@@ -541,10 +554,18 @@ mod tests {
             r#"{{"kind":"PodList","metadata":{{"resourceVersion":"9"}},"items":[{}]}}"#,
             items.join(",")
         );
-        let page = crate::decode::list_page::<Pod>(body.as_bytes(), "listing", None).unwrap();
-        assert_eq!(page.items, pods);
-        assert_eq!(page.items.capacity(), pods.len());
-        for pod in &page.items {
+        // As lists are decoded: streamed, item by item.
+        let mut decoded: Vec<Pod> = Vec::new();
+        let mut decoder = crate::list_stream::ListDecoder::<Pod>::new(
+            "listing",
+            None,
+            crate::DecoderMemory::default(),
+            1 << 20,
+        );
+        decoder.feed(body.as_bytes(), &mut decoded).unwrap();
+        decoder.finish().unwrap();
+        assert_eq!(decoded, pods);
+        for pod in &decoded {
             assert_exact(pod.spec.as_ref().unwrap());
         }
         for (item, pod) in items.iter().zip(&pods) {
@@ -588,6 +609,16 @@ mod tests {
         assert_eq!(exact.raw.get(), r#"[[1],[2,2]]"#);
         assert_eq!(exact.items, vec![vec![1, 2, 3], vec![4]]);
         assert_eq!(exact.tail, vec![9, 9]);
+    }
+
+    #[test]
+    fn what_skipping_accepts_is_accepted() {
+        // A number beyond f64 in a field the type skips: serde_json's skipping accepts it,
+        // its parsing (what walking a skipped field through the hints does) does not.
+        let text = r#"{"unknown":4E1111111111,"metadata":{"name":"a"},"spec":{"containers":[]}}"#;
+        let plain: Pod = serde_json::from_str(text).unwrap();
+        let exact: Pod = from_str(text).unwrap();
+        assert_eq!(exact, plain);
     }
 
     #[test]

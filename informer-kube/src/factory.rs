@@ -23,7 +23,10 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use crate::error::{KubeError, Result};
-use crate::{KubeListerWatcher, drop_managed_fields};
+use crate::{ClientLimits, KubeListerWatcher, drop_managed_fields};
+
+/// The connect timeout [`client_for_informers`] sets when the configuration has none.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Object types a [`KubeInformerFactory`] builds informers for from the type alone:
 /// k8s-openapi types, kube-derive custom resources and `PartialObjectMeta<K>` of those (their
@@ -46,6 +49,7 @@ pub struct KubeProvider {
     client: Client,
     resources: Arc<Mutex<HashMap<String, ApiResource>>>,
     drop_managed_fields: Arc<AtomicBool>,
+    limits: Arc<Mutex<ClientLimits>>,
 }
 
 impl KubeProvider {
@@ -89,7 +93,8 @@ where
             url_path,
             spec.namespace.clone(),
             K::metadata_api(),
-        );
+        )
+        .with_limits(*self.limits.lock());
         if self.drop_managed_fields.load(Ordering::Relaxed) {
             lister_watcher = lister_watcher.with_transform(drop_managed_fields());
         }
@@ -112,10 +117,15 @@ pub fn resource_name(resource: &ApiResource) -> String {
 
 /// A client for informers: `config` with kube-client's own retries turned off
 /// (`default_retry = false`), so that 429, 503 and 504 answers reach the reflector, which
-/// honours `Retry-After` and turns a 504 `ResourceVersionTooLarge` into an immediate
-/// consistent list instead of retrying the same request for minutes.
+/// honours `Retry-After` (within its backoff's floor and cap) and turns a 504
+/// `ResourceVersionTooLarge` into an immediate consistent list instead of retrying the same
+/// request for minutes. A configuration without a connect timeout gets 30 s (kube's and
+/// client-go's default).
 pub fn client_for_informers(mut config: Config) -> Result<Client> {
     config.default_retry = false;
+    config
+        .connect_timeout
+        .get_or_insert(DEFAULT_CONNECT_TIMEOUT);
     Client::try_from(config).map_err(|source| KubeError::Client { source })
 }
 
@@ -190,6 +200,7 @@ impl KubeInformerFactory {
             client,
             resources: Arc::default(),
             drop_managed_fields: Arc::default(),
+            limits: Arc::default(),
         };
         Self {
             factory: InformerFactory::new(provider.clone(), config),
@@ -230,6 +241,12 @@ impl KubeInformerFactory {
         self.provider
             .drop_managed_fields
             .store(drop, Ordering::Relaxed);
+    }
+
+    /// The [`ClientLimits`] (timeouts, frame cap) of the lister-watchers of informers created
+    /// from now on, in every view. [`ClientLimits::default`] until set.
+    pub fn set_client_limits(&self, limits: ClientLimits) {
+        *self.provider.limits.lock() = limits;
     }
 
     /// A view of this factory whose informers watch one namespace. The view shares the

@@ -70,11 +70,43 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Against broken and hostile servers
+//!
+//! Every request has a timeout, every buffer a cap, every retry a floor and a cap: a proxy gone
+//! wrong, an overloaded API server or a malicious aggregated API can slow an informer down,
+//! never hang it, spin it or exhaust its memory. Each limit ends its request with
+//! [`Error::LimitExceeded`](informer_core::Error::LimitExceeded) (naming the
+//! [`Limit`](informer_core::Limit) and the request), reported to the reflector's watch-error
+//! handler and handled like any failure of its class. The informer keeps running and, once the server
+//! behaves, ends up equal to it. [`KubeListerWatcher::decoder_memory`] shows what the decoders
+//! hold.
+//!
+//! | setting | where | default | when it is broken | client-go |
+//! |---|---|---|---|---|
+//! | connect timeout | kube's `Config::connect_timeout` ([`client_for_informers`] sets it when missing) | 30 s | transport error: backoff, then the same request | dialer timeout 30 s, TLS handshake 10 s |
+//! | response timeout: request sent → status and headers | [`ClientLimits::response_timeout`] | 70 s (the API server answers a list it cannot finish in its 60 s with a 504) | `ResponseTimeout`, a transport failure: backoff, then the list again, or a new watch without relisting | none; waits for the server's own request timeout, or TCP |
+//! | idle timeout: no byte of a list body or an error answer | [`ClientLimits::idle_timeout`] | 60 s | `IdleTimeout`, a transport failure: backoff, then the list again | none; over HTTP/2 a ping after 30 s of silence, the connection dropped 15 s later without an answer |
+//! | watch idle timeout: no byte of a watch stream | [`ClientLimits::watch_idle_timeout`] | off (a quiet watch on a server without a watch cache is silent for its whole `timeoutSeconds`) | `IdleTimeout`: backoff, then a new watch from the last resourceVersion | as above |
+//! | watch deadline: the watch outlives its `timeoutSeconds` | `timeoutSeconds` + [`ClientLimits::watch_deadline_margin`] | + 30 s (3,600 s + 30 s when no `timeoutSeconds` was sent) | `WatchDeadline`: backoff, then a new watch from the last resourceVersion | none: trusts the server to end the watch |
+//! | one watch line, list item or list member | [`ClientLimits::max_frame_bytes`] | 16 MiB | `FrameBytes`, a decode failure: the rest of the stream is dropped unread and the reflector follows its rule for an undecodable event; a list fails and is retried after a backoff | 16 MiB per watch event (`ErrObjectTooLarge`); list bodies unbounded |
+//! | an error answer's body | [`ClientLimits::max_error_body_bytes`] | 64 KiB, the rest unread | the `Status` is read from what arrived (a stalled body stops at the idle timeout) | read whole |
+//! | memory reserved for a body | none: buffers grow by what arrives | — | a 10 GB `Content-Length` reserves nothing | grows by what arrives |
+//! | pages per list | [`ReflectorConfig::list_limits`](informer::reflector::ReflectorConfig::list_limits)`.max_pages` | 10,000 (5 million objects at 500 per page) | `ListPages`: the list's items are dropped; backoff, then list again | no limit |
+//! | bytes per list, all pages | [`ReflectorConfig::list_limits`](informer::reflector::ReflectorConfig::list_limits)`.max_bytes` | 4 GiB | `ListBytes`: the same | no limit |
+//! | a continue token sent twice in one list | always on | — | `RepeatedContinueToken`: the same | none: pages forever |
+//! | `Retry-After` (header, or a `Status`'s `retryAfterSeconds`), lists and watches | [`ReflectorConfig::backoff`](informer::reflector::ReflectorConfig::backoff): `initial`, `max` | clamped into [800 ms, 30 s], never shorter than the backoff's own delay, which keeps growing across repeated 429s | a throttled list is retried, a throttled watch restarted without relisting | the REST client sleeps exactly the header's value (no floor, no cap) for up to 10 retries inside one request, then the reflector backs off (800 ms to 30 s) |
+//! | page size of relists | [`ReflectorConfig::page_size`](informer::reflector::ReflectorConfig::page_size) | 500 for the first list (`resourceVersion=0`) and consistent lists; none for a list at a specific resourceVersion, unless the server paged the first list | — | the same |
+//!
+//! [`KubeInformerFactory::set_client_limits`] sets the [`ClientLimits`] of the informers a
+//! factory creates; [`KubeListerWatcher::with_limits`] those of one lister-watcher.
+//!
 //! # Features
 //!
 //! - `rustls-tls` (default): kube-client's rustls TLS stack with the ring provider, needed
 //!   for HTTPS API servers, that is every real cluster. Without it (or another TLS feature
 //!   of kube-client enabled by the application) only plain-HTTP servers can be reached.
+//! - `fuzzing`: the module `fuzzing`, entry points into the decoders of untrusted input for
+//!   the fuzz targets in the repository's `fuzz/` directory. Not for applications.
 //!
 //! The crate never chooses a Kubernetes version for k8s-openapi: the final binary does, as
 //! with kube itself.
@@ -84,18 +116,27 @@
 // built only on failure paths, where their size costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+mod buffer;
 mod decode;
 mod error;
 mod exact;
 mod factory;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
+mod limits;
+mod list_stream;
 mod lister_watcher;
+#[cfg(test)]
+mod proptests;
 pub mod sample;
 mod transform;
 
+pub use buffer::DecoderMemory;
 pub use error::{KubeError, Result, map_kube_error};
 pub(crate) use factory::discover;
 pub use factory::{
     KubeInformerFactory, KubeProvider, StaticResource, client_for_informers, resource_name,
 };
+pub use limits::ClientLimits;
 pub use lister_watcher::KubeListerWatcher;
 pub use transform::drop_managed_fields;

@@ -2,15 +2,18 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::stream;
 use http_body_util::BodyExt;
 use informer::reflector::Transform;
 use informer_core::{
-    Error, ListOptions, ListPage, ListerWatcher, Object, WatchOptions, WatchStream,
+    Error, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher, Object,
+    WatchOptions, WatchStream,
 };
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, GroupVersionKind, Resource};
@@ -18,8 +21,11 @@ use kube_client::discovery::Scope;
 use kube_client::{Api, Client};
 use serde::de::DeserializeOwned;
 
+use crate::buffer::{DecoderMemory, SLICE, TrackedBuf};
 use crate::decode;
 use crate::error::KubeError;
+use crate::limits::ClientLimits;
+use crate::list_stream::ListDecoder;
 
 /// `Accept` of list requests for metadata-only types (`PartialObjectMeta<K>`).
 const METADATA_LIST_ACCEPT: &str =
@@ -47,9 +53,19 @@ const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.
 ///
 /// Responses are decoded here too, because `Api::list`/`Api::watch` lose what the reflector
 /// needs to decide well: the `Retry-After` header, and the text of a watch line that does
-/// not decode. The list body is read whole and decoded once, straight into `K`; a watch
-/// body is split into lines as it arrives and each line decoded into a
-/// [`WatchEvent`](informer_core::WatchEvent).
+/// not decode. A list body is decoded as it arrives, each item straight into `K` as soon as
+/// its last byte is in ([`ListerWatcher::list_into`] hands it over then; the body is never
+/// held whole, nor sized from its `Content-Length`); a watch body is split into lines as it
+/// arrives and each line decoded into a [`WatchEvent`](informer_core::WatchEvent).
+///
+/// # Hostile servers
+///
+/// Every request is bounded by [`ClientLimits`] (see [`with_limits`](Self::with_limits) and
+/// the crate documentation's table): a response that does not start in time, a body that
+/// stalls, a watch the server does not end at its `timeoutSeconds`, a watch line or list item
+/// larger than the frame cap, each ends the request with
+/// [`Error::LimitExceeded`]. What the decoders hold can be observed with
+/// [`decoder_memory`](Self::decoder_memory).
 ///
 /// # Errors
 ///
@@ -67,7 +83,10 @@ const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.
 ///   continues with the next line; a list body that does not decode is `Error::Decode`
 ///   with the bytes around the failure;
 /// - a failed connection, or a body broken mid-stream, is [`Error::Transport`] (a broken
-///   watch body ends the stream after it).
+///   watch body ends the stream after it);
+/// - a broken limit is [`Error::LimitExceeded`], classified as a transport failure when the
+///   server stalled and as a decode failure when a frame was too large; on a watch it ends
+///   the stream after it.
 ///
 /// # kube-client's own retries
 ///
@@ -96,6 +115,8 @@ pub struct KubeListerWatcher<K> {
     client: Client,
     target: Arc<Target>,
     transform: Option<Transform<K>>,
+    limits: ClientLimits,
+    memory: DecoderMemory,
     _object: PhantomData<fn() -> K>,
 }
 
@@ -115,6 +136,8 @@ impl<K> Clone for KubeListerWatcher<K> {
             client: self.client.clone(),
             target: Arc::clone(&self.target),
             transform: self.transform.clone(),
+            limits: self.limits,
+            memory: self.memory.clone(),
             _object: PhantomData,
         }
     }
@@ -126,6 +149,7 @@ impl<K> fmt::Debug for KubeListerWatcher<K> {
             .field("url_path", &self.target.url_path)
             .field("metadata_only", &self.target.metadata_only)
             .field("transform", &self.transform.is_some())
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -224,6 +248,8 @@ impl<K> KubeListerWatcher<K> {
                 metadata_only,
             }),
             transform: None,
+            limits: ClientLimits::default(),
+            memory: DecoderMemory::default(),
             _object: PhantomData,
         }
     }
@@ -233,14 +259,31 @@ impl<K> KubeListerWatcher<K> {
     ///
     /// This is where a transform that makes objects smaller (such as
     /// [`drop_managed_fields`](crate::drop_managed_fields)) saves the most memory: the
-    /// informer's own [`InformerConfig::transform`](informer::InformerConfig::transform) runs
-    /// after a whole page is decoded, by which time the dropped parts of every item have been
-    /// allocated side by side with the kept ones, and the allocator can rarely give their
-    /// memory back. Here, the memory one item frees is reused by the next. The transform must
-    /// keep the name, namespace, UID and resourceVersion.
+    /// memory one item frees is reused by the next, and watch events are transformed before
+    /// they are queued. (The informer's own
+    /// [`InformerConfig::transform`](informer::InformerConfig::transform) also runs item by
+    /// item, but after the reflector has compared the item with the cache.) The transform
+    /// must keep the name, namespace, UID and resourceVersion.
     pub fn with_transform(mut self, transform: Transform<K>) -> Self {
         self.transform = Some(transform);
         self
+    }
+
+    /// Uses `limits` for every request (instead of [`ClientLimits::default`]).
+    pub fn with_limits(mut self, limits: ClientLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits requests are made with.
+    pub fn limits(&self) -> &ClientLimits {
+        &self.limits
+    }
+
+    /// What the decoders of this lister-watcher (and its clones) hold: the bytes of partial
+    /// items, lines and error answers, now and at the most. Decoded objects are not counted.
+    pub fn decoder_memory(&self) -> &DecoderMemory {
+        &self.memory
     }
 
     /// The collection path requests go to.
@@ -292,22 +335,37 @@ impl Target {
     }
 }
 
-/// Sends `request`; an error answer becomes [`Error::Api`] (with `Retry-After`).
+/// Sends `request` and waits for the response's head, at most `limits.response_timeout`; an
+/// error answer becomes [`Error::Api`] (with `Retry-After`), its body read up to
+/// `limits.max_error_body_bytes`.
 async fn send(
     client: &Client,
     request: http::Request<Body>,
     context: &str,
+    limits: &ClientLimits,
+    memory: &DecoderMemory,
 ) -> Result<http::Response<Body>, Error> {
-    let response = client
-        .send(request)
+    let response = tokio::time::timeout(limits.response_timeout, client.send(request))
         .await
+        .map_err(|_| {
+            Error::limit(
+                context.to_owned(),
+                Limit::ResponseTimeout(limits.response_timeout),
+            )
+        })?
         .map_err(|e| Error::transport(context.to_owned(), e))?;
     let code = response.status();
     if code.is_client_error() || code.is_server_error() {
         let retry_after = decode::retry_after(response.headers());
-        let body = response.into_body().collect_bytes().await.map_err(|e| {
-            Error::transport(format!("reading the error answer while {context}"), e)
-        })?;
+        // The status line says what happened; a body that stalls or breaks only loses its
+        // details.
+        let body = read_prefix(
+            response.into_body(),
+            limits.max_error_body_bytes,
+            limits.idle_timeout,
+            memory,
+        )
+        .await;
         return Err(Error::Api {
             context: context.to_owned(),
             status: decode::error_status(code, &body),
@@ -317,12 +375,93 @@ async fn send(
     Ok(response)
 }
 
+/// What the readers need of a response body: kube-client's [`Body`], or any other (tests).
+pub(crate) trait ResponseBody:
+    http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+    + Send
+    + Unpin
+    + 'static
+{
+}
+
+impl<B> ResponseBody for B where
+    B: http_body::Body<Data = Bytes, Error: Into<Box<dyn std::error::Error + Send + Sync>>>
+        + Send
+        + Unpin
+        + 'static
+{
+}
+
+/// The next frame of `body`, or a [`Limit::IdleTimeout`] error after `idle` without one.
+async fn next_frame<B: ResponseBody>(
+    body: &mut B,
+    idle: Duration,
+    context: &str,
+) -> Result<Option<Bytes>, Error> {
+    loop {
+        let frame = tokio::time::timeout(idle, body.frame())
+            .await
+            .map_err(|_| Error::limit(context.to_owned(), Limit::IdleTimeout(idle)))?;
+        match frame {
+            None => return Ok(None),
+            Some(Err(e)) => return Err(Error::transport(context.to_owned(), e)),
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    return Ok(Some(data));
+                }
+                // Trailers: nothing to read.
+            }
+        }
+    }
+}
+
+/// Reads at most `max` bytes of a body (an error answer's: its `Status` is at the start, and
+/// the rest is not worth waiting for), each read bounded by `idle`; a body that stalls or
+/// breaks gives what arrived before. The buffer grows by what arrives, never by the
+/// `Content-Length` the server announces.
+async fn read_prefix<B: ResponseBody>(
+    mut body: B,
+    max: usize,
+    idle: Duration,
+    memory: &DecoderMemory,
+) -> Vec<u8> {
+    let mut buf = TrackedBuf::new(memory.clone(), max);
+    while buf.len() < max {
+        let Ok(Some(data)) = next_frame(&mut body, idle, "reading an error answer").await else {
+            break;
+        };
+        for slice in data.chunks(SLICE) {
+            let room = max - buf.len();
+            buf.push(&slice[..slice.len().min(room)]);
+            if buf.len() >= max {
+                break;
+            }
+        }
+    }
+    buf.bytes().to_vec()
+}
+
 #[async_trait]
 impl<K> ListerWatcher<K> for KubeListerWatcher<K>
 where
     K: Object + DeserializeOwned,
 {
     async fn list(&self, options: &ListOptions) -> Result<ListPage<K>, Error> {
+        let mut items = Vec::new();
+        let info = self.list_into(options, &mut items).await?;
+        Ok(ListPage {
+            items,
+            resource_version: info.resource_version,
+            continue_token: info.continue_token,
+            remaining_item_count: info.remaining_item_count,
+        })
+    }
+
+    async fn list_into(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<K>,
+    ) -> Result<ListPageInfo, Error> {
         let target = &*self.target;
         let uri = target.uri(&options.query_pairs());
         let context = target.context("listing", &uri);
@@ -332,9 +471,16 @@ where
             "application/json"
         };
         let request = target.request(&uri, accept, false)?;
-        let response = send(&self.client, request, &context).await?;
-        let body = read_body(response, &context).await?;
-        decode::list_page(&body, &context, self.transform.as_deref())
+        let response = send(&self.client, request, &context, &self.limits, &self.memory).await?;
+        read_list(
+            response.into_body(),
+            &context,
+            self.transform.as_deref(),
+            &self.limits,
+            &self.memory,
+            sink,
+        )
+        .await
     }
 
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<K>, Error> {
@@ -346,126 +492,244 @@ where
         } else {
             "application/json"
         };
+        let deadline =
+            tokio::time::Instant::now() + self.limits.watch_deadline(options.timeout_seconds);
         let request = target.request(&uri, accept, true)?;
-        let response = send(&self.client, request, &context).await?;
-        Ok(Box::pin(watch_events::<K>(
+        let response = send(&self.client, request, &context, &self.limits, &self.memory).await?;
+        let reader = WatchReader::new(
             response.into_body(),
+            deadline,
+            self.limits.watch_deadline(options.timeout_seconds),
+            &self.limits,
+            &self.memory,
+        );
+        Ok(Box::pin(watch_events::<K, _>(
+            reader,
             context,
             self.transform.clone(),
         )))
     }
 }
 
-/// The most a list body's `Content-Length` may reserve up front; larger bodies grow from
-/// there as they arrive.
-const MAX_BODY_RESERVATION: usize = 1 << 30;
-
-/// Reads a whole response body into one buffer, reserved from its `Content-Length` when the
-/// server sends one, each chunk copied in and dropped as it arrives. (Gathering the chunks
-/// first and joining them afterwards would hold the body twice: for a 100,000-pod list
-/// answered in one response, 600 MB more at the peak and that many more page faults.)
-async fn read_body(response: http::Response<Body>, context: &str) -> Result<Bytes, Error> {
-    let expected = response
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<usize>().ok());
-    let mut body = response.into_body();
-    let mut buf = BytesMut::with_capacity(expected.unwrap_or(0).min(MAX_BODY_RESERVATION));
-    while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| Error::transport(format!("reading the answer while {context}"), e))?;
-        if let Ok(data) = frame.into_data() {
-            buf.extend_from_slice(&data);
-        }
+/// Reads and decodes a list body into `sink`, each read bounded by the idle timeout.
+async fn read_list<K: DeserializeOwned, B: ResponseBody>(
+    mut body: B,
+    context: &str,
+    transform: Option<&decode::ItemTransform<K>>,
+    limits: &ClientLimits,
+    memory: &DecoderMemory,
+    sink: &mut dyn ListSink<K>,
+) -> Result<ListPageInfo, Error> {
+    let mut decoder = ListDecoder::new(context, transform, memory.clone(), limits.max_frame_bytes);
+    let reading = format!("reading the answer while {context}");
+    while let Some(data) = next_frame(&mut body, limits.idle_timeout, &reading).await? {
+        decoder.feed(&data, sink)?;
     }
-    Ok(buf.freeze())
+    decoder.finish()
 }
 
-/// Where a watch body's reader is.
-struct Lines {
-    body: Body,
-    buf: BytesMut,
+/// Where a watch body's reader is: the body (gone once the stream has ended or failed), the
+/// rest of the last frame, and the buffer holding the current line.
+struct WatchReader<B> {
+    body: Option<B>,
+    /// What is left of the last frame, fed to `buf` a slice at a time.
+    pending: Bytes,
+    buf: TrackedBuf,
     /// Bytes of `buf` known to hold no newline.
     scanned: usize,
+    /// A line returned by `read` (its length, newline included), consumed at the next call.
+    returned: usize,
     ended: bool,
+    /// Fires at the watch's deadline (one timer for the whole watch).
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    /// How long after its request the deadline is (for the error).
+    deadline_after: Duration,
+    idle: Option<Duration>,
+    /// Fires after `idle` without a frame (re-armed by each frame), when `idle` is set.
+    idle_timer: Option<Pin<Box<tokio::time::Sleep>>>,
+    max_line: usize,
 }
 
-impl Lines {
-    /// The next complete line (without its newline), if the buffer holds one.
-    fn next_line(&mut self) -> Option<Bytes> {
-        let newline = self.buf[self.scanned..].iter().position(|b| *b == b'\n');
-        match newline {
-            Some(at) => {
-                let mut line = self.buf.split_to(self.scanned + at + 1);
-                self.scanned = 0;
-                line.truncate(line.len() - 1);
-                Some(line.freeze())
+/// What the reader found next.
+enum Read {
+    /// A complete line of this many bytes (without its newline) starts the buffer.
+    Line(usize),
+    /// The stream ended; the buffer holds a last line without its newline, if any.
+    End,
+    /// The stream failed (and is over).
+    Failed(Box<Error>),
+}
+
+impl<B: ResponseBody> WatchReader<B> {
+    fn new(
+        body: B,
+        deadline: tokio::time::Instant,
+        deadline_after: Duration,
+        limits: &ClientLimits,
+        memory: &DecoderMemory,
+    ) -> Self {
+        Self {
+            body: Some(body),
+            pending: Bytes::new(),
+            buf: TrackedBuf::new(memory.clone(), limits.max_frame_bytes.saturating_add(SLICE)),
+            scanned: 0,
+            returned: 0,
+            ended: false,
+            deadline: Box::pin(tokio::time::sleep_until(deadline)),
+            deadline_after,
+            idle: limits.watch_idle_timeout,
+            idle_timer: limits
+                .watch_idle_timeout
+                .map(|idle| Box::pin(tokio::time::sleep(idle))),
+            max_line: limits.max_frame_bytes,
+        }
+    }
+
+    /// The length of the next complete line in the buffer (without its newline), if it
+    /// holds one; the line stays at the buffer's start until the next `read`.
+    fn next_line(&mut self) -> Option<usize> {
+        let bytes = self.buf.bytes();
+        let at = memchr::memchr(b'\n', &bytes[self.scanned..])?;
+        let len = self.scanned + at;
+        self.returned = len + 1;
+        self.scanned = 0;
+        Some(len)
+    }
+
+    /// The bytes a `Read::Line` or `Read::End` refers to.
+    fn line(&self, len: usize) -> &[u8] {
+        &self.buf.bytes()[..len]
+    }
+
+    /// Ends the stream: the body is dropped (the connection closes), memory given back.
+    fn end(&mut self) {
+        self.ended = true;
+        self.body = None;
+        self.pending = Bytes::new();
+        self.buf.release();
+        self.scanned = 0;
+    }
+
+    /// Reads until a line is complete, the stream ends, or it fails.
+    async fn read(&mut self, context: &str) -> Read {
+        self.buf.consume(std::mem::take(&mut self.returned));
+        loop {
+            if let Some(line) = self.next_line() {
+                return Read::Line(line);
             }
-            None => {
-                self.scanned = self.buf.len();
-                None
+            self.scanned = self.buf.len();
+            if self.buf.len() > self.max_line {
+                let error = Error::limit(
+                    format!("reading events while {context}"),
+                    Limit::FrameBytes(self.max_line as u64),
+                );
+                self.end();
+                return Read::Failed(Box::new(error));
+            }
+            if !self.pending.is_empty() {
+                let take = self.pending.len().min(SLICE);
+                let slice = self.pending.split_to(take);
+                self.buf.push(&slice);
+                continue;
+            }
+            if self.ended {
+                self.body = None;
+                return Read::End;
+            }
+            let Some(body) = self.body.as_mut() else {
+                self.ended = true;
+                continue;
+            };
+            let idle_timer = &mut self.idle_timer;
+            let idle = async {
+                match idle_timer.as_mut() {
+                    Some(timer) => timer.as_mut().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let frame = tokio::select! {
+                // A frame that is ready wins without touching the timers.
+                biased;
+                frame = body.frame() => frame,
+                () = self.deadline.as_mut() => {
+                    let error = Error::limit(
+                        format!("reading events while {context}"),
+                        Limit::WatchDeadline(self.deadline_after),
+                    );
+                    self.end();
+                    return Read::Failed(Box::new(error));
+                }
+                () = idle => {
+                    let error = Error::limit(
+                        format!("reading events while {context}"),
+                        Limit::IdleTimeout(self.idle.unwrap_or_default()),
+                    );
+                    self.end();
+                    return Read::Failed(Box::new(error));
+                }
+            };
+            if let (Some(timer), Some(idle)) = (self.idle_timer.as_mut(), self.idle) {
+                timer.as_mut().reset(tokio::time::Instant::now() + idle);
+            }
+            match frame {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.pending = data;
+                    }
+                }
+                Some(Err(e)) => {
+                    let e: Box<dyn std::error::Error + Send + Sync> = e.into();
+                    // The connection broke: a partial line is lost, the stream ends.
+                    let error = Error::transport(format!("reading events while {context}"), e);
+                    self.end();
+                    return Read::Failed(Box::new(error));
+                }
+                None => self.ended = true,
             }
         }
     }
 }
 
 /// The events of a watch body, one per line, decoded as they arrive.
-fn watch_events<K>(
-    body: Body,
+fn watch_events<K, B: ResponseBody>(
+    reader: WatchReader<B>,
     context: Arc<str>,
     transform: Option<Transform<K>>,
 ) -> impl futures::Stream<Item = Result<informer_core::WatchEvent<K>, Error>> + Send
 where
     K: Object + DeserializeOwned,
 {
-    let lines = Lines {
-        body,
-        buf: BytesMut::new(),
-        scanned: 0,
-        ended: false,
-    };
-    let line_context = Arc::clone(&context);
-    let decode = move |line: &[u8]| {
-        let event = decode::watch_line::<K>(line, &line_context)?;
+    let decode = move |line: &[u8], context: &str| {
+        let event = decode::watch_line::<K>(line, context)?;
         Ok(match &transform {
             Some(f) => event.map(|object| f(object)),
             None => event,
         })
     };
-    stream::unfold(lines, move |mut lines| {
+    stream::unfold(Some(reader), move |reader| {
         let decode = decode.clone();
         let context = Arc::clone(&context);
         async move {
+            let mut reader = reader?;
             loop {
-                if let Some(line) = lines.next_line() {
-                    if line.trim_ascii().is_empty() {
-                        continue;
-                    }
-                    return Some((decode(&line), lines));
-                }
-                if lines.ended {
-                    // A last line without its newline.
-                    let rest = lines.buf.split().freeze();
-                    if rest.trim_ascii().is_empty() {
-                        return None;
-                    }
-                    return Some((decode(&rest), lines));
-                }
-                match lines.body.frame().await {
-                    Some(Ok(frame)) => {
-                        if let Ok(data) = frame.into_data() {
-                            lines.buf.extend_from_slice(&data);
+                match reader.read(&context).await {
+                    Read::Line(len) => {
+                        let line = reader.line(len);
+                        if line.trim_ascii().is_empty() {
+                            continue;
                         }
+                        let event = decode(line, &context);
+                        return Some((event, Some(reader)));
                     }
-                    Some(Err(e)) => {
-                        // The connection broke: a partial line is lost, the stream ends.
-                        lines.ended = true;
-                        lines.buf.clear();
-                        let error = Error::transport(format!("reading events while {context}"), e);
-                        return Some((Err(error), lines));
+                    Read::End => {
+                        // A last line without its newline.
+                        let rest = reader.buf.bytes();
+                        if rest.trim_ascii().is_empty() {
+                            return None;
+                        }
+                        return Some((decode(rest, &context), None));
                     }
-                    None => lines.ended = true,
+                    Read::Failed(error) => return Some((Err(*error), None)),
                 }
             }
         }
@@ -560,52 +824,318 @@ mod tests {
         assert_eq!(target.uri(&[]), "/api/v1/namespaces/a/pods");
     }
 
-    #[tokio::test]
-    async fn list_bodies_are_read_whole_with_or_without_a_length() {
-        let text = br#"{"items":[],"metadata":{"resourceVersion":"5"}}"#;
-        let with_length = |length: &str| {
-            http::Response::builder()
-                .header(http::header::CONTENT_LENGTH, length)
-                .body(Body::from(Bytes::from_static(text)))
-                .unwrap()
-        };
-        for length in [
-            "47",
-            "10",
-            "99999999999999999999",
-            "x",
-            &usize::MAX.to_string(),
-        ] {
-            let body = read_body(with_length(length), "listing pods")
-                .await
-                .unwrap();
-            assert_eq!(&body[..], &text[..], "Content-Length {length}");
-        }
-        let without = http::Response::new(Body::from(text.to_vec()));
-        assert_eq!(
-            &read_body(without, "listing pods").await.unwrap()[..],
-            &text[..]
-        );
-        let empty = http::Response::new(Body::empty());
-        assert!(read_body(empty, "listing pods").await.unwrap().is_empty());
+    /// A body fed by the test, frame by frame; dropping the sender ends it.
+    fn channel_body() -> (
+        tokio::sync::mpsc::Sender<Result<Bytes, std::io::Error>>,
+        impl ResponseBody,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let frames =
+            futures::StreamExt::map(tokio_stream_of(rx), |r: Result<Bytes, std::io::Error>| {
+                r.map(http_body::Frame::data)
+            });
+        (tx, http_body_util::StreamBody::new(frames))
     }
 
-    #[test]
-    fn lines_split_across_chunks() {
-        let mut lines = Lines {
-            body: Body::empty(),
-            buf: BytesMut::new(),
-            scanned: 0,
-            ended: false,
+    fn tokio_stream_of<T: Send + 'static>(
+        mut rx: tokio::sync::mpsc::Receiver<T>,
+    ) -> impl futures::Stream<Item = T> + Send + Unpin + 'static {
+        Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)))
+    }
+
+    fn small_limits() -> ClientLimits {
+        ClientLimits {
+            idle_timeout: Duration::from_secs(5),
+            watch_idle_timeout: Some(Duration::from_secs(7)),
+            watch_deadline_margin: Duration::from_secs(2),
+            max_frame_bytes: 1000,
+            max_error_body_bytes: 100,
+            ..ClientLimits::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn error_bodies_are_read_up_to_their_cap_whatever_the_length_header() {
+        let memory = DecoderMemory::default();
+        let (tx, body) = channel_body();
+        tx.send(Ok(Bytes::from(vec![b'x'; 60]))).await.unwrap();
+        tx.send(Ok(Bytes::from(vec![b'y'; 60]))).await.unwrap();
+        // The sender stays open: the reader stops at its cap without waiting for more.
+        let prefix = read_prefix(body, 100, Duration::from_secs(5), &memory).await;
+        assert_eq!(prefix.len(), 100);
+        assert!(
+            memory.peak_held_bytes() <= 100,
+            "{}",
+            memory.peak_held_bytes()
+        );
+        assert_eq!(memory.held_bytes(), 0);
+        drop(tx);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stalled_list_body_is_an_idle_timeout() {
+        let memory = DecoderMemory::default();
+        let (tx, body) = channel_body();
+        tx.send(Ok(Bytes::from_static(
+            br#"{"items":[{"metadata":{"name":"a"}}"#,
+        )))
+        .await
+        .unwrap();
+        let started = tokio::time::Instant::now();
+        let mut items: Vec<k8s_openapi::api::core::v1::Pod> = Vec::new();
+        let error = read_list(
+            body,
+            "listing pods",
+            None,
+            &small_limits(),
+            &memory,
+            &mut items,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        assert_eq!(
+            error.limit_exceeded(),
+            Some(Limit::IdleTimeout(Duration::from_secs(5)))
+        );
+        assert_eq!(error.class(), informer_core::ErrorClass::Transport);
+        // The first item was complete and went to the sink before the stall.
+        assert_eq!(items.len(), 1);
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn list_bodies_decode_in_any_chunking_and_count_their_bytes() {
+        let text = br#"{"kind":"PodList","metadata":{"resourceVersion":"5","continue":"c"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+        for chunk in [1, 2, 7, 64, text.len()] {
+            let memory = DecoderMemory::default();
+            let (tx, body) = channel_body();
+            tokio::spawn(async move {
+                for piece in text.chunks(chunk) {
+                    tx.send(Ok(Bytes::copy_from_slice(piece))).await.unwrap();
+                }
+            });
+            let mut items: Vec<k8s_openapi::api::core::v1::Pod> = Vec::new();
+            let info = read_list(
+                body,
+                "listing pods",
+                None,
+                &small_limits(),
+                &memory,
+                &mut items,
+            )
+            .await
+            .unwrap();
+            assert_eq!(info.resource_version, "5");
+            assert_eq!(info.continue_token.as_deref(), Some("c"));
+            assert_eq!(info.items, 2);
+            assert_eq!(info.bytes, Some(text.len() as u64));
+            assert_eq!(items.len(), 2);
+            assert_eq!(memory.held_bytes(), 0);
+        }
+    }
+
+    async fn events(
+        reader: WatchReader<impl ResponseBody>,
+    ) -> Vec<Result<informer_core::WatchEvent<k8s_openapi::api::core::v1::Pod>, Error>> {
+        futures::StreamExt::collect(watch_events::<k8s_openapi::api::core::v1::Pod, _>(
+            reader,
+            "watching pods".into(),
+            None,
+        ))
+        .await
+    }
+
+    const EVENT: &[u8] =
+        br#"{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"2"}}}"#;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_watch_past_its_deadline_ends_with_a_typed_error() {
+        let memory = DecoderMemory::default();
+        let limits = ClientLimits {
+            watch_idle_timeout: None,
+            ..small_limits()
         };
-        lines.buf.extend_from_slice(b"{\"a\":");
-        assert!(lines.next_line().is_none());
-        lines.buf.extend_from_slice(b"1}\n{\"b\"");
-        assert_eq!(lines.next_line().as_deref(), Some(&b"{\"a\":1}"[..]));
-        assert!(lines.next_line().is_none());
-        lines.buf.extend_from_slice(b":2}\n\n");
-        assert_eq!(lines.next_line().as_deref(), Some(&b"{\"b\":2}"[..]));
-        assert_eq!(lines.next_line().as_deref(), Some(&b""[..]));
-        assert!(lines.next_line().is_none());
+        let (tx, body) = channel_body();
+        let started = tokio::time::Instant::now();
+        let after = limits.watch_deadline(Some(10));
+        assert_eq!(after, Duration::from_secs(12));
+        let reader = WatchReader::new(body, started + after, after, &limits, &memory);
+        let feeder = tokio::spawn(async move {
+            // An event every 5 s: never idle, never ending.
+            loop {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                let mut line = EVENT.to_vec();
+                line.push(b'\n');
+                if tx.send(Ok(Bytes::from(line))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let got = events(reader).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(12));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[..2].iter().all(Result::is_ok));
+        let error = got[2].as_ref().unwrap_err();
+        assert_eq!(error.limit_exceeded(), Some(Limit::WatchDeadline(after)));
+        assert_eq!(error.class(), informer_core::ErrorClass::Transport);
+        feeder.abort();
+        assert_eq!(memory.held_bytes(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_watch_ends_at_its_idle_timeout() {
+        let memory = DecoderMemory::default();
+        let limits = small_limits();
+        let (tx, body) = channel_body();
+        let started = tokio::time::Instant::now();
+        let reader = WatchReader::new(
+            body,
+            started + Duration::from_secs(600),
+            Duration::from_secs(600),
+            &limits,
+            &memory,
+        );
+        let mut line = EVENT.to_vec();
+        line.push(b'\n');
+        tx.send(Ok(Bytes::from(line))).await.unwrap();
+        let got = events(reader).await;
+        assert_eq!(started.elapsed(), Duration::from_secs(7));
+        assert!(got[0].is_ok());
+        assert_eq!(
+            got[1].as_ref().unwrap_err().limit_exceeded(),
+            Some(Limit::IdleTimeout(Duration::from_secs(7)))
+        );
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn an_endless_watch_line_is_cut_at_the_frame_cap() {
+        let memory = DecoderMemory::default();
+        let limits = small_limits();
+        let (tx, body) = channel_body();
+        let reader = WatchReader::new(
+            body,
+            tokio::time::Instant::now() + Duration::from_secs(600),
+            Duration::from_secs(600),
+            &limits,
+            &memory,
+        );
+        let mut first = EVENT.to_vec();
+        first.push(b'\n');
+        first.extend_from_slice(&[b'x'; 300]);
+        tx.send(Ok(Bytes::from(first))).await.unwrap();
+        let feeder = tokio::spawn(async move {
+            // 300 bytes at a time, no newline, until the reader hangs up.
+            while tx.send(Ok(Bytes::from(vec![b'x'; 300]))).await.is_ok() {}
+        });
+        let got = events(reader).await;
+        assert!(got[0].is_ok());
+        let error = got[1].as_ref().unwrap_err();
+        assert_eq!(error.limit_exceeded(), Some(Limit::FrameBytes(1000)));
+        assert_eq!(error.class(), informer_core::ErrorClass::Decode);
+        assert_eq!(got.len(), 2);
+        // The rest of the stream was discarded: the feeder saw the body dropped.
+        tokio::time::timeout(Duration::from_secs(10), feeder)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            memory.peak_held_bytes() <= 1000 + crate::buffer::SLICE,
+            "{}",
+            memory.peak_held_bytes()
+        );
+        assert_eq!(memory.held_bytes(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_server_that_never_answers_is_a_response_timeout() {
+        let service = tower::service_fn(|_: http::Request<Body>| {
+            std::future::pending::<Result<http::Response<Body>, std::io::Error>>()
+        });
+        let limits = ClientLimits {
+            response_timeout: Duration::from_secs(3),
+            ..small_limits()
+        };
+        let lister_watcher =
+            KubeListerWatcher::<k8s_openapi::api::core::v1::Pod>::all(Client::new(service, "x"))
+                .with_limits(limits);
+        let started = tokio::time::Instant::now();
+        let error = lister_watcher
+            .list(&ListOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(
+            error.limit_exceeded(),
+            Some(Limit::ResponseTimeout(Duration::from_secs(3)))
+        );
+        assert!(error.to_string().contains("listing pods"), "{error}");
+        let started = tokio::time::Instant::now();
+        let Err(error) = lister_watcher.watch(&WatchOptions::default()).await else {
+            panic!("a watch without an answer started");
+        };
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        assert_eq!(error.class(), informer_core::ErrorClass::Transport);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_answer_whose_body_stalls_is_still_the_api_error() {
+        // 429 whose body never ends: the status line is enough, the body read is bounded.
+        let (tx, body) = channel_body();
+        let body = std::sync::Mutex::new(Some(body));
+        let service = tower::service_fn(move |_: http::Request<Body>| {
+            let body = body.lock().unwrap().take().unwrap();
+            async move {
+                Ok::<_, std::io::Error>(
+                    http::Response::builder()
+                        .status(429)
+                        .header("retry-after", "3")
+                        .header("content-length", "10000000000")
+                        .body(http_body_util::BodyExt::boxed(body))
+                        .unwrap(),
+                )
+            }
+        });
+        let lister_watcher =
+            KubeListerWatcher::<k8s_openapi::api::core::v1::Pod>::all(Client::new(service, "x"))
+                .with_limits(small_limits());
+        tx.send(Ok(Bytes::from_static(b"slow down"))).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let error = lister_watcher
+            .list(&ListOptions::default())
+            .await
+            .unwrap_err();
+        // The body's idle timeout, then the answer as far as it came.
+        assert_eq!(started.elapsed(), Duration::from_secs(5));
+        assert_eq!(error.class(), informer_core::ErrorClass::Throttled);
+        assert_eq!(error.retry_after(), Some(Duration::from_secs(3)));
+        assert_eq!(error.status().unwrap().message, "slow down");
+        assert!(lister_watcher.decoder_memory().peak_held_bytes() <= 100);
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn lines_split_across_frames_and_a_last_line_without_newline() {
+        let memory = DecoderMemory::default();
+        let (tx, body) = channel_body();
+        let reader = WatchReader::new(
+            body,
+            tokio::time::Instant::now() + Duration::from_secs(600),
+            Duration::from_secs(600),
+            &small_limits(),
+            &memory,
+        );
+        let mut text = EVENT.to_vec();
+        text.extend_from_slice(b"\n\n  \n");
+        text.extend_from_slice(EVENT);
+        tokio::spawn(async move {
+            for piece in text.chunks(5) {
+                tx.send(Ok(Bytes::copy_from_slice(piece))).await.unwrap();
+            }
+        });
+        let got = events(reader).await;
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got.iter().all(Result::is_ok));
     }
 }

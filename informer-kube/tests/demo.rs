@@ -35,3 +35,56 @@ async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
     let churn = summary.churn.expect("churn stats");
     assert!(churn.creates + churn.updates + churn.deletes > 0);
 }
+
+mod hostile_support;
+
+use std::time::{Duration, Instant};
+
+use hostile_support::{Behaviour, Hostile};
+use informer_testing::fake::FakeApiServer;
+use informer_testing::http::{FakeHttpServer, HttpConfig};
+
+/// `--duration` bounds the initial sync too: against a server that answers every list with
+/// `429 Retry-After: 0` (the informer never syncs), the demo ends by itself at the duration,
+/// with an error that says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duration_bounds_an_initial_sync_that_never_finishes() {
+    let http = FakeHttpServer::start(FakeApiServer::new(), HttpConfig::default())
+        .await
+        .unwrap();
+    let hostile = Hostile::start(http.addr()).await;
+    hostile.set_list(Behaviour::Throttle {
+        retry_after: "0".into(),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let text = http.kubeconfig(None).replace(&http.url(), &hostile.url());
+    assert!(text.contains(&hostile.url()));
+    std::fs::write(&kubeconfig, text).unwrap();
+    let started = Instant::now();
+    let run = app::run([
+        "informer-demo",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--plain",
+        "--duration",
+        "2s",
+    ]);
+    let result = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the demo ran past its --duration");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took <= Duration::from_secs(6),
+        "{took:?}"
+    );
+    match result {
+        Err(app::DemoError::SyncTimedOut {
+            after, last_error, ..
+        }) => {
+            assert_eq!(after, Duration::from_secs(2));
+            assert!(last_error.contains("429"), "{last_error}");
+        }
+        other => panic!("expected a sync timeout, got {other:?}"),
+    }
+}

@@ -52,6 +52,12 @@ async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     let env = Env::start().await;
+    // The server refuses creates in namespaces that do not exist, as a real one does.
+    for ns in ["a", "b"] {
+        env.engine
+            .create("namespaces", &informer_testing::fake::seed::namespace(ns))
+            .unwrap();
+    }
     // Register the CRD the way kubectl apply does: POST the definition.
     let crd: CustomResourceDefinition = serde_json::from_value(json!({
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -516,3 +516,80 @@ async fn clear_removes_all_faults() {
     lw(&server).list(&ListOptions::default()).await.unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO);
 }
+
+#[tokio::test(start_paused = true)]
+async fn unseen_objects_can_be_announced_as_modified() {
+    use informer_testing::fake::UnseenAnnouncement;
+
+    let server = FakeApiServer::new();
+    let selected = |name: &str, tier: &str| pod("a", name).with_label("tier", tier);
+    server.create("pods", &selected("p0", "b")).unwrap();
+    let lw = server.lister_watcher::<JsonObject>("pods", None).unwrap();
+    let opts = |rv: u64| WatchOptions {
+        label_selector: Some("tier=a".into()),
+        ..from(rv)
+    };
+
+    // The default is the watch cache's: an object entering the selection is ADDED.
+    let mut events = lw.watch(&opts(server.resource_version())).await.unwrap();
+    server.update("pods", &selected("p0", "a")).unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        WatchEvent::Added(_)
+    ));
+
+    // Entering the selection comes as MODIFIED; a creation stays ADDED.
+    server
+        .faults()
+        .announce_unseen("pods", UnseenAnnouncement::ModifiedOnEntering);
+    server.update("pods", &selected("p0", "b")).unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        WatchEvent::Deleted(_)
+    ));
+    server.update("pods", &selected("p0", "a")).unwrap();
+    let event = next_event(&mut events).await;
+    assert!(matches!(event, WatchEvent::Modified(_)), "{event:?}");
+    server.create("pods", &selected("p1", "a")).unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        WatchEvent::Added(_)
+    ));
+
+    // Everything unseen comes as MODIFIED; a watch's initial events stay ADDED.
+    server
+        .faults()
+        .announce_unseen("*", UnseenAnnouncement::Modified);
+    server.create("pods", &selected("p2", "a")).unwrap();
+    let event = next_event(&mut events).await;
+    assert!(
+        matches!(&event, WatchEvent::Modified(o) if o.name() == Some("p2")),
+        "{event:?}"
+    );
+    let mut snapshot = lw.watch(&WatchOptions::default()).await.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(
+            next_event(&mut snapshot).await,
+            WatchEvent::Added(_)
+        ));
+    }
+
+    // Back to the default; `clear` resets it too.
+    server
+        .faults()
+        .announce_unseen("*", UnseenAnnouncement::Added);
+    server.create("pods", &selected("p3", "a")).unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        WatchEvent::Added(_)
+    ));
+    server
+        .faults()
+        .announce_unseen("pods", UnseenAnnouncement::Modified);
+    server.faults().clear();
+    server.create("pods", &selected("p4", "a")).unwrap();
+    assert!(matches!(
+        next_event(&mut events).await,
+        WatchEvent::Added(_)
+    ));
+}

@@ -359,7 +359,7 @@ async fn label_selectors_full_syntax() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn field_selectors_generic_fields_only() {
+async fn field_selectors_per_resource() {
     let server = seeded();
     let lw = lw(&server, None);
     let page = lw
@@ -370,7 +370,66 @@ async fn field_selectors_generic_fields_only() {
         .await
         .unwrap();
     assert_eq!(names(&page), ["q0", "q2"]);
-    let err = lw
+
+    // Pods have the fields node-local controllers select by; missing ones read as the
+    // real server's defaults.
+    for (name, node, phase) in [
+        ("n1-a", "n1", "Running"),
+        ("n1-b", "n1", "Pending"),
+        ("n2-a", "n2", "Running"),
+    ] {
+        let mut p = serde_json::to_value(pod("c", name)).unwrap();
+        p["spec"] = serde_json::json!({"nodeName": node, "hostNetwork": name == "n1-b"});
+        p["status"] =
+            serde_json::json!({"phase": phase, "podIP": format!("10.0.0.{}", name.len())});
+        server.create("pods", &p).unwrap();
+    }
+    let select = |selector: &str| {
+        let lw = lw.clone();
+        let selector = selector.to_owned();
+        async move {
+            let page = lw
+                .list(&ListOptions {
+                    field_selector: Some(selector),
+                    ..ListOptions::default()
+                })
+                .await
+                .unwrap();
+            names(&page)
+        }
+    };
+    assert_eq!(select("spec.nodeName=n1").await, ["n1-a", "n1-b"]);
+    assert_eq!(
+        select("spec.nodeName=n1,status.phase=Running").await,
+        ["n1-a"]
+    );
+    assert_eq!(
+        select("spec.nodeName!=n1,metadata.namespace=c").await,
+        ["n2-a"]
+    );
+    assert_eq!(select("spec.hostNetwork=true").await, ["n1-b"]);
+    assert_eq!(
+        select("spec.restartPolicy=Always,metadata.namespace=c")
+            .await
+            .len(),
+        3
+    );
+    assert_eq!(
+        select("status.podIP=10.0.0.4").await,
+        ["n1-a", "n1-b", "n2-a"]
+    );
+    assert_eq!(
+        select("spec.schedulerName=default-scheduler,metadata.namespace=b")
+            .await
+            .len(),
+        3
+    );
+
+    // Other resources keep the generic fields; nodes and namespaces not even the namespace.
+    let cms = server
+        .lister_watcher::<JsonObject>("configmaps", None)
+        .unwrap();
+    let err = cms
         .list(&ListOptions {
             field_selector: Some("spec.nodeName=n1".into()),
             ..ListOptions::default()
@@ -382,6 +441,22 @@ async fn field_selectors_generic_fields_only() {
         (s.code, s.message.as_str()),
         (400, "field label not supported: spec.nodeName")
     );
+    let nodes = server.lister_watcher::<JsonObject>("nodes", None).unwrap();
+    let err = nodes
+        .list(&ListOptions {
+            field_selector: Some("metadata.namespace=x".into()),
+            ..ListOptions::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(status_of(err).code, 400);
+    let ok = nodes
+        .list(&ListOptions {
+            field_selector: Some("spec.unschedulable=false".into()),
+            ..ListOptions::default()
+        })
+        .await;
+    assert!(ok.is_ok());
 }
 
 #[tokio::test(start_paused = true)]

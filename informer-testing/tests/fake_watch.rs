@@ -424,6 +424,48 @@ async fn selectors_turn_transitions_into_added_and_deleted() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn watches_honour_pod_field_selectors() {
+    // A node-local controller's watch: pods scheduled onto its node arrive as ADDED, pods
+    // moving away as DELETED, others never.
+    let server = FakeApiServer::new();
+    let on = |name: &str, node: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "a"}, "spec": {"nodeName": node}})
+    };
+    let mut w = lw(&server, None)
+        .watch(&WatchOptions {
+            field_selector: Some("spec.nodeName=n1".into()),
+            ..from(0)
+        })
+        .await
+        .unwrap();
+    server.create("pods", &on("x", "n1")).unwrap(); // 1
+    server.create("pods", &on("y", "n2")).unwrap(); // 2
+    server
+        .patch("pods", Some("a"), "y", &json!({"spec": {"nodeName": "n1"}}))
+        .unwrap(); // 3
+    server
+        .patch("pods", Some("a"), "x", &json!({"spec": {"nodeName": "n3"}}))
+        .unwrap(); // 4
+    assert_eq!(
+        take(&mut w, 3).await,
+        ["ADDED x@1", "ADDED y@3", "DELETED x@4"]
+    );
+    let err = lw(&server, None)
+        .watch(&WatchOptions {
+            field_selector: Some("spec.nodeNam=n1".into()),
+            ..from(0)
+        })
+        .await
+        .err()
+        .unwrap();
+    match err {
+        Error::Api { status, .. } => assert_eq!(status.code, 400),
+        other => panic!("expected 400, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn namespaced_watch_sees_only_its_namespace() {
     let server = FakeApiServer::new();
     let mut w = lw(&server, Some("b")).watch(&from(0)).await.unwrap();

@@ -9,6 +9,7 @@
 mod http_support;
 
 use informer_testing::JsonObject;
+use informer_testing::fake::seed::namespace;
 use informer_testing::fake::{FakeApiServer, PendingFault, Preconditions, status};
 use serde_json::json;
 
@@ -19,6 +20,7 @@ fn cm(ns: &str, name: &str) -> serde_json::Value {
 #[tokio::test(start_paused = true)]
 async fn each_write_verb_fails_once_per_scripted_failure_and_changes_nothing() {
     let server = FakeApiServer::new();
+    server.create("namespaces", &namespace("ns")).unwrap();
     server.create("configmaps", &cm("ns", "a")).unwrap();
     let rv = server.resource_version();
     let target = server.target("configmaps", Some("ns")).unwrap();
@@ -70,6 +72,7 @@ async fn each_write_verb_fails_once_per_scripted_failure_and_changes_nothing() {
 #[tokio::test(start_paused = true)]
 async fn failures_are_scoped_counted_and_listed() {
     let server = FakeApiServer::new();
+    server.create("namespaces", &namespace("ns")).unwrap();
     let faults = server.faults();
     faults.fail_writes("configmaps", 2, status::too_many_requests(3));
     assert_eq!(
@@ -133,6 +136,7 @@ async fn http_writes_answer_the_scripted_status() {
     use reqwest::Method;
 
     let (server, http) = start().await;
+    server.create("namespaces", &namespace("ns")).unwrap();
     server.create("configmaps", &cm("ns", "a")).unwrap();
     server
         .faults()

@@ -1,5 +1,8 @@
 //! Fake API server: writes, resourceVersions, finalizers, registration.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Tests: a failed unwrap is a failed test.
+// The engine answers with `Status` values by design (the wire's error type).
+#![allow(clippy::result_large_err)]
 
 use informer_core::{ErrorClass, ListOptions, ListerWatcher};
 use informer_testing::JsonObject;
@@ -256,23 +259,170 @@ async fn delete_preconditions() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn namespaces_are_required_only_when_configured() {
-    let relaxed = FakeApiServer::new();
-    relaxed.create("configmaps", &cm("ghost", "a")).unwrap();
-
-    let strict = FakeApiServer::with_config(ServerConfig {
-        require_namespaces: true,
-        ..ServerConfig::default()
-    });
-    let err = strict.create("configmaps", &cm("ghost", "a")).unwrap_err();
+async fn requests_need_existing_namespaces_unless_configured_otherwise() {
+    // The request layer runs namespace lifecycle admission, as the real server does.
+    let strict = FakeApiServer::new();
+    let target = strict.target("configmaps", Some("ghost")).unwrap();
+    let err = strict
+        .create_at(&target, serde_json::to_value(cm("ghost", "a")).unwrap())
+        .unwrap_err();
     assert_eq!(
         (err.code, err.message.as_str()),
         (404, "namespaces \"ghost\" not found")
     );
+    let err = strict
+        .apply_at(&target, "a", |_| {
+            Ok(serde_json::to_value(cm("ghost", "a")).unwrap())
+        })
+        .unwrap_err();
+    assert_eq!(err.code, 404, "a create by apply is admitted the same way");
+    // The test's direct writes are its hand on the store: no admission.
+    strict.create("configmaps", &cm("ghost", "direct")).unwrap();
     strict
         .create("namespaces", &json!({"metadata": {"name": "ghost"}}))
         .unwrap();
-    strict.create("configmaps", &cm("ghost", "a")).unwrap();
+    strict
+        .create_at(&target, serde_json::to_value(cm("ghost", "a")).unwrap())
+        .unwrap();
+
+    let relaxed = FakeApiServer::with_config(ServerConfig {
+        require_namespaces: false,
+        ..ServerConfig::default()
+    });
+    let target = relaxed.target("configmaps", Some("ghost")).unwrap();
+    relaxed
+        .create_at(&target, serde_json::to_value(cm("ghost", "a")).unwrap())
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_status_subresource_splits_writes() {
+    let server = FakeApiServer::new();
+    server
+        .create("namespaces", &json!({"metadata": {"name": "a"}}))
+        .unwrap();
+    let deploys = server.target("deployments", Some("a")).unwrap();
+    let deploy = |replicas: i64, ready: i64| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "a"},
+            "spec": {"replicas": replicas}, "status": {"readyReplicas": ready}})
+    };
+    // A create ignores the status; pods start Pending.
+    let created = server.create_at(&deploys, deploy(2, 9)).unwrap().to_value();
+    assert_eq!(created["spec"]["replicas"], 2);
+    assert_eq!(created.get("status"), None);
+    let pods = server.target("pods", Some("a")).unwrap();
+    let pod = json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}});
+    let pod = server.create_at(&pods, pod).unwrap().to_value();
+    assert_eq!(pod["status"], json!({"phase": "Pending"}));
+    // An update of the resource keeps the stored status; one of `status` keeps the rest.
+    server
+        .update_status_at(&deploys, "web", deploy(7, 2))
+        .unwrap();
+    let updated = server
+        .update_at(&deploys, "web", deploy(3, 5))
+        .unwrap()
+        .to_value();
+    assert_eq!(updated["spec"]["replicas"], 3);
+    assert_eq!(updated["status"]["readyReplicas"], 2);
+    let status = server
+        .update_status_at(&deploys, "web", deploy(8, 3))
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        (
+            status["spec"]["replicas"].clone(),
+            status["status"]["readyReplicas"].clone()
+        ),
+        (json!(3), json!(3))
+    );
+    let patched = server
+        .patch_status_with_at(&deploys, "web", |v| {
+            v["status"]["readyReplicas"] = json!(4);
+            v["spec"]["replicas"] = json!(100);
+            Ok(())
+        })
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        (
+            patched["spec"]["replicas"].clone(),
+            patched["status"]["readyReplicas"].clone()
+        ),
+        (json!(3), json!(4))
+    );
+    let patched = server
+        .patch_at(
+            &deploys,
+            "web",
+            &json!({"spec": {"replicas": 5}, "status": {"readyReplicas": 0}}),
+        )
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        (
+            patched["spec"]["replicas"].clone(),
+            patched["status"]["readyReplicas"].clone()
+        ),
+        (json!(5), json!(4))
+    );
+    // Resources without a status subresource store what they are given.
+    let cms = server.target("configmaps", Some("a")).unwrap();
+    let cm = server
+        .create_at(&cms, json!({"metadata": {"name": "c"}, "status": {"x": 1}}))
+        .unwrap();
+    assert_eq!(cm.to_value()["status"]["x"], 1);
+    assert_eq!(
+        server
+            .update_status_at(&cms, "c", json!({}))
+            .unwrap_err()
+            .code,
+        404
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn metadata_is_validated_like_the_real_server() {
+    let server = FakeApiServer::new();
+    let bad = |body: serde_json::Value| server.create("configmaps", &body).unwrap_err();
+    let err = bad(json!({"metadata": {"name": 5}}));
+    assert_eq!(err.code, 400, "{err}");
+    assert!(err.message.contains("metadata.name"), "{err}");
+    assert_eq!(
+        bad(json!({"metadata": {"name": "a", "labels": ["x"]}})).code,
+        400
+    );
+    assert_eq!(bad(json!({"metadata": "x"})).code, 400);
+    let err = bad(json!({"metadata": {"name": "a", "labels": {"bad key!": "v", "ok": "-bad-"}}}));
+    assert_eq!(err.code, 422, "{err}");
+    let causes = &err.details.as_ref().unwrap().causes;
+    assert_eq!(causes.len(), 2, "{causes:?}");
+    assert!(causes.iter().all(|c| c.field == "metadata.labels"));
+    let long = "x".repeat(64);
+    assert_eq!(
+        bad(json!({"metadata": {"name": "a", "labels": {"k": long}}})).code,
+        422
+    );
+    assert_eq!(
+        bad(json!({"metadata": {"name": "a", "labels": {"Example.com/k": "v"}}})).code,
+        422
+    );
+    let huge = "x".repeat(300 * 1024);
+    let err = bad(json!({"metadata": {"name": "a", "annotations": {"big": huge}}}));
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.details.as_ref().unwrap().causes[0].field,
+        "metadata.annotations"
+    );
+    // Annotation keys are checked without case, as upstream does.
+    server
+        .create(
+            "configmaps",
+            &json!({"metadata": {"name": "a", "namespace": "n",
+                "labels": {"app.kubernetes.io/name": "web", "tier": "", "v": "1.2_3"},
+                "annotations": {"Example.com/Thing": "any value at all !"}}}),
+        )
+        .unwrap();
 }
 
 #[tokio::test(start_paused = true)]

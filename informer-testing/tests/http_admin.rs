@@ -372,6 +372,7 @@ async fn faults_into_open_watches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_churn_and_resource_registration() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
     let h = admin(
         &http,
         Method::PUT,

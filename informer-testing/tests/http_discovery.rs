@@ -6,7 +6,7 @@ mod http_support;
 
 use http_support::{client, get, start};
 use informer_testing::fake::ResourceDef;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_discovery() {
@@ -22,7 +22,21 @@ async fn legacy_discovery() {
         .iter()
         .map(|g| g["name"].as_str().unwrap())
         .collect();
-    assert_eq!(groups, ["apps", "apiextensions.k8s.io"]);
+    // Every stable group of the built-in API, apps first as on a real server.
+    assert_eq!(groups[0], "apps");
+    for group in [
+        "batch",
+        "apiextensions.k8s.io",
+        "coordination.k8s.io",
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+        "policy",
+        "storage.k8s.io",
+        "events.k8s.io",
+        "autoscaling",
+    ] {
+        assert!(groups.contains(&group), "{group} missing from {groups:?}");
+    }
     let core = get(&http, "/api/v1").await;
     assert_eq!(core.body["kind"], "APIResourceList");
     assert_eq!(core.body["groupVersion"], "v1");
@@ -54,8 +68,28 @@ async fn legacy_discovery() {
     assert_eq!(apps.body["resources"][0]["name"], "deployments");
     let group = get(&http, "/apis/apps").await;
     assert_eq!(group.body["preferredVersion"]["version"], "v1");
-    assert_eq!(get(&http, "/apis/batch").await.status, 404);
-    assert_eq!(get(&http, "/apis/batch/v1").await.status, 404);
+    assert_eq!(get(&http, "/apis/example.com").await.status, 404);
+    assert_eq!(get(&http, "/apis/batch/v2").await.status, 404);
+    let batch = get(&http, "/apis/batch/v1").await;
+    let names: Vec<&str> = batch.body["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["cronjobs", "cronjobs/status", "jobs", "jobs/status"]
+    );
+    let apps_resources = apps.body["resources"].as_array().unwrap();
+    let scale = apps_resources
+        .iter()
+        .find(|r| r["name"] == "deployments/scale")
+        .expect("deployments/scale is served");
+    assert_eq!(
+        (&scale["group"], &scale["version"], &scale["kind"]),
+        (&json!("autoscaling"), &json!("v1"), &json!("Scale"))
+    );
     // A resource registered at run time shows up at once.
     server
         .register(ResourceDef::cluster_scoped(
@@ -108,7 +142,7 @@ async fn version_and_openapi() {
             version.body["major"].as_str(),
             version.body["minor"].as_str()
         ),
-        (Some("1"), Some("32"))
+        (Some("1"), Some("37"))
     );
     let index = get(&http, "/openapi/v3").await;
     let url = index.body["paths"]["apis/apps/v1"]["serverRelativeURL"]
@@ -131,7 +165,16 @@ async fn version_and_openapi() {
             .iter()
             .any(|p| p["name"] == "fieldValidation")
     );
-    assert_eq!(get(&http, "/openapi/v3/apis/batch/v1").await.status, 404);
+    assert_eq!(
+        get(&http, "/openapi/v3/apis/example.com/v1").await.status,
+        404
+    );
+    let batch = get(&http, "/openapi/v3/apis/batch/v1").await;
+    assert!(
+        batch.body["components"]["schemas"]["io.k8s.api.batch.v1.Job"].is_object(),
+        "{}",
+        batch.body
+    );
     let v2 = get(&http, "/openapi/v2").await;
     assert_eq!(v2.body["swagger"], "2.0");
     assert!(v2.body["paths"]["/api/v1/namespaces/{namespace}/pods"]["get"].is_object());

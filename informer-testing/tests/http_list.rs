@@ -203,7 +203,7 @@ async fn label_and_field_selectors() {
     assert_eq!(names(&by_ns.body), vec!["web-2"]);
     let unsupported = get(
         &http,
-        &format!("/api/v1/pods?fieldSelector={}", q("spec.nodeName=n1")),
+        &format!("/api/v1/configmaps?fieldSelector={}", q("spec.nodeName=n1")),
     )
     .await;
     assert_eq!(unsupported.status, 400);
@@ -283,7 +283,8 @@ async fn unknown_resources_and_objects_are_404() {
     assert_eq!(missing.body["message"], "pods \"nope\" not found");
     assert_eq!(missing.body["details"]["name"], "nope");
     assert_eq!(get(&http, "/api/v1/widgets").await.status, 404);
-    assert_eq!(get(&http, "/apis/batch/v1/jobs").await.status, 404);
+    assert_eq!(get(&http, "/apis/example.com/v1/jobs").await.status, 404);
+    assert_eq!(get(&http, "/apis/batch/v2/jobs").await.status, 404);
     // Namespaced objects have no cluster-wide URL; cluster-scoped ones no namespaced URL.
     assert_eq!(get(&http, "/api/v1/pods/p1").await.status, 404);
     assert_eq!(get(&http, "/api/v1/namespaces/a/nodes").await.status, 404);
@@ -356,4 +357,61 @@ async fn tables_and_metadata_renderings() {
     assert_eq!(meta["kind"], "PartialObjectMetadataList");
     assert_eq!(meta["items"][1]["metadata"]["name"], "p2");
     assert!(meta["items"][0].get("spec").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_field_selectors_over_http_lists_and_watches() {
+    let (server, http) = start().await;
+    let q = |s: &str| {
+        informer_testing::fake::Query {
+            field_selector: Some(s.to_owned()),
+            ..Default::default()
+        }
+        .to_query_string()
+        .trim_start_matches("fieldSelector=")
+        .to_owned()
+    };
+    for (name, node) in [("a1", "n1"), ("a2", "n2"), ("a3", "n1")] {
+        let mut p = pod("a", name, json!({}));
+        p["spec"]["nodeName"] = json!(node);
+        server.create("pods", &p).unwrap();
+    }
+    let selector = q("spec.nodeName=n1");
+    let listed = get(&http, &format!("/api/v1/pods?fieldSelector={selector}")).await;
+    assert_eq!(names(&listed.body), ["a1", "a3"]);
+    let mut watch = http_support::WatchLines::open(
+        &http,
+        &format!("/api/v1/namespaces/a/pods?watch=1&fieldSelector={selector}"),
+    )
+    .await;
+    assert_eq!(watch.show_next().await, "ADDED a1");
+    assert_eq!(watch.show_next().await, "ADDED a3");
+    server
+        .patch(
+            "pods",
+            Some("a"),
+            "a2",
+            &json!({"spec": {"nodeName": "n1"}}),
+        )
+        .unwrap();
+    server
+        .patch(
+            "pods",
+            Some("a"),
+            "a1",
+            &json!({"status": {"phase": "Running"}}),
+        )
+        .unwrap();
+    assert_eq!(watch.show_next().await, "ADDED a2");
+    assert_eq!(watch.show_next().await, "MODIFIED a1");
+    let running = get(
+        &http,
+        &format!(
+            "/api/v1/pods?fieldSelector={}",
+            q("spec.nodeName=n1,status.phase=Running")
+        ),
+    )
+    .await;
+    assert_eq!(names(&running.body), ["a1"]);
+    http.shutdown().await.unwrap();
 }

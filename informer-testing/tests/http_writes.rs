@@ -7,11 +7,12 @@ mod http_support;
 
 use http_support::{get, names, pod, post, put, send, start};
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_duplicates() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a", "b"]);
     let created = post(
         &http,
         "/api/v1/namespaces/a/pods",
@@ -149,6 +150,7 @@ async fn update_with_a_stale_resource_version_is_409() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_formats() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
     server.create("pods", &json!({
         "metadata": {"name": "p", "namespace": "a", "labels": {"app": "web", "tier": "front"}},
         "spec": {"containers": [
@@ -357,6 +359,7 @@ async fn delete_collection_with_a_selector() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_posted_crd_registers_its_resource() {
     let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -404,4 +407,294 @@ async fn a_posted_crd_registers_its_resource() {
     )
     .await;
     assert_eq!(names(&crds.body), vec!["widgets.example.com"]);
+}
+
+/// Sends raw bytes with a content type; returns the status and the body as JSON.
+async fn raw(
+    http: &informer_testing::http::FakeHttpServer,
+    method: reqwest::Method,
+    path: &str,
+    content_type: &str,
+    accept: Option<&str>,
+    body: Vec<u8>,
+) -> (reqwest::StatusCode, Value) {
+    let mut req = http_support::client()
+        .request(method, format!("{}{path}", http.url()))
+        .header("Content-Type", content_type)
+        .body(body);
+    if let Some(a) = accept {
+        req = req.header("Accept", a);
+    }
+    let resp = tokio::time::timeout(http_support::GUARD, req.send())
+        .await
+        .expect("request hung")
+        .expect("request failed");
+    let status = resp.status();
+    let body = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap_or(Value::Null);
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_codes_as_upstream() {
+    let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    let path = "/api/v1/namespaces/a/configmaps";
+
+    // An unknown content type is a 415 and creates nothing.
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "text/plain",
+        None,
+        cm.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 415, "{body}");
+    assert_eq!(body["reason"], "UnsupportedMediaType");
+    assert!(server.objects("configmaps", None).unwrap().is_empty());
+    // YAML bodies are read as such.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n";
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/yaml",
+        None,
+        yaml.into(),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(body["data"]["k"], "v");
+    // An answer nobody can produce is a 406, before anything is written.
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/json",
+        Some("text/html"),
+        cm.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 406, "{body}");
+    assert_eq!(body["reason"], "NotAcceptable");
+    assert_eq!(get(&http, path).await.status, 200);
+    let listed = http_support::client()
+        .get(format!("{}{path}", http.url()))
+        .header("Accept", "image/png")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(listed.status(), 406);
+    // YAML answers when asked for.
+    let yaml_list = http_support::client()
+        .get(format!("{}{path}", http.url()))
+        .header("Accept", "application/yaml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(yaml_list.headers()["content-type"], "application/yaml");
+    assert!(
+        yaml_list
+            .text()
+            .await
+            .unwrap()
+            .contains("kind: ConfigMapList")
+    );
+
+    // Bodies over 3 MiB are a 413 with a Status, even when far larger.
+    for size in [4 << 20, 70 << 20] {
+        let mut big = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "big"}})
+            .to_string()
+            .into_bytes();
+        big.truncate(big.len() - 1);
+        big.extend(b",\"data\":{\"k\":\"");
+        big.resize(size, b'x');
+        big.extend(b"\"}}");
+        let (code, body) = raw(&http, Method::POST, path, "application/json", None, big).await;
+        assert_eq!(code, 413, "{size} bytes: {body}");
+        assert_eq!(body["reason"], "RequestEntityTooLarge");
+    }
+    // A body just under the limit is accepted.
+    let fits = json!({"metadata": {"name": "fits"}, "data": {"k": "y".repeat((3 << 20) - 200)}});
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/json",
+        None,
+        fits.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 201, "{}", body["message"]);
+
+    // A namespaced resource is created inside a namespace, which must exist.
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        "/api/v1/configmaps",
+        "application/json",
+        None,
+        cm.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 405, "{body}");
+    assert_eq!(body["reason"], "MethodNotAllowed");
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        "/api/v1/namespaces/ghost/configmaps",
+        "application/json",
+        None,
+        cm.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 404, "{body}");
+    assert_eq!(body["message"], "namespaces \"ghost\" not found");
+
+    // Invalid labels are a 422 with causes; a name of the wrong type a 400.
+    let bad_labels =
+        json!({"metadata": {"name": "l", "labels": {"-bad": "ok", "good": "not ok!"}}});
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/json",
+        None,
+        bad_labels.to_string().into_bytes(),
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"].as_array().unwrap().len(),
+        2,
+        "{body}"
+    );
+    let (code, body) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/json",
+        None,
+        br#"{"metadata":{"name":5}}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    let (code, _) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/json",
+        None,
+        b"{not json".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    let (code, _) = raw(
+        &http,
+        Method::POST,
+        path,
+        "application/vnd.kubernetes.protobuf",
+        None,
+        b"garbage".to_vec(),
+    )
+    .await;
+    assert_eq!(code, 400);
+    http.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_scale_subresources() {
+    let (server, http) = start().await;
+    http_support::namespaces(&server, &["a"]);
+    let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "a"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
+        "status": {"replicas": 7}});
+    let created = post(&http, "/apis/apps/v1/namespaces/a/replicasets", &rs).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.body.get("status"),
+        None,
+        "a create ignores the status"
+    );
+    let object = "/apis/apps/v1/namespaces/a/replicasets/web";
+    let status = put(&http, &format!("{object}/status"), &json!({"metadata": {"name": "web"}, "spec": {"replicas": 99}, "status": {"replicas": 2, "readyReplicas": 1}})).await;
+    assert_eq!(status.status, 200, "{}", status.body);
+    assert_eq!(
+        (
+            status.body["spec"]["replicas"].clone(),
+            status.body["status"]["readyReplicas"].clone()
+        ),
+        (json!(2), json!(1))
+    );
+    let patched = http_support::send(
+        &http,
+        Method::PATCH,
+        &format!("{object}/status"),
+        Some((
+            "application/merge-patch+json",
+            &json!({"status": {"readyReplicas": 2}}),
+        )),
+    )
+    .await;
+    assert_eq!(
+        patched.body["status"]["readyReplicas"], 2,
+        "{}",
+        patched.body
+    );
+    let updated = put(&http, object, &json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"}, "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}}})).await;
+    assert_eq!(
+        updated.body["status"]["readyReplicas"], 2,
+        "an update keeps the status"
+    );
+
+    let scale = get(&http, &format!("{object}/scale")).await;
+    assert_eq!(scale.status, 200, "{}", scale.body);
+    assert_eq!(scale.body["apiVersion"], "autoscaling/v1");
+    assert_eq!(scale.body["spec"]["replicas"], 3);
+    assert_eq!(
+        scale.body["status"],
+        json!({"replicas": 2, "selector": "app=web"})
+    );
+    let scaled = http_support::send(
+        &http,
+        Method::PATCH,
+        &format!("{object}/scale"),
+        Some((
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": 6}}),
+        )),
+    )
+    .await;
+    assert_eq!(scaled.body["spec"]["replicas"], 6, "{}", scaled.body);
+    assert_eq!(
+        server
+            .get("replicasets", Some("a"), "web")
+            .unwrap()
+            .to_value()["spec"]["replicas"],
+        6
+    );
+    let put_scale = put(
+        &http,
+        &format!("{object}/scale"),
+        &json!({"kind": "Scale", "spec": {"replicas": 1}}),
+    )
+    .await;
+    assert_eq!(put_scale.body["spec"]["replicas"], 1, "{}", put_scale.body);
+    // Resources without those subresources do not serve them.
+    assert_eq!(
+        get(&http, "/api/v1/namespaces/a/configmaps/x/status")
+            .await
+            .status,
+        404
+    );
+    assert_eq!(
+        get(&http, "/apis/apps/v1/namespaces/a/daemonsets/x/scale")
+            .await
+            .status,
+        404
+    );
+    http.shutdown().await.unwrap();
 }

@@ -255,6 +255,7 @@ async fn apply_a_crd_then_its_custom_resources() {
     else {
         return;
     };
+    http_support::namespaces(&server, &["prod"]);
     let crd = kubectl.manifest(
         "crd.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
@@ -403,5 +404,324 @@ async fn kubectl_against_the_binary() {
         ])
         .await;
     assert_eq!(out.trim(), "", "{out}");
+    assert!(bin.terminate().await.success());
+}
+
+/// GET `path` from the binary as JSON.
+async fn get_json(bin: &Binary, path: &str) -> serde_json::Value {
+    let resp = tokio::time::timeout(
+        GUARD,
+        http_support::client()
+            .get(format!("{}{path}", bin.url()))
+            .send(),
+    )
+    .await
+    .expect("request hung")
+    .unwrap();
+    assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+    resp.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_generators_send_protobuf_to_the_binary() {
+    // kubectl 1.32's generator commands send protobuf bodies for built-in kinds.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let Some(kubectl) = Kubectl::for_kubeconfig(
+        "kubectl_generators_send_protobuf_to_the_binary",
+        &kubeconfig,
+    ) else {
+        return;
+    };
+    let bin = Binary::start(&["--kubeconfig-out", kubeconfig.to_str().unwrap()]).await;
+
+    // `-v=8` shows the wire: a protobuf body, protobuf asked for first, protobuf answered.
+    let created = kubectl
+        .run(&[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+            "-v=8",
+        ])
+        .await;
+    assert!(created.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&created.stdout).trim(),
+        "configmap/settings created"
+    );
+    let trace = String::from_utf8_lossy(&created.stderr);
+    let headers: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.split_once(']').map(|(_, h)| h.trim()))
+        .filter(|h| h.starts_with("Content-Type:") || h.starts_with("Accept:"))
+        .collect();
+    assert!(
+        headers.contains(&"Accept: application/vnd.kubernetes.protobuf,application/json"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        headers
+            .iter()
+            .filter(|h| **h == "Content-Type: application/vnd.kubernetes.protobuf")
+            .count(),
+        2,
+        "the request body and the answer: {headers:?}"
+    );
+    let cm = get_json(&bin, "/api/v1/namespaces/default/configmaps/settings").await;
+    assert_eq!(cm["data"], json!({"mode": "fast"}));
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "--from-literal=password=s3cret",
+        ])
+        .await;
+    assert_eq!(out.trim(), "secret/creds created");
+    let secret = get_json(&bin, "/api/v1/namespaces/default/secrets/creds").await;
+    assert_eq!(secret["data"]["password"], "czNjcmV0", "base64 of s3cret");
+
+    let out = kubectl.ok(&["create", "namespace", "team-a"]).await;
+    assert_eq!(out.trim(), "namespace/team-a created");
+    let out = kubectl
+        .ok(&["create", "configmap", "in-team", "-n", "team-a"])
+        .await;
+    assert_eq!(out.trim(), "configmap/in-team created");
+    // A namespace that does not exist is refused, as by a real server.
+    let missing = kubectl
+        .run(&["create", "configmap", "lost", "-n", "ghost"])
+        .await;
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("namespaces \"ghost\" not found"),
+        "{stderr}"
+    );
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+            "--port=80",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let deploy = get_json(&bin, "/apis/apps/v1/namespaces/default/deployments/web").await;
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    assert_eq!(
+        deploy["spec"]["selector"]["matchLabels"],
+        json!({"app": "web"})
+    );
+    let container = &deploy["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx:1.27");
+    assert_eq!(container["ports"][0]["containerPort"], 80);
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "job",
+            "once",
+            "--image=busybox:1",
+            "--",
+            "echo",
+            "hi",
+        ])
+        .await;
+    assert_eq!(out.trim(), "job.batch/once created");
+    let job = get_json(&bin, "/apis/batch/v1/namespaces/default/jobs/once").await;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], json!(["echo", "hi"]));
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+
+    let out = kubectl
+        .ok(&["create", "service", "clusterip", "front", "--tcp=80:8080"])
+        .await;
+    assert_eq!(out.trim(), "service/front created");
+    let svc = get_json(&bin, "/api/v1/namespaces/default/services/front").await;
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["selector"], json!({"app": "front"}));
+
+    // `kubectl scale` goes through the scale subresource.
+    let out = kubectl
+        .ok(&["scale", "deployment", "web", "--replicas=5"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    let deploy = get_json(&bin, "/apis/apps/v1/namespaces/default/deployments/web").await;
+    assert_eq!(deploy["spec"]["replicas"], 5);
+    let scale = get_json(
+        &bin,
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+    )
+    .await;
+    assert_eq!(
+        (scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()),
+        (Some("Scale"), Some(5))
+    );
+    // A write of a Scale with a stale resourceVersion is a conflict.
+    let stale = http_support::client()
+        .put(format!(
+            "{}/apis/apps/v1/namespaces/default/deployments/web/scale",
+            bin.url()
+        ))
+        .json(&json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "1"},
+            "spec": {"replicas": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 409);
+    assert!(bin.terminate().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_workloads_scales_them_and_selects_pods_by_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let Some(kubectl) = Kubectl::for_kubeconfig(
+        "kubectl_gets_workloads_scales_them_and_selects_pods_by_node",
+        &kubeconfig,
+    ) else {
+        return;
+    };
+    let bin = Binary::start(&[
+        "--seed",
+        "pods=30",
+        "--namespaces",
+        "3",
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+    ])
+    .await;
+    let pod_template = "    metadata:\n      labels:\n        app: a\n    spec:\n      containers:\n      - name: c\n        image: busybox:1\n";
+    let manifests = format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: rs-1\n  namespace: ns-0\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: sts-1\n  namespace: ns-0\nspec:\n  serviceName: sts\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: ds-1\n  namespace: ns-1\nspec:\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: job-1\n  namespace: ns-2\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox:1\n\
+         ---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: leader\n  namespace: ns-2\nspec:\n  holderIdentity: me\n  leaseDurationSeconds: 15\n"
+    );
+    let file = kubectl.manifest("workloads.yaml", &manifests);
+    let out = kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let out = kubectl
+        .ok(&["get", "rs,sts,ds,jobs,leases", "-A", "-o", "name"])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "replicaset.apps/rs-1",
+            "statefulset.apps/sts-1",
+            "daemonset.apps/ds-1",
+            "job.batch/job-1",
+            "lease.coordination.k8s.io/leader",
+        ],
+        "{out}"
+    );
+    let out = kubectl.ok(&["get", "rs,sts,ds,jobs,leases", "-A"]).await;
+    assert!(
+        out.contains("replicaset.apps/rs-1") && out.contains("lease.coordination.k8s.io/leader"),
+        "{out}"
+    );
+
+    // Scale a replica set and a stateful set (statefulsets have no replicas set: 1).
+    let out = kubectl
+        .ok(&[
+            "scale",
+            "rs/rs-1",
+            "sts/sts-1",
+            "-n",
+            "ns-0",
+            "--replicas=3",
+        ])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "replicaset.apps/rs-1 scaled",
+            "statefulset.apps/sts-1 scaled"
+        ]
+    );
+    let rs = get_json(&bin, "/apis/apps/v1/namespaces/ns-0/replicasets/rs-1").await;
+    assert_eq!(rs["spec"]["replicas"], 3);
+    let out = kubectl
+        .ok(&[
+            "get",
+            "sts",
+            "sts-1",
+            "-n",
+            "ns-0",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(out, "3");
+
+    // Pods by node: the field selector node-local controllers use.
+    let pods = get_json(&bin, "/api/v1/pods").await;
+    let items = pods["items"].as_array().unwrap();
+    let node = items[0]["spec"]["nodeName"].as_str().unwrap().to_owned();
+    let mut expected: Vec<String> = items
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .map(|p| format!("pod/{}", p["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    expected.sort();
+    assert!(
+        expected.len() < items.len(),
+        "the seed spreads pods over nodes"
+    );
+    let selector = format!("spec.nodeName={node}");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            &selector,
+            "-o",
+            "name",
+        ])
+        .await;
+    let mut got: Vec<&str> = out.lines().collect();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    let out = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            &format!("{selector},status.phase=Running"),
+            "--no-headers",
+        ])
+        .await;
+    assert_eq!(
+        out.lines().count(),
+        expected.len(),
+        "seeded pods are Running: {out}"
+    );
+    let unsupported = kubectl
+        .run(&[
+            "get",
+            "configmaps",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=x",
+        ])
+        .await;
+    assert!(!unsupported.status.success());
+    assert!(
+        String::from_utf8_lossy(&unsupported.stderr).contains("field label not supported"),
+        "{}",
+        String::from_utf8_lossy(&unsupported.stderr)
+    );
     assert!(bin.terminate().await.success());
 }

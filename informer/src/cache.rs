@@ -94,7 +94,15 @@ impl<K> fmt::Debug for CacheReader<K> {
 /// Queries over an informer's cache, the way controllers ask them: by label selector, by
 /// namespace and name, by index. Results are the cached `Arc`s.
 ///
-/// [`get`](Self::get) and the namespaced views assume the default `namespace/name` keys.
+/// # Keys
+///
+/// [`get`](Self::get) and [`NamespacedLister::get`] look the object up under its default key
+/// (`namespace/name`, [`informer_core::key_of`]) in O(1), as client-go's listers do, and answer
+/// an object only if it has that namespace and name. With a custom key function (for example
+/// keys by UID) objects are not stored under that key, so `get` finds nothing: use
+/// [`find`](Self::find), which looks by namespace and name whatever the keys (through the
+/// namespace index, or a scan without one), or [`CacheReader::get_by_key`] with your own key.
+/// The namespace views ([`namespaced`](Self::namespaced)`.list`) never depend on keys.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -151,14 +159,36 @@ impl<K: Object> Lister<K> {
         self.reader.list()
     }
 
-    /// The object `name` in `namespace` (`None` for cluster-scoped objects).
+    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), looked up
+    /// under its default key `namespace/name` (see [Keys](Self#keys)): O(1), and never an
+    /// object with another namespace or name.
     pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        ObjectKey::with_str(namespace, name, |key| self.reader.get_by_key(key))
-            .ok()
-            .flatten()
+        get_by_default_key(&self.reader, namespace, name)
     }
 
-    /// A view of one namespace.
+    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), whatever
+    /// key function the cache uses: among the namespace's objects (the namespace index, or a
+    /// scan of every object without one), the one with that name. Costs O(objects in the
+    /// namespace); prefer [`get`](Self::get) with the default keys.
+    pub fn find(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        if let Some(found) = self.get(namespace, name) {
+            return Some(found);
+        }
+        let namespace = namespace.unwrap_or_default();
+        let candidates = match self.reader.index_keys(NAMESPACE_INDEX, namespace) {
+            Ok(keys) => keys
+                .iter()
+                .filter_map(|key| self.reader.get_by_key(key.as_str()))
+                .collect(),
+            Err(_) => self.reader.list(),
+        };
+        candidates
+            .into_iter()
+            .find(|o| is_named(o.as_ref(), Some(namespace), name))
+    }
+
+    /// A view of one namespace. The empty namespace (client-go's `NamespaceAll`) views every
+    /// object, as client-go's namespace listers do.
     pub fn namespaced(&self, namespace: impl Into<String>) -> NamespacedLister<K> {
         NamespacedLister {
             reader: self.reader.clone(),
@@ -178,7 +208,8 @@ impl<K> fmt::Debug for Lister<K> {
     }
 }
 
-/// A [`Lister`] limited to one namespace.
+/// A [`Lister`] limited to one namespace (or, for the empty namespace, client-go's
+/// `NamespaceAll`, not limited).
 pub struct NamespacedLister<K> {
     reader: CacheReader<K>,
     namespace: String,
@@ -199,9 +230,13 @@ impl<K: Object> NamespacedLister<K> {
         &self.namespace
     }
 
-    /// The namespace's objects whose labels match `selector`. Uses the namespace index when
-    /// the cache has one, else scans.
+    /// The namespace's objects whose labels match `selector`; for the empty namespace
+    /// (`NamespaceAll`), every object whose labels match. Uses the namespace index when the
+    /// cache has one, else scans.
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
+        if self.namespace.is_empty() {
+            return Lister::new(self.reader.clone()).list(selector);
+        }
         let mut found = match self.reader.by_index(NAMESPACE_INDEX, &self.namespace) {
             Ok(found) => found,
             Err(_) => {
@@ -216,14 +251,29 @@ impl<K: Object> NamespacedLister<K> {
         found
     }
 
-    /// The object `name` in this namespace.
+    /// The object `name` in this namespace (for the empty namespace: the cluster-scoped object
+    /// `name`), looked up under its default key (see [Keys](Lister#keys)).
     pub fn get(&self, name: &str) -> Option<Arc<K>> {
-        ObjectKey::with_str(Some(&self.namespace), name, |key| {
-            self.reader.get_by_key(key)
-        })
+        get_by_default_key(&self.reader, Some(&self.namespace), name)
+    }
+}
+
+/// The object stored under the default key of `namespace`/`name`, if it has that namespace and
+/// name (with a custom key function another object could sit under that string).
+fn get_by_default_key<K: Object>(
+    reader: &CacheReader<K>,
+    namespace: Option<&str>,
+    name: &str,
+) -> Option<Arc<K>> {
+    ObjectKey::with_str(namespace, name, |key| reader.get_by_key(key))
         .ok()
         .flatten()
-    }
+        .filter(|o| is_named(o.as_ref(), namespace, name))
+}
+
+/// Whether `obj` is `name` in `namespace` (`None` and `""` both mean cluster-scoped).
+fn is_named<K: Object>(obj: &K, namespace: Option<&str>, name: &str) -> bool {
+    obj.name() == Some(name) && obj.namespace().unwrap_or_default() == namespace.unwrap_or_default()
 }
 
 impl<K> fmt::Debug for NamespacedLister<K> {

@@ -224,10 +224,10 @@ pub use sync::{SyncSource, wait_for_cache_sync};
 pub use informer_core::selector::{FieldSelector, LabelSelector, SelectorError};
 pub use informer_core::{
     Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
-    KnownObjects, ListOptions, ListPage, ListerWatcher, NAMESPACE_INDEX, Notification, Object,
-    ObjectKey, ObjectOrTombstone, ProcessError, Queue, QueueError, ResourceEventHandler, Status,
-    Store, StoreError, Tombstone, WatchEvent, WatchOptions, WatchStream, key_of, label_index_func,
-    labels_index_func, namespace_index_func,
+    KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
+    NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, ProcessError, Queue,
+    QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, WatchEvent,
+    WatchOptions, WatchStream, key_of, label_index_func, labels_index_func, namespace_index_func,
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 pub use informer_store::IndexedStore;

@@ -200,14 +200,13 @@ async fn compaction_during_a_watch_gap_relists_with_the_right_resource_versions(
         let timeout: u32 = watch.param("timeoutSeconds").unwrap().parse().unwrap();
         assert!((300..600).contains(&timeout));
     }
-    // The re-watch got 410: relist, not older than the last seen resourceVersion.
+    // The re-watch got 410: relist, not older than the last seen resourceVersion, without a
+    // page size (client-go's choice: the API server answers it from its watch cache instead
+    // of paging through etcd); a bare resourceVersion without a limit means "not older than".
     assert!(is_list(&requests[3]));
     assert_eq!(requests[3].param("resourceVersion"), Some(listed.as_str()));
-    assert_eq!(
-        requests[3].param("resourceVersionMatch"),
-        Some("NotOlderThan")
-    );
-    assert_eq!(requests[3].param("limit"), Some("500"));
+    assert_eq!(requests[3].param("resourceVersionMatch"), None);
+    assert_eq!(requests[3].param("limit"), None);
     assert!(is_watch(&requests[4]));
     assert_eq!(
         requests[4].param("resourceVersion"),
@@ -251,6 +250,13 @@ async fn expired_continue_mid_list_restarts_as_one_full_list_at_the_original_rv(
     let listed = rig.server.resource_version().to_string();
     // Slow lists, so the test can expire the token while the second page is in flight.
     rig.server.faults().delay_lists(RESOURCE, Some(secs(1)));
+    // The relist at the last seen resourceVersion (one request, no page size) gets 410 too:
+    // the consistent list that follows is paginated.
+    rig.server.faults().fail_lists(
+        RESOURCE,
+        1,
+        informer::Status::failure(410, "Expired", "too old resource version"),
+    );
     // The watch is told 410 before it sees this update: the relist brings it.
     rig.server.faults().expire_watches(RESOURCE);
     rig.server.update(RESOURCE, &cm("c0007", "2")).unwrap();
@@ -263,33 +269,31 @@ async fn expired_continue_mid_list_restarts_as_one_full_list_at_the_original_rv(
 
     let requests = rig.requests();
     let relist: Vec<_> = requests[2..].to_vec();
-    assert_eq!(relist.len(), 4, "{requests:#?}");
-    // Page one, at the last seen resourceVersion.
+    assert_eq!(relist.len(), 5, "{requests:#?}");
+    // The relist at the last seen resourceVersion, unpaginated: 410.
     assert_eq!(relist[0].param("resourceVersion"), Some(listed.as_str()));
-    assert_eq!(
-        relist[0].param("resourceVersionMatch"),
-        Some("NotOlderThan")
-    );
-    assert_eq!(relist[0].param("limit"), Some("500"));
-    // Page two: only the token and the limit.
-    assert!(relist[1].param("continue").is_some());
+    assert_eq!(relist[0].param("limit"), None);
+    // Page one of the consistent list that follows at once.
     assert_eq!(relist[1].param("resourceVersion"), None);
     assert_eq!(relist[1].param("resourceVersionMatch"), None);
     assert_eq!(relist[1].param("limit"), Some("500"));
-    // The token expired: one full list, without limit, at the original resourceVersion.
-    assert!(is_list(&relist[2]));
-    assert_eq!(relist[2].param("continue"), None);
-    assert_eq!(relist[2].param("limit"), None);
-    assert_eq!(relist[2].param("resourceVersion"), Some(listed.as_str()));
-    assert_eq!(
-        relist[2].param("resourceVersionMatch"),
-        Some("NotOlderThan")
-    );
-    assert!(is_watch(&relist[3]));
+    // Page two: only the token and the limit.
+    assert!(relist[2].param("continue").is_some());
+    assert_eq!(relist[2].param("resourceVersion"), None);
+    assert_eq!(relist[2].param("resourceVersionMatch"), None);
+    assert_eq!(relist[2].param("limit"), Some("500"));
+    // The token expired: one full list, without limit, at the original (unset)
+    // resourceVersion.
+    assert!(is_list(&relist[3]));
+    assert_eq!(relist[3].param("continue"), None);
+    assert_eq!(relist[3].param("limit"), None);
+    assert_eq!(relist[3].param("resourceVersion"), None);
+    assert!(is_watch(&relist[4]));
     assert_eq!(
         rig.failures(),
         vec![
             (Stage::Watch, ErrorClass::Expired, Some(Then::Relist)),
+            (Stage::List, ErrorClass::Expired, Some(Then::List)),
             (Stage::List, ErrorClass::Expired, Some(Then::List)),
         ]
     );

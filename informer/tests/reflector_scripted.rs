@@ -194,7 +194,7 @@ async fn expired_watch_relists_at_last_rv_after_backoff() {
     run_for(&r, secs(100)).await;
 
     let log = lw.log();
-    assert_eq!(log[2].request, list_req(Some("11"), Some(500)));
+    assert_eq!(log[2].request, list_req(Some("11"), None));
     // The relist waits the first backoff delay: in [0, 800 ms] after the ERROR event at 30 s.
     let gap = log[2].at - secs(30);
     assert!(gap <= ms(800), "{gap:?}");
@@ -232,7 +232,7 @@ async fn http_410_on_watch_start_relists() {
     let r = reflector(&lw, &queue, config());
     run_for(&r, secs(10)).await;
     let requests = lw.requests();
-    assert_eq!(requests[2], list_req(Some("10"), Some(500)));
+    assert_eq!(requests[2], list_req(Some("10"), None));
     assert_eq!(watch_rv(&requests[3]).as_deref(), Some("30"));
 }
 
@@ -467,7 +467,7 @@ async fn too_large_rv_on_list_retries_as_consistent_read() {
     let r = reflector(&lw, &queue, config());
     run_for(&r, secs(5)).await;
     let requests = lw.requests();
-    assert_eq!(requests[2], list_req(Some("99"), Some(500)));
+    assert_eq!(requests[2], list_req(Some("99"), None));
     assert_eq!(requests[3], list_req(None, Some(500)));
     assert_eq!(watch_rv(&requests[4]).as_deref(), Some("12"));
 }
@@ -636,14 +636,15 @@ async fn streaming_ignored_falls_back_to_list_after_timeout() {
     assert_eq!(log[1].at, secs(20));
     assert_eq!(log[1].request, list_req(Some("0"), Some(500)));
     // Issue 10 (defect 3) changed the rule: a fallback no longer switches streaming off for
-    // good, so the relist after 410 streams first, then falls back after the idle limit.
+    // good, so the relist after 410 streams first, then falls back after the idle limit
+    // to a list, unpaginated at its resourceVersion.
     assert!(
         matches!(&log[3].request, Request::Watch(w) if w.send_initial_events == Some(true)
             && w.resource_version.as_deref() == Some("10")),
         "{log:?}"
     );
     assert_eq!(log[4].at - log[3].at, secs(20));
-    assert_eq!(log[4].request, list_req(Some("10"), Some(500)));
+    assert_eq!(log[4].request, list_req(Some("10"), None));
     assert_eq!(queue.ops()[0], replace(&["ns/a@5"], "10"));
     let stats = r.stats();
     assert!(!stats.streaming);
@@ -843,7 +844,7 @@ async fn cancel_returns_and_a_new_run_relists_from_last_rv() {
     cancel.cancel();
     first.await.unwrap();
     let requests = lw.requests();
-    assert_eq!(requests[2], list_req(Some("12"), Some(500)));
+    assert_eq!(requests[2], list_req(Some("12"), None));
     assert_eq!(requests.len(), 4);
     assert_eq!(r.stats().counters.relists, 1);
 }

@@ -3,8 +3,13 @@
 //! Tasks:
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
+//! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
+//!   (see `codegen.rs`); `--check` only compares, as CI does.
 //! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
-//! - `soak`: the chaos convergence test over many seeds, in release (see `soak.rs`).
+//! - `soak`: the chaos convergence test over many seeds, in release, or over HTTP for some
+//!   minutes (see `soak.rs`).
+//! - `mutants`: the mutation check, by hand: known-bad patches against the chaos test and the
+//!   soak (see `mutants.rs`).
 //! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
 //!   `bench.rs`).
 //!
@@ -14,15 +19,19 @@ use std::env;
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod codegen;
 mod layering;
+mod mutants;
 mod soak;
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
         Some("soak") => soak::run(&args[1..]),
+        Some("mutants") => mutants::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print_help();
@@ -43,9 +52,16 @@ fn print_help() {
     println!(
         "cargo xtask <task>\n\n\
          ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
+         codegen   regenerate the fake API server's resource and protobuf tables from the\n\
+         \x20         k8s-openapi and k8s-pb sources (--check: only compare; CI runs it)\n\
          layering  check that informer-core depends on no IO or async runtime crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
+         \x20         or in real time over HTTP through kube-client for M minutes:\n\
+         \x20         --http --minutes M [--start S] [--threads T] [--debug]\n\
+         mutants   the mutation check (by hand): each patch of xtask/mutants/ against the chaos\n\
+         \x20         test and the soak, on a scratch copy; prints the table:\n\
+         \x20         [--only a,b] [--chaos-seeds N] [--soak-seeds N] [--tests pkg:test,...]\n\
          bench     informer-rs vs kube-runtime vs a no-cache floor, in release; writes\n\
          \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir)"
     );
@@ -55,6 +71,7 @@ fn print_help() {
 fn ci() -> Result<(), String> {
     step("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
     step("layering", layering::check())?;
+    step("codegen", codegen::run(&["--check".to_owned()]))?;
     step(
         "clippy",
         cargo(&[

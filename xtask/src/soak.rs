@@ -7,9 +7,15 @@
 //! chunk then runs that binary (`chaos_convergence --exact --nocapture`) with
 //! `CHAOS_SEEDS=a..b`. The test runs its seeds in parallel (`CHAOS_THREADS`, default: the
 //! number of CPUs) and prints `CHAOS-FAILED-SEED: n` for each failure.
+//!
+//! `cargo xtask soak --http --minutes M [--start S] [--threads T] [--debug]` runs the same
+//! scenarios in real time over the HTTP fake server through kube-client
+//! (`informer-kube/tests/http_chaos.rs`, `CHAOS_HTTP_MINUTES=M`): seeds one after another from
+//! S until M minutes have passed, each seed's result printed as it comes, then the totals.
 
 use std::env;
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// What `soak` was asked to do.
@@ -20,9 +26,12 @@ struct Options {
     chunk: u64,
     threads: Option<u64>,
     release: bool,
+    /// `--http --minutes M`: the HTTP chaos for M minutes instead of `seeds` seeds.
+    http_minutes: Option<u64>,
 }
 
-const USAGE: &str = "cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug]";
+const USAGE: &str = "cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug] \
+                     | --http --minutes M [--start S] [--threads T] [--debug]";
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
@@ -31,8 +40,11 @@ fn parse(args: &[String]) -> Result<Options, String> {
         chunk: 500,
         threads: None,
         release: true,
+        http_minutes: None,
     };
     let mut seeds = None;
+    let mut http = false;
+    let mut minutes = None;
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -56,8 +68,23 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--chunk" => options.chunk = value()?.max(1),
             "--threads" => options.threads = Some(value()?.max(1)),
             "--debug" => options.release = false,
+            "--http" => http = true,
+            "--minutes" => minutes = Some(value()?.max(1)),
             other => return Err(format!("unknown soak option {other:?}; usage: {USAGE}")),
         }
+    }
+    if http {
+        if seeds.is_some() {
+            return Err(format!(
+                "--http runs for --minutes, not --seeds; usage: {USAGE}"
+            ));
+        }
+        options.http_minutes =
+            Some(minutes.ok_or_else(|| format!("--http needs --minutes; usage: {USAGE}"))?);
+        return Ok(options);
+    }
+    if minutes.is_some() {
+        return Err(format!("--minutes goes with --http; usage: {USAGE}"));
     }
     options.seeds = seeds.ok_or_else(|| format!("--seeds is required; usage: {USAGE}"))?;
     if options.start.checked_add(options.seeds).is_none() {
@@ -67,7 +94,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
 }
 
 /// The seeds a failed chunk reported, in order.
-fn failed_seeds(output: &str) -> Vec<u64> {
+pub(crate) fn failed_seeds(output: &str) -> Vec<u64> {
     let mut seeds: Vec<u64> = output
         .lines()
         .filter_map(|l| l.trim().strip_prefix("CHAOS-FAILED-SEED:"))
@@ -83,50 +110,69 @@ fn summary_line(output: &str) -> Option<&str> {
     output.lines().find(|l| l.starts_with("chaos: "))
 }
 
-/// The test binary's path, from `cargo test --no-run`'s `Executable tests/chaos.rs (path)`.
-fn executable(build_output: &str) -> Option<&str> {
+/// The path of the test binary built from `tests/<test>.rs`, from `cargo test --no-run`'s
+/// `Executable tests/<test>.rs (path)`.
+pub(crate) fn executable<'a>(build_output: &'a str, test: &str) -> Option<&'a str> {
+    let source = format!("tests/{test}.rs ");
     build_output
         .lines()
-        .filter(|l| l.contains("Executable") && l.contains("chaos.rs"))
+        .filter(|l| l.contains("Executable") && l.contains(&source))
         .find_map(|l| l.rsplit_once('(')?.1.strip_suffix(')'))
+}
+
+/// Builds the test target `test` of `package` (in release when `release`) and returns the
+/// test binary's path; with `at = Some((dir, target))`, in the workspace at `dir`, into the
+/// target dir `target`, else here.
+pub(crate) fn build_test(
+    package: &str,
+    test: &str,
+    release: bool,
+    at: Option<(&std::path::Path, &std::path::Path)>,
+) -> Result<String, String> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut build: Vec<&str> = vec!["test"];
+    if release {
+        build.push("--release");
+    }
+    build.extend_from_slice(&["-p", package, "--test", test, "--no-run"]);
+    let mut command = Command::new(&cargo);
+    command.args(&build);
+    if let Some((dir, target)) = at {
+        command.current_dir(dir).env("CARGO_TARGET_DIR", target);
+    }
+    let built = command
+        .output()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    let build_log = String::from_utf8_lossy(&built.stderr);
+    if !built.status.success() {
+        return Err(format!(
+            "`cargo {}` failed ({}):\n{build_log}",
+            build.join(" "),
+            built.status
+        ));
+    }
+    executable(&build_log, test)
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            format!(
+                "no {test} test binary in the output of `cargo {}`:\n{build_log}",
+                build.join(" ")
+            )
+        })
 }
 
 /// Runs the soak.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let options = parse(args)?;
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut build: Vec<&str> = vec!["test"];
-    if options.release {
-        build.push("--release");
+    if let Some(minutes) = options.http_minutes {
+        return run_http(&options, minutes);
     }
-    build.extend_from_slice(&["-p", "informer", "--test", "chaos", "--no-run"]);
-
     // Build once and run that binary for every chunk: one soak, one build.
     println!(
-        "soak: building the chaos test (`cargo {}`)",
-        build.join(" ")
+        "soak: building the chaos test (`cargo test{} -p informer --test chaos --no-run`)",
+        if options.release { " --release" } else { "" }
     );
-    let built = Command::new(&cargo)
-        .args(&build)
-        .output()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    let build_log = String::from_utf8_lossy(&built.stderr);
-    if !built.status.success() {
-        eprintln!("{build_log}");
-        return Err(format!(
-            "`cargo {}` failed ({})",
-            build.join(" "),
-            built.status
-        ));
-    }
-    let binary = executable(&build_log)
-        .ok_or_else(|| {
-            format!(
-                "no chaos test binary in the output of `cargo {}`:\n{build_log}",
-                build.join(" ")
-            )
-        })?
-        .to_owned();
+    let binary = build_test("informer", "chaos", options.release, None)?;
     println!("soak: running {binary}");
 
     let started = Instant::now();
@@ -192,6 +238,62 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// `--http --minutes M`: the HTTP chaos test for M minutes, its output shown as it comes.
+fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
+    println!(
+        "soak: building the HTTP chaos test (`cargo test{} -p informer-kube --test http_chaos \
+         --no-run`)",
+        if options.release { " --release" } else { "" }
+    );
+    let binary = build_test("informer-kube", "http_chaos", options.release, None)?;
+    println!(
+        "soak: running {binary} for {minutes} minute(s), seeds from {}",
+        options.start
+    );
+    let started = Instant::now();
+    let mut command = Command::new(&binary);
+    command
+        .args(["http_chaos", "--exact", "--nocapture"])
+        .env("CHAOS_HTTP_MINUTES", minutes.to_string())
+        .env("CHAOS_HTTP_START", options.start.to_string())
+        .stdout(Stdio::piped());
+    if let Some(threads) = options.threads {
+        command.env("CHAOS_THREADS", threads.to_string());
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot run {binary}: {e}"))?;
+    let mut stdout = String::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            stdout.push_str(&line);
+            stdout.push('\n');
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {binary}: {e}"))?;
+    if status.success() {
+        println!(
+            "soak: HTTP chaos passed in {:.1}s",
+            started.elapsed().as_secs_f64()
+        );
+        return Ok(());
+    }
+    let failed = failed_seeds(&stdout);
+    let release = if options.release { " --release" } else { "" };
+    match failed.first() {
+        Some(first) => Err(format!(
+            "HTTP chaos: {} seed(s) failed: {failed:?}\nrerun one: CHAOS_SEEDS={first}..={first} \
+             cargo test{release} -p informer-kube --test http_chaos -- --nocapture (real time: \
+             the interleaving differs from run to run)",
+            failed.len()
+        )),
+        None => Err(format!("{binary} failed ({status}) without naming a seed")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -211,7 +313,8 @@ mod tests {
                 start: 0,
                 chunk: 500,
                 threads: None,
-                release: true
+                release: true,
+                http_minutes: None,
             }
         );
         assert_eq!(
@@ -224,14 +327,35 @@ mod tests {
                 start: 100,
                 chunk: 10,
                 threads: Some(4),
-                release: false
+                release: false,
+                http_minutes: None,
+            }
+        );
+        assert_eq!(
+            parse(&args("--http --minutes 5 --start 7")).unwrap(),
+            Options {
+                seeds: 0,
+                start: 7,
+                chunk: 500,
+                threads: None,
+                release: true,
+                http_minutes: Some(5),
             }
         );
     }
 
     #[test]
     fn bad_options_are_errors_with_the_usage() {
-        for bad in ["", "--start 5", "--seeds", "--seeds x", "--seeds 5 --bogus"] {
+        for bad in [
+            "",
+            "--start 5",
+            "--seeds",
+            "--seeds x",
+            "--seeds 5 --bogus",
+            "--http",
+            "--http --seeds 5 --minutes 1",
+            "--seeds 5 --minutes 1",
+        ] {
             let error = parse(&args(bad)).unwrap_err();
             assert!(error.contains("usage"), "{bad:?}: {error}");
         }
@@ -253,11 +377,16 @@ mod tests {
     #[test]
     fn the_binary_is_read_from_the_build_output() {
         let log = "   Compiling informer v0.1.0\n    Finished `release` profile\n  Executable \
-                   tests/chaos.rs (/t/release/deps/chaos-962827dcd0807224)\n";
+                   tests/chaos.rs (/t/release/deps/chaos-962827dcd0807224)\n  Executable \
+                   tests/http_chaos.rs (/t/release/deps/http_chaos-12)\n";
         assert_eq!(
-            executable(log),
+            executable(log, "chaos"),
             Some("/t/release/deps/chaos-962827dcd0807224")
         );
-        assert_eq!(executable("Finished"), None);
+        assert_eq!(
+            executable(log, "http_chaos"),
+            Some("/t/release/deps/http_chaos-12")
+        );
+        assert_eq!(executable("Finished", "chaos"), None);
     }
 }

@@ -84,6 +84,12 @@ impl BackoffConfig {
         }
     }
 
+    /// A delay the server asked for (`Retry-After`), clamped into `[initial, max]`: a hint of
+    /// zero cannot make the client spin, nor a hint of a day park it.
+    pub fn clamp_retry_after(&self, hint: Duration) -> Duration {
+        hint.clamp(self.initial.min(self.max), self.max)
+    }
+
     /// The range `[low, high]` (both included) the delay of failure number `attempt` falls
     /// in.
     pub fn delay_bounds(&self, attempt: u32) -> (Duration, Duration) {
@@ -158,6 +164,39 @@ impl Backoff {
         self.last_failure = Some(now);
         let base = self.config.base_delay(attempt);
         self.config.jittered(base, random)
+    }
+
+    /// Records a failure for which the server suggested a delay (`Retry-After`, or a
+    /// `Status`'s `retryAfterSeconds`) and returns how long to wait: the longer of the
+    /// backoff's own delay ([`failure`](Self::failure), which keeps growing across repeated
+    /// throttling) and the hint clamped into `[initial, max]`
+    /// ([`BackoffConfig::clamp_retry_after`]). Without a hint it is [`failure`](Self::failure).
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use informer_core::reflector::{Backoff, BackoffConfig, Jitter};
+    ///
+    /// let mut backoff = Backoff::new(BackoffConfig { jitter: Jitter::None, ..BackoffConfig::default() });
+    /// let t0 = Instant::now();
+    /// let zero = Some(Duration::ZERO);
+    /// // `Retry-After: 0` does not spin: the floor, then the backoff's growth.
+    /// assert_eq!(backoff.failure_with_hint(t0, 0.5, zero), Duration::from_millis(800));
+    /// assert_eq!(backoff.failure_with_hint(t0, 0.5, zero), Duration::from_millis(1600));
+    /// // `Retry-After: 100000` does not park: the cap.
+    /// let day = Some(Duration::from_secs(100_000));
+    /// assert_eq!(backoff.failure_with_hint(t0, 0.5, day), Duration::from_secs(30));
+    /// ```
+    pub fn failure_with_hint(
+        &mut self,
+        now: Instant,
+        random: f64,
+        hint: Option<Duration>,
+    ) -> Duration {
+        let delay = self.failure(now, random);
+        match hint {
+            Some(hint) => delay.max(self.config.clamp_retry_after(hint)),
+            None => delay,
+        }
     }
 
     /// The number the next failure would get if it happened at `now` (0 when the sequence has
@@ -260,6 +299,53 @@ mod tests {
         assert_eq!(backoff.failure(now + ms(120_000), 0.3), ms(800));
         backoff.reset();
         assert_eq!(backoff.attempt_at(now), 0);
+    }
+
+    #[test]
+    fn retry_after_is_clamped_and_the_growth_kept() {
+        let config = BackoffConfig::default();
+        assert_eq!(config.clamp_retry_after(Duration::ZERO), ms(800));
+        assert_eq!(config.clamp_retry_after(ms(5000)), ms(5000));
+        assert_eq!(config.clamp_retry_after(Duration::MAX), ms(30000));
+        // A floor above the cap does not panic: the cap wins.
+        let odd = BackoffConfig {
+            initial: ms(5000),
+            max: ms(1000),
+            ..BackoffConfig::default()
+        };
+        assert_eq!(odd.clamp_retry_after(Duration::ZERO), ms(1000));
+
+        // Full jitter, sample 0.5: the backoff's half-base grows past a constant hint.
+        let mut backoff = Backoff::new(config);
+        let t0 = Instant::now();
+        let one = Some(Duration::from_secs(1));
+        let delays: Vec<Duration> = (0..8)
+            .map(|_| backoff.failure_with_hint(t0, 0.5, one))
+            .collect();
+        assert_eq!(
+            delays,
+            vec![
+                ms(1000),
+                ms(1000),
+                ms(1600),
+                ms(3200),
+                ms(6400),
+                ms(12800),
+                ms(15000),
+                ms(15000)
+            ]
+        );
+        // Every delay of a run of `Retry-After: 0` is at least the floor, whatever the sample.
+        let mut backoff = Backoff::new(BackoffConfig::default());
+        for i in 0..50 {
+            let d = backoff.failure_with_hint(t0, f64::from(i % 7) / 7.0, Some(Duration::ZERO));
+            assert!(d >= ms(800) && d <= ms(30000), "{d:?}");
+        }
+        // A huge hint never exceeds the cap.
+        assert_eq!(
+            backoff.failure_with_hint(t0, 0.0, Some(Duration::from_secs(100_000))),
+            ms(30000)
+        );
     }
 
     #[test]

@@ -31,8 +31,10 @@ pub enum WatchListMode {
 /// The parameters of a [`Machine`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MachineConfig {
-    /// `limit` of list requests; `None` (or `Some(0)`) lists everything in one request.
-    /// Default 500.
+    /// `limit` of list requests from any state (`resourceVersion=0`, the first list) or of
+    /// consistent lists (no resourceVersion); `None` (or `Some(0)`) lists everything in one
+    /// request. Lists at a specific resourceVersion (relists) ask for no limit, as client-go's
+    /// do, unless the server paged the first list. Default 500.
     pub page_size: Option<u32>,
     /// `labelSelector` of every list and watch.
     pub label_selector: Option<String>,
@@ -267,6 +269,8 @@ enum State {
         first: ListOptions,
         on_continue_page: bool,
         full_retry: bool,
+        /// Whether this list has had more than one page so far.
+        paginated: bool,
     },
     Listed {
         resource_version: String,
@@ -323,6 +327,9 @@ pub struct Machine {
     /// Whether the last complete list was streamed.
     last_list_streamed: bool,
     synced: bool,
+    /// Whether the server paged the first list (`resourceVersion=0`): it then honours paging
+    /// (no watch cache), and relists at a specific resourceVersion keep the page size.
+    paginated_result: bool,
     counters: Counters,
 }
 
@@ -337,6 +344,7 @@ impl Machine {
             rv_unavailable: false,
             last_list_streamed: false,
             synced: false,
+            paginated_result: false,
             counters: Counters::default(),
         }
     }
@@ -414,12 +422,21 @@ impl Machine {
         random: f64,
     ) -> Next {
         let State::Listing {
-            first, full_retry, ..
+            first,
+            full_retry,
+            paginated,
+            ..
         } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return self.misuse(random);
         };
-        match continue_token.filter(|t| !t.is_empty()) {
+        let token = continue_token.filter(|t| !t.is_empty());
+        if token.is_none() && first.resource_version.as_deref() == Some("0") && !full_retry {
+            // As client-go: only the first list (any state) tells whether the server pages;
+            // a consistent list is paged by etcd even behind a watch cache.
+            self.paginated_result = paginated;
+        }
+        match token {
             Some(token) => {
                 let options = ListOptions {
                     continue_token: Some(token.to_owned()),
@@ -432,6 +449,7 @@ impl Machine {
                     first,
                     on_continue_page: true,
                     full_retry,
+                    paginated: true,
                 };
                 self.counters.list_requests += 1;
                 Next::ListNextPage(options)
@@ -453,6 +471,7 @@ impl Machine {
             first,
             on_continue_page,
             full_retry,
+            ..
         } = std::mem::replace(&mut self.state, State::Idle)
         else {
             return self.misuse(random);
@@ -470,6 +489,7 @@ impl Machine {
                 first,
                 on_continue_page: false,
                 full_retry: true,
+                paginated: false,
             };
             self.counters.list_requests += 1;
             return Next::List(options);
@@ -841,8 +861,10 @@ impl Machine {
         now: Instant,
         random: f64,
     ) -> Next {
-        let backoff = self.backoff.failure(now, random);
-        let delay = retry_after.unwrap_or(backoff);
+        // The server's hint is clamped into the backoff's [floor, cap] and never shortens the
+        // backoff's own delay: `Retry-After: 0` cannot make the reflector spin, nor a huge
+        // value park it, and repeated throttling keeps growing the delay.
+        let delay = self.backoff.failure_with_hint(now, random, retry_after);
         self.state = State::Waiting { then };
         Next::Wait { delay, then }
     }
@@ -873,7 +895,17 @@ impl Machine {
         } else {
             Some(self.last_rv.clone().unwrap_or_else(|| "0".to_owned()))
         };
-        let limit = self.config.page_size.filter(|n| *n > 0);
+        // As client-go: a list at a specific resourceVersion (a relist) asks for no page size,
+        // so that the API server answers it from its watch cache instead of paging through
+        // etcd; unless the first list showed that the server pages (no watch cache).
+        let specific = resource_version
+            .as_deref()
+            .is_some_and(|rv| !rv.is_empty() && rv != "0");
+        let limit = self
+            .config
+            .page_size
+            .filter(|n| *n > 0)
+            .filter(|_| !specific || self.paginated_result);
         let resource_version_match = match (&resource_version, limit) {
             // With a limit, a bare resourceVersion would mean "exactly"; keep "not older than".
             (Some(rv), Some(_)) if rv != "0" => Some(ResourceVersionMatch::NotOlderThan),
@@ -892,6 +924,7 @@ impl Machine {
             first: options.clone(),
             on_continue_page: false,
             full_retry: false,
+            paginated: false,
         };
         self.counters.list_requests += 1;
         Next::List(options)

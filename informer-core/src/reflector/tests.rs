@@ -261,12 +261,12 @@ fn relist_uses_last_seen_rv_not_older_than() {
     let (_, then) = wait(r.m.watch_failed(&expired(), r.now, 0.5));
     assert_eq!(then, Then::Relist);
     let relist = list(r.m.wait_elapsed(r.now, 0.5));
+    // Not paginated at a specific resourceVersion (client-go's page size 0): a bare
+    // resourceVersion without a limit already means "not older than".
     assert_eq!(
         relist,
         ListOptions {
             resource_version: Some("15".into()),
-            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
-            limit: Some(500),
             ..ListOptions::default()
         }
     );

@@ -18,9 +18,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use informer::reflector::WatchListMode;
 use informer::{
-    Error as ApiError, InformerConfig, ListOptions, ListPage, ListerWatcher, NAMESPACE_INDEX,
-    Object, ObjectOrTombstone, ResourceEventHandler, SharedIndexInformer, WatchOptions,
-    WatchStream,
+    Error as ApiError, InformerConfig, ListOptions, ListPage, ListPageInfo, ListSink,
+    ListerWatcher, NAMESPACE_INDEX, Object, ObjectOrTombstone, ResourceEventHandler,
+    SharedIndexInformer, WatchOptions, WatchStream,
 };
 use informer_kube::{KubeError, KubeListerWatcher, client_for_informers, drop_managed_fields};
 use informer_testing::fake::FakeApiServer;
@@ -57,7 +57,9 @@ pub struct Args {
     /// Watch only pods matching this label selector.
     #[arg(long, short = 'l')]
     pub selector: Option<String>,
-    /// Exit by itself after this long (for example 20s, 2m, 500ms); default: until Ctrl-C.
+    /// Exit by itself after this long (for example 20s, 2m, 500ms), initial sync included: a
+    /// server that never lets the informer sync ends the run with an error at this time;
+    /// default: until Ctrl-C.
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// How often the live summary is printed.
@@ -123,6 +125,18 @@ pub enum DemoError {
     /// The initial sync did not finish.
     #[error("the informer did not sync: it stopped first")]
     NotSynced,
+    /// `--duration` elapsed before the initial sync finished.
+    #[error(
+        "the informer did not sync within --duration {after:?} ({cached} pods cached; last error: {last_error})"
+    )]
+    SyncTimedOut {
+        /// The duration given.
+        after: Duration,
+        /// Pods in the cache when it gave up.
+        cached: usize,
+        /// The reflector's last error, or "none".
+        last_error: String,
+    },
 }
 
 impl From<KubeError> for DemoError {
@@ -248,6 +262,21 @@ impl<L: ListerWatcher<Pod>> ListerWatcher<Pod> for Announcing<L> {
                 .fetch_max(page.items.len() as u64 + remaining, Ordering::Relaxed);
         }
         Ok(page)
+    }
+
+    // Passed through so that pages are still decoded as they arrive.
+    async fn list_into(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<Pod>,
+    ) -> Result<ListPageInfo, ApiError> {
+        let info = self.inner.list_into(options, sink).await?;
+        if options.continue_token.is_none() {
+            let remaining = info.remaining_item_count.unwrap_or(0).max(0) as u64;
+            self.announced
+                .fetch_max(info.items as u64 + remaining, Ordering::Relaxed);
+        }
+        Ok(info)
     }
 
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<Pod>, ApiError> {
@@ -442,8 +471,9 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
     let started = Instant::now();
     let ctrl_c = ctrl_c_token();
 
-    // Initial sync, with progress.
+    // Initial sync, with progress, bounded by --duration like the rest of the run.
     let expected = fake.as_ref().map(|f| f.seeded as u64);
+    let run_deadline = args.duration.map(|d| tokio::time::Instant::now() + d);
     let synced = sync_with_progress(
         &informer,
         &[&counter, &tracker],
@@ -452,13 +482,25 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         plain,
         &stop,
         &ctrl_c,
+        run_deadline,
     )
     .await;
     let sync_time = started.elapsed();
-    if !synced {
+    if synced != Synced::Yes {
+        let stats = informer.stats();
         cancel.cancel();
         let _ = task.await;
-        return Err(DemoError::NotSynced);
+        return Err(match (synced, args.duration) {
+            (Synced::OutOfTime, Some(after)) => DemoError::SyncTimedOut {
+                after,
+                cached: stats.cached,
+                last_error: stats
+                    .reflector
+                    .and_then(|r| r.last_error)
+                    .map_or_else(|| "none".to_owned(), |e| e.message),
+            },
+            _ => DemoError::NotSynced,
+        });
     }
     // Every initial-list notification has reached the handlers (the tracker's registration
     // has synced): the count of initial adds is the synced count.
@@ -619,8 +661,22 @@ fn ctrl_c_token() -> CancellationToken {
     token
 }
 
-/// Waits for the informer and the handlers to sync, showing progress. False if
-/// stopped first.
+/// How the wait for the initial sync ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Synced {
+    Yes,
+    /// Stopped (Ctrl-C, the stop token, or the informer stopped).
+    Stopped,
+    /// The run's deadline (`--duration`) came first.
+    OutOfTime,
+}
+
+/// Waits for the informer and the handlers to sync, showing progress, until `deadline` at
+/// the latest.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site, every argument distinct"
+)]
 async fn sync_with_progress(
     informer: &SharedIndexInformer<Pod>,
     registrations: &[&informer::Registration],
@@ -629,7 +685,8 @@ async fn sync_with_progress(
     plain: bool,
     stop: &CancellationToken,
     ctrl_c: &CancellationToken,
-) -> bool {
+    deadline: Option<tokio::time::Instant>,
+) -> Synced {
     let total = || expected.or_else(|| Some(announced.load(Ordering::Relaxed)).filter(|n| *n > 0));
     let bar = (!plain).then(|| {
         let bar = ProgressBar::with_draw_target(total(), ProgressDrawTarget::stdout());
@@ -643,10 +700,18 @@ async fn sync_with_progress(
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut plain_tick = tokio::time::interval(Duration::from_secs(1));
     plain_tick.tick().await;
+    let out_of_time = async {
+        match deadline {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(out_of_time);
     let synced = loop {
         tokio::select! {
-            () = stop.cancelled() => break false,
-            () = ctrl_c.cancelled() => break false,
+            () = stop.cancelled() => break Synced::Stopped,
+            () = ctrl_c.cancelled() => break Synced::Stopped,
+            () = &mut out_of_time => break Synced::OutOfTime,
             _ = tick.tick() => {}
             _ = plain_tick.tick(), if plain => {
                 let cached = informer.stats().cached;
@@ -666,10 +731,10 @@ async fn sync_with_progress(
             bar.set_position(cached);
         }
         if informer.has_synced() && registrations.iter().all(|r| r.has_synced()) {
-            break true;
+            break Synced::Yes;
         }
         if informer.is_stopped() {
-            break false;
+            break Synced::Stopped;
         }
     };
     if let Some(bar) = bar {

@@ -15,7 +15,7 @@ use std::time::Duration;
 use clap::Parser;
 use informer_testing::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
 use informer_testing::fake::{FakeApiServer, HistoryConfig, ServerConfig};
-use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig};
+use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig, served_summary};
 
 /// A fake Kubernetes API server with real list/watch semantics (resourceVersions, history,
 /// compaction, paging, bookmarks, streaming lists) and scriptable faults.
@@ -23,8 +23,9 @@ use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig};
 #[command(
     name = "fake-apiserver",
     version,
-    after_long_help = ADMIN_API_TABLE,
-    after_help = "Run with --help for the admin API (/_fake/) endpoint table."
+    after_long_help = format!("{}\n{ADMIN_API_TABLE}", served_summary()),
+    after_help = "Run with --help for what is served (resources, subresources, field selectors, \
+                  admission, content types) and the admin API (/_fake/) endpoint table."
 )]
 struct Args {
     /// Address to listen on (port 0: a free port). The first stdout line is a JSON object
@@ -63,9 +64,12 @@ struct Args {
     /// The resourceVersion before the first write.
     #[arg(long, default_value_t = 0)]
     initial_resource_version: u64,
-    /// Namespaced writes need an existing Namespace (404 otherwise).
+    /// Let clients create objects in namespaces that do not exist. By default such a create
+    /// is a 404, as on a real server (whose namespace lifecycle admission refuses it). The
+    /// server starts with the namespaces default, kube-system, kube-public, kube-node-lease
+    /// and ns-0 .. ns-{K-1}.
     #[arg(long)]
-    require_namespaces: bool,
+    allow_missing_namespaces: bool,
     /// Write a kubeconfig for this server (kubectl, kube-client) to this path.
     #[arg(long, value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -73,6 +77,9 @@ struct Args {
     #[arg(long, value_name = "NS")]
     kubeconfig_namespace: Option<String>,
 }
+
+/// The namespaces a new cluster has.
+const STANDARD_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
 
 fn parse_seed(text: &str) -> Result<(usize, usize), String> {
     let (mut pods, mut configmaps) = (0, 0);
@@ -128,12 +135,24 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         },
         bookmark_interval: seconds("bookmark-interval", args.bookmark_interval)?,
         initial_resource_version: args.initial_resource_version,
-        require_namespaces: args.require_namespaces,
+        require_namespaces: !args.allow_missing_namespaces,
         seed: args.rng_seed,
         ..ServerConfig::default()
     };
     let server = FakeApiServer::with_config(config);
     let namespaces = seed::namespace_names(args.namespaces);
+    // The namespaces every cluster has, and the ones seeding and churn use.
+    for ns in STANDARD_NAMESPACES
+        .iter()
+        .map(|n| (*n).to_owned())
+        .chain(namespaces.iter().cloned())
+    {
+        match server.create("namespaces", &seed::namespace(&ns)) {
+            Ok(_) => {}
+            Err(s) if s.code == 409 => {}
+            Err(s) => return Err(format!("cannot create namespace {ns}: {s}").into()),
+        }
+    }
     if let Some((pods, configmaps)) = args.seed {
         let report = seed::seed(
             &server,

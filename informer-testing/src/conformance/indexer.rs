@@ -463,9 +463,11 @@ where
         keys,
         vec!["node-1".to_owned(), "ns/node-1".to_owned()],
     )?;
+    let cluster_scoped = store_err("by_index", store.by_index(NAMESPACE_INDEX, ""))?;
     ensure!(
-        store_err("by_index", store.by_index(NAMESPACE_INDEX, ""))?.is_empty(),
-        "a cluster-scoped object must not be in the namespace index"
+        cluster_scoped.len() == 1 && Arc::ptr_eq(&cluster_scoped[0], &node),
+        "the namespace index must file a cluster-scoped object under \"\" (client-go's \
+         MetaNamespaceIndexFunc)"
     );
     consistent(&store, &standard_indexers())
 }

@@ -42,9 +42,18 @@
 //!   With [`UidChanges::Update`] (client-go's behaviour) such an update counts, for rule (c), as
 //!   the deletion of the old UID and the addition of the new one.
 //!
+//! - **(e) content** (with [`check_convergence_with_content`] and digests in [`Expected`]):
+//!   the cache's object of each key, each handler's last object of each key, and every
+//!   `Delete` carrying a final object, have the content the server holds (after the
+//!   informer's transform), compared as [`Digest`]s: same UID and resourceVersion is not
+//!   enough, since a transform skipped on one path keeps both.
+//!
 //! Objects the server created and deleted while the informer was not looking (between two
 //! relists) need never be reported at all: a handler that never heard of an object is not told
 //! of its deletion.
+//!
+//! Resync cadence, checked over a quiet window by [`check_resync_cadence`] from a
+//! [`Recording`]'s timestamps, is described there.
 //!
 //! # Example
 //!
@@ -71,6 +80,7 @@
 //! assert!(report.to_string().contains("h1"));
 //! ```
 
+mod cadence;
 mod report;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -81,10 +91,36 @@ use informer_core::{
     KeyError, Notification, Object, ObjectOrTombstone, ResourceEventHandler, Status, key_of,
 };
 use parking_lot::Mutex;
+use tokio::time::Instant;
 
 use crate::fake::{DeleteOutcome, FakeApiServer};
 
+pub use cadence::{CadenceSummary, ResyncCadence, check_resync_cadence};
 pub use report::{ConvergenceReport, Subject, Violation, ViolationKind};
+
+/// A digest of an object's content, for rule (e): see [`digest`].
+pub type Digest = u64;
+
+/// The digest of a value's JSON serialization (64-bit FNV-1a): equal contents give equal
+/// digests; a value that cannot be serialized digests as its error text.
+///
+/// ```
+/// use informer_testing::JsonObject;
+/// use informer_testing::convergence::digest;
+///
+/// let a = JsonObject::new(Some("ns"), "a").with_label("v", "1");
+/// assert_eq!(digest(&a), digest(&a.clone()));
+/// assert_ne!(digest(&a), digest(&a.clone().with_label("v", "2")));
+/// ```
+pub fn digest<T: serde::Serialize + ?Sized>(value: &T) -> Digest {
+    let bytes = serde_json::to_vec(value).unwrap_or_else(|e| e.to_string().into_bytes());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
 
 /// The identity and version of one object: what the checker compares.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -128,12 +164,16 @@ fn short_uid(uid: &str) -> &str {
 
 /// One object deleted on the server, as the test recorded it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Deletion {
     /// Its key (`namespace/name`).
     pub key: String,
     /// The resourceVersion of its final state (the deletion's), which a `DELETED` watch event
     /// carries.
     pub final_resource_version: Option<String>,
+    /// The digest of its final state as the informer should hand it out (after its
+    /// transform), when the test gave one ([`Expected::set_final_content`]).
+    pub final_digest: Option<Digest>,
 }
 
 /// The server's truth at the end of a test: the live objects, and (optionally) every object
@@ -142,6 +182,7 @@ pub struct Deletion {
 pub struct Expected {
     objects: BTreeMap<String, Version>,
     deletions: Option<HashMap<String, Deletion>>,
+    contents: BTreeMap<String, Digest>,
 }
 
 impl Expected {
@@ -178,10 +219,36 @@ impl Expected {
         Ok(expected)
     }
 
-    /// Declares a live object (replacing any earlier declaration of the key).
+    /// Declares a live object (replacing any earlier declaration of the key, and forgetting
+    /// its content digest).
     pub fn insert(&mut self, key: &str, uid: Option<&str>, resource_version: Option<&str>) {
         self.objects
             .insert(key.to_owned(), Version::new(uid, resource_version));
+        self.contents.remove(key);
+    }
+
+    /// Declares the content of the live object under `key`, as the informer should hold it
+    /// (after its transform), for rule (e). Keys without a digest are not content-checked.
+    pub fn set_content(&mut self, key: &str, digest: Digest) {
+        self.contents.insert(key.to_owned(), digest);
+    }
+
+    /// The content digests declared with [`set_content`](Self::set_content), by key.
+    pub fn contents(&self) -> &BTreeMap<String, Digest> {
+        &self.contents
+    }
+
+    /// Declares the content of the final state of the deleted object `uid` (recorded with
+    /// [`record_deletion`](Self::record_deletion)), as the informer should hand it out.
+    /// Returns false if no deletion of `uid` was recorded.
+    pub fn set_final_content(&mut self, uid: &str, digest: Digest) -> bool {
+        match self.deletions.as_mut().and_then(|d| d.get_mut(uid)) {
+            Some(deletion) => {
+                deletion.final_digest = Some(digest);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Turns on deletion tracking (with no deletion yet): the checker then requires every UID
@@ -199,6 +266,7 @@ impl Expected {
             Deletion {
                 key: key.to_owned(),
                 final_resource_version: final_resource_version.map(str::to_owned),
+                final_digest: None,
             },
         );
     }
@@ -275,10 +343,27 @@ impl Default for CheckOptions {
 /// The notifications one handler received, in order: thread-safe and cheap to clone.
 ///
 /// Give [`handler`](Self::handler) to an informer, or call [`record`](Self::record) from the
-/// consumer of an event stream. Objects are kept as the shared `Arc`s the informer handed out.
+/// consumer of an event stream. Objects are kept as the shared `Arc`s the informer handed out,
+/// each with the (tokio) time it was recorded at ([`timed`](Self::timed)): virtual time on a
+/// paused runtime.
 pub struct Recording<K> {
     name: Arc<str>,
-    notifications: Arc<Mutex<Vec<Notification<K>>>>,
+    notifications: Arc<Mutex<Recorded<K>>>,
+}
+
+/// The notifications and the instants they were recorded at, side by side.
+struct Recorded<K> {
+    notifications: Vec<Notification<K>>,
+    at: Vec<Instant>,
+}
+
+impl<K> Default for Recorded<K> {
+    fn default() -> Self {
+        Self {
+            notifications: Vec::new(),
+            at: Vec::new(),
+        }
+    }
 }
 
 impl<K> Clone for Recording<K> {
@@ -313,14 +398,17 @@ impl<K> Recording<K> {
         &self.name
     }
 
-    /// Appends one notification.
+    /// Appends one notification, stamped with the current (tokio) time.
     pub fn record(&self, notification: Notification<K>) {
-        self.notifications.lock().push(notification);
+        let now = Instant::now();
+        let mut recorded = self.notifications.lock();
+        recorded.notifications.push(notification);
+        recorded.at.push(now);
     }
 
     /// How many notifications were recorded.
     pub fn len(&self) -> usize {
-        self.notifications.lock().len()
+        self.notifications.lock().notifications.len()
     }
 
     /// Whether nothing was recorded.
@@ -330,7 +418,18 @@ impl<K> Recording<K> {
 
     /// A copy of the notifications (the objects are shared, not copied).
     pub fn notifications(&self) -> Vec<Notification<K>> {
-        self.notifications.lock().clone()
+        self.notifications.lock().notifications.clone()
+    }
+
+    /// The notifications recorded from position `from` on, each with the time it was recorded.
+    pub fn timed(&self, from: usize) -> Vec<(Instant, Notification<K>)> {
+        let recorded = self.notifications.lock();
+        let from = from.min(recorded.notifications.len());
+        recorded.at[from..]
+            .iter()
+            .copied()
+            .zip(recorded.notifications[from..].iter().cloned())
+            .collect()
     }
 
     /// A [`ResourceEventHandler`] appending to this recording.
@@ -409,6 +508,8 @@ pub struct CheckSummary {
     pub recorded_deletions: Option<usize>,
     /// Per handler, in the order given.
     pub handlers: Vec<HandlerSummary>,
+    /// Objects whose content was compared (rule e): cached, handlers' last, deleted.
+    pub contents_checked: usize,
 }
 
 /// The state folded from one handler's notifications, and the rules they broke on the way.
@@ -722,13 +823,71 @@ pub fn check_convergence<K: Object>(
     handlers: &[&Recording<K>],
     options: &CheckOptions,
 ) -> Result<CheckSummary, ConvergenceReport> {
+    check(expected, store, handlers, options, None)
+}
+
+/// [`check_convergence`] plus rule (e) of the [module documentation](self): contents are
+/// compared through `digest` (usually [`digest`](fn@digest)) with the digests declared in
+/// `expected` ([`Expected::set_content`], [`Expected::set_final_content`]).
+///
+/// ```
+/// use std::sync::Arc;
+/// use informer_core::Notification;
+/// use informer_testing::JsonObject;
+/// use informer_testing::convergence::{
+///     CheckOptions, Expected, Recording, ViolationKind, check_convergence_with_content, digest,
+/// };
+///
+/// // The informer should strip the `v` label; this object kept it.
+/// let server_side = JsonObject::new(Some("ns"), "a").with_uid("u1").with_resource_version("1")
+///     .with_label("v", "1");
+/// let mut transformed = server_side.clone();
+/// transformed.metadata.labels.remove("v");
+/// let mut expected = Expected::new();
+/// expected.insert("ns/a", Some("u1"), Some("1"));
+/// expected.set_content("ns/a", digest(&transformed));
+///
+/// let cached = Arc::new(server_side);
+/// let handler = Recording::new("h");
+/// handler.record(Notification::Add { object: Arc::clone(&cached), is_in_initial_list: true });
+/// let report = check_convergence_with_content(
+///     &expected, &[cached], &[&handler], &CheckOptions::default(), &|o: &JsonObject| digest(o),
+/// ).unwrap_err();
+/// assert_eq!(report.violations().len(), 2); // the cache and the handler
+/// assert!(matches!(report.violations()[0].kind, ViolationKind::WrongContent { .. }));
+/// ```
+pub fn check_convergence_with_content<K: Object>(
+    expected: &Expected,
+    store: &[Arc<K>],
+    handlers: &[&Recording<K>],
+    options: &CheckOptions,
+    digest: &dyn Fn(&K) -> Digest,
+) -> Result<CheckSummary, ConvergenceReport> {
+    check(expected, store, handlers, options, Some(digest))
+}
+
+fn check<K: Object>(
+    expected: &Expected,
+    store: &[Arc<K>],
+    handlers: &[&Recording<K>],
+    options: &CheckOptions,
+    digest: Option<&dyn Fn(&K) -> Digest>,
+) -> Result<CheckSummary, ConvergenceReport> {
     let mut violations = Vec::new();
     check_store(expected, store, &mut violations);
     let mut summary = CheckSummary {
         objects: expected.objects.len(),
         recorded_deletions: expected.deletions.as_ref().map(HashMap::len),
         handlers: Vec::with_capacity(handlers.len()),
+        contents_checked: 0,
     };
+    if let Some(digest) = digest {
+        let cached = store
+            .iter()
+            .filter_map(|o| Some((key_of(o.as_ref()).ok()?.to_string(), o)));
+        summary.contents_checked +=
+            check_contents(&Subject::Cache, expected, cached, digest, &mut violations);
+    }
     let mut traces = BTreeMap::new();
     let live = expected.live_uids();
     for recording in handlers {
@@ -770,6 +929,15 @@ pub fn check_convergence<K: Object>(
         }
         if let Some(deletions) = &expected.deletions {
             check_final_states(&subject, deletions, &notifications, &mut found);
+        }
+        if let Some(digest) = digest {
+            let last = last_objects(&notifications);
+            summary.contents_checked +=
+                check_contents(&subject, expected, last.into_iter(), digest, &mut found);
+            if let Some(deletions) = &expected.deletions {
+                summary.contents_checked +=
+                    check_final_contents(&subject, deletions, &notifications, digest, &mut found);
+            }
         }
         // Per offending key, the notifications up to just after its first violation.
         let mut focus: BTreeMap<&str, Option<usize>> = BTreeMap::new();
@@ -854,6 +1022,102 @@ fn compare_states(
             kind,
         });
     }
+}
+
+/// Each handler's last object per key, from its notifications.
+fn last_objects<K: Object>(notifications: &[Notification<K>]) -> BTreeMap<String, &Arc<K>> {
+    let mut last = BTreeMap::new();
+    for n in notifications {
+        match n {
+            Notification::Add { object: o, .. } | Notification::Update { new: o, .. } => {
+                if let Ok(key) = key_of(o.as_ref()) {
+                    last.insert(key.to_string(), o);
+                }
+            }
+            Notification::Delete(obj) => {
+                if let Ok(key) = obj.key() {
+                    last.remove(key.as_str());
+                }
+            }
+        }
+    }
+    last
+}
+
+/// Rule (e) for live objects: `objects` whose version is the server's must have the declared
+/// content (a wrong version is reported by rules a and b). Returns how many were compared.
+fn check_contents<'a, K: Object + 'a>(
+    subject: &Subject,
+    expected: &Expected,
+    objects: impl Iterator<Item = (String, &'a Arc<K>)>,
+    digest: &dyn Fn(&K) -> Digest,
+    out: &mut Vec<Violation>,
+) -> usize {
+    let mut compared = 0;
+    for (key, obj) in objects {
+        let Some(want) = expected.contents.get(&key) else {
+            continue;
+        };
+        let version = Version::of(obj.as_ref());
+        if expected.objects.get(&key) != Some(&version) {
+            continue;
+        }
+        compared += 1;
+        let got = digest(obj);
+        if got != *want {
+            out.push(Violation {
+                subject: subject.clone(),
+                key: Some(key),
+                kind: ViolationKind::WrongContent {
+                    version,
+                    expected: *want,
+                    got,
+                },
+            });
+        }
+    }
+    compared
+}
+
+/// Rule (e) for deletions: a `Delete` carrying the final state carries its declared content.
+fn check_final_contents<K: Object>(
+    subject: &Subject,
+    deletions: &HashMap<String, Deletion>,
+    notifications: &[Notification<K>],
+    digest: &dyn Fn(&K) -> Digest,
+    out: &mut Vec<Violation>,
+) -> usize {
+    let mut compared = 0;
+    for (index, n) in notifications.iter().enumerate() {
+        let Notification::Delete(ObjectOrTombstone::Object(obj)) = n else {
+            continue;
+        };
+        let version = Version::of(obj.as_ref());
+        let Some(deletion) = version.uid.as_deref().and_then(|uid| deletions.get(uid)) else {
+            continue;
+        };
+        let Some(want) = deletion.final_digest else {
+            continue;
+        };
+        if deletion.final_resource_version != version.resource_version {
+            continue;
+        }
+        compared += 1;
+        let got = digest(obj);
+        if got != want {
+            out.push(Violation {
+                subject: subject.clone(),
+                key: Some(deletion.key.clone()),
+                kind: ViolationKind::WrongFinalContent {
+                    index,
+                    version,
+                    expected: want,
+                    got,
+                },
+            });
+        }
+    }
+    compared
 }
 
 /// With recorded deletions: a `Delete` carrying an object carries the server's final state.

@@ -6,7 +6,7 @@ use std::fmt;
 
 use informer_core::{Notification, Object, ObjectOrTombstone, ObjectSummary, key_of};
 
-use super::{CheckSummary, Version};
+use super::{CheckSummary, Digest, Version};
 
 /// Who broke a rule: the informer's cache or one handler.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -213,6 +213,27 @@ pub enum ViolationKind {
         /// The UID.
         uid: String,
     },
+    /// (e) The cache's object, or the handler's last object, has the server's UID and
+    /// resourceVersion but not its content (after the transform).
+    WrongContent {
+        /// The version held (the server's).
+        version: Version,
+        /// The declared digest.
+        expected: Digest,
+        /// The digest of what is held.
+        got: Digest,
+    },
+    /// (e) A delete carries the final state's version but not its content.
+    WrongFinalContent {
+        /// The position of the notification.
+        index: usize,
+        /// The version it carries (the final state's).
+        version: Version,
+        /// The declared digest.
+        expected: Digest,
+        /// The digest of what it carries.
+        got: Digest,
+    },
 }
 
 impl ViolationKind {
@@ -232,14 +253,16 @@ impl ViolationKind {
             | Self::DeleteOfOtherObject { index, .. }
             | Self::StaleTombstone { index, .. }
             | Self::TombstoneKeyMismatch { index, .. }
-            | Self::WrongFinalState { index, .. } => Some(*index),
+            | Self::WrongFinalState { index, .. }
+            | Self::WrongFinalContent { index, .. } => Some(*index),
             Self::MissingObject { .. }
             | Self::UnexpectedObject { .. }
             | Self::WrongVersion { .. }
             | Self::DuplicateCacheKey { .. }
             | Self::DeleteCount { .. }
             | Self::DeleteOfLiveObject { .. }
-            | Self::NeverExisted { .. } => None,
+            | Self::NeverExisted { .. }
+            | Self::WrongContent { .. } => None,
         }
     }
 }
@@ -367,6 +390,25 @@ impl fmt::Display for ViolationKind {
             Self::NeverExisted { uid } => write!(
                 f,
                 "uid {uid} is neither live on the server nor among the recorded deletions"
+            ),
+            Self::WrongContent {
+                version,
+                expected,
+                got,
+            } => write!(
+                f,
+                "{version} has the wrong content: digest {got:016x}, the server's (after the \
+                 transform) is {expected:016x}"
+            ),
+            Self::WrongFinalContent {
+                index,
+                version,
+                expected,
+                got,
+            } => write!(
+                f,
+                "#{index} delete carries {version} with the wrong content: digest {got:016x}, \
+                 the final state's (after the transform) is {expected:016x}"
             ),
         }
     }

@@ -651,3 +651,138 @@ fn traces_center_on_the_first_offending_notification() {
         ]
     );
 }
+
+/// What the transform of the content tests keeps: everything but the `v` label.
+fn transformed(o: &JsonObject) -> JsonObject {
+    let mut o = o.clone();
+    o.metadata.labels.remove("v");
+    o
+}
+
+fn labelled(name: &str, uid: &str, rv: &str) -> Arc<JsonObject> {
+    Arc::new(
+        JsonObject::new(Some("ns"), name)
+            .with_uid(uid)
+            .with_resource_version(rv)
+            .with_label("v", rv),
+    )
+}
+
+fn check_contents_of(
+    expected: &Expected,
+    store: &[Arc<JsonObject>],
+    ns: Vec<Notification<JsonObject>>,
+) -> Result<CheckSummary, ConvergenceReport> {
+    let r = recording("h", ns);
+    check_convergence_with_content(expected, store, &[&r], &CheckOptions::default(), &|o| {
+        digest(o)
+    })
+}
+
+#[test]
+fn transformed_contents_pass_and_are_counted() {
+    let a = labelled("a", "a1", "1");
+    let b = labelled("b", "b1", "2");
+    let (ta, tb) = (Arc::new(transformed(&a)), Arc::new(transformed(&b)));
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("1"));
+    e.set_content("ns/a", digest(ta.as_ref()));
+    e.record_deletion("b1", "ns/b", Some("2"));
+    assert!(e.set_final_content("b1", digest(tb.as_ref())));
+    assert!(!e.set_final_content("nobody", 0));
+    let summary = check_contents_of(
+        &e,
+        &[Arc::clone(&ta)],
+        vec![add(&ta), add(&tb), delete(&tb)],
+    )
+    .unwrap();
+    // The cached a, the handler's a, the handler's delete of b.
+    assert_eq!(summary.contents_checked, 3);
+    // Untransformed objects have the same UIDs and resourceVersions: only rule (e) sees them.
+    let raw = || vec![add(&a), add(&b), delete(&b)];
+    let summary = check_one(&e, &[Arc::clone(&a)], raw()).unwrap();
+    assert_eq!(summary.contents_checked, 0);
+    assert_eq!(
+        check_contents_of(&e, &[Arc::clone(&a)], raw())
+            .unwrap_err()
+            .violations()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn an_untransformed_object_is_caught_in_the_cache_in_handlers_and_in_deletes() {
+    let a = labelled("a", "a1", "1");
+    let b = labelled("b", "b1", "2");
+    let ta = Arc::new(transformed(&a));
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("1"));
+    e.set_content("ns/a", digest(ta.as_ref()));
+    e.record_deletion("b1", "ns/b", Some("2"));
+    e.set_final_content("b1", digest(&transformed(&b)));
+    // The cache holds the transformed a, the handler was told the raw one; b's delete is raw.
+    let report =
+        check_contents_of(&e, &[Arc::clone(&ta)], vec![add(&a), add(&b), delete(&b)]).unwrap_err();
+    let k = kinds(&report);
+    assert!(
+        matches!(
+            &k[..],
+            [
+                ViolationKind::WrongContent { .. },
+                ViolationKind::WrongFinalContent { index: 2, .. }
+            ]
+        ),
+        "{report}"
+    );
+    assert!(report.to_string().contains("wrong content"), "{report}");
+    // The same in the cache.
+    let report = check_contents_of(&e, std::slice::from_ref(&a), vec![add(&ta)]).unwrap_err();
+    assert!(
+        matches!(
+            &report.violations()[0],
+            Violation {
+                subject: Subject::Cache,
+                kind: ViolationKind::WrongContent { .. },
+                ..
+            }
+        ),
+        "{report}"
+    );
+}
+
+#[test]
+fn contents_are_only_compared_at_the_servers_version() {
+    // A wrong version is reported once, as such, not also as wrong content.
+    let a1 = labelled("a", "a1", "1");
+    let a2 = labelled("a", "a1", "2");
+    let mut e = Expected::new();
+    e.insert("ns/a", Some("a1"), Some("2"));
+    e.set_content("ns/a", digest(&transformed(&a2)));
+    let report = check_contents_of(&e, &[Arc::clone(&a1)], vec![add(&a1)]).unwrap_err();
+    assert!(
+        kinds(&report)
+            .iter()
+            .all(|k| matches!(k, ViolationKind::WrongVersion { .. })),
+        "{report}"
+    );
+    // Declaring the object again forgets its digest.
+    e.insert("ns/a", Some("a1"), Some("1"));
+    assert!(e.contents().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn recordings_keep_the_time_of_each_notification() {
+    let r = Recording::new("h");
+    let a = obj("a", "a1", "1");
+    let start = tokio::time::Instant::now();
+    r.record(add(&a));
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    r.record(update(&a, &a));
+    let timed = r.timed(0);
+    assert_eq!(timed.len(), 2);
+    assert_eq!(timed[1].0 - timed[0].0, std::time::Duration::from_secs(3));
+    assert_eq!(timed[0].0, start);
+    assert_eq!(r.timed(1).len(), 1);
+    assert!(r.timed(5).is_empty());
+}

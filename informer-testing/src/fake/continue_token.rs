@@ -97,6 +97,10 @@ fn base64url_decode(input: &str) -> Option<Vec<u8>> {
 }
 
 #[cfg(test)]
+#[path = "continue_token_proptests.rs"]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

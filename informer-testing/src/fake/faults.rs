@@ -146,6 +146,22 @@ impl fmt::Display for PendingFault {
     }
 }
 
+/// How a watch announces an object it has not shown before, outside its initial events. See
+/// [`Faults::announce_unseen`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum UnseenAnnouncement {
+    /// `ADDED`, as the API server's watch cache does, both for a created object and for one
+    /// entering the watch's selection. The default.
+    #[default]
+    Added,
+    /// `MODIFIED` for an object entering the watch's selection (an update made its labels or
+    /// fields match), as other servers and aggregated APIs do; `ADDED` for a created object.
+    ModifiedOnEntering,
+    /// `MODIFIED` for both: a server that never tells a creation from an update.
+    Modified,
+}
+
 /// Ready-made lines for [`Faults::inject_raw_line`].
 pub struct RawLine;
 
@@ -180,6 +196,7 @@ pub(crate) struct FaultState {
     list_delay: Vec<(Scope, Duration)>,
     event_delay: Vec<(Scope, Duration)>,
     ignore_send_initial_events: Vec<Scope>,
+    unseen: Vec<(Scope, UnseenAnnouncement)>,
 }
 
 impl FaultState {
@@ -232,6 +249,14 @@ impl FaultState {
 
     pub(crate) fn event_delay(&self, def: &ResourceDef) -> Duration {
         delay_for(&self.event_delay, def)
+    }
+
+    pub(crate) fn unseen_announcement(&self, def: &ResourceDef) -> UnseenAnnouncement {
+        self.unseen
+            .iter()
+            .rev()
+            .find(|(s, _)| s.covers(def))
+            .map_or(UnseenAnnouncement::Added, |(_, a)| *a)
     }
 
     pub(crate) fn ignores_send_initial_events(&self, def: &ResourceDef) -> bool {
@@ -459,6 +484,17 @@ impl Faults {
         if ignore {
             f.ignore_send_initial_events.push(scope);
         }
+    }
+
+    /// Changes how watches in `scope` announce objects they have not shown before (created, or
+    /// entering the watch's selection): [`UnseenAnnouncement::Added`] (the default) is the
+    /// API server's watch cache; the others send `MODIFIED` for an object the client has
+    /// never seen, which a client must take as an addition. Applies to open watches from their
+    /// next event on; the initial events of a watch (its snapshot) stay `ADDED`.
+    pub fn announce_unseen(&self, scope: impl Into<Scope>, how: UnseenAnnouncement) {
+        let value = (how != UnseenAnnouncement::Added).then_some(how);
+        set_scoped(&mut self.shared.faults.lock().unseen, scope.into(), value);
+        self.changed();
     }
 
     /// The scripted one-shot faults not used up yet (settings like delays are not listed).

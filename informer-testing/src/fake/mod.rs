@@ -20,12 +20,18 @@
 //! **Objects.** Each object version is serialized once ([`StoredObject`]: JSON bytes with
 //! `metadata.resourceVersion` set, plus the parsed metadata that selection needs) and shared
 //! by the current state, the history, list responses and every watcher. The in-process front
-//! end decodes each object once into the caller's type. Built-in resources: core/v1 pods,
-//! configmaps, secrets, services, namespaces, nodes, events, apps/v1 deployments; others are
+//! end decodes each object once into the caller's type. Every built-in resource of
+//! Kubernetes 1.37 is served (see [below](#built-in-resources)); others are
 //! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
-//! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept).
-//! Namespaces need not exist unless [`ServerConfig::require_namespaces`] is set. Deleting a
+//! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
 //! pod or a namespace removes it at once (no kubelet, no namespace controller).
+//!
+//! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
+//! HTTP) applies what the real server's admission and strategies do, listed
+//! [below](#admission-and-validation). The test's own writes ([`FakeApiServer::create`],
+//! [`FakeApiServer::update`], ..., seeding, the admin API) are its hand on the store: they
+//! skip admission and status handling (a test can create a pod `Running`, in a namespace that
+//! was never created) but not validation.
 //!
 //! **History window.** Per resource, a history of events that watchers read, each with its own
 //! cursor; writers never wait for watchers. The window follows the API server's watch cache
@@ -46,8 +52,9 @@
 //! than N, or exactly N (served from history) with `resourceVersionMatch=Exact` or with a
 //! `limit`. Pages come in key order (namespace/name) with continue tokens that encode the
 //! list's resourceVersion and position, and `remainingItemCount` when no selector is given.
-//! Label selectors use the full syntax; field selectors support `metadata.name` and
-//! `metadata.namespace` (others: 400 `field label not supported`). Invalid combinations of
+//! Label selectors use the full syntax; field selectors support the labels the real server
+//! supports for the kind ([below](#field-selectors); others: 400 `field label not
+//! supported`). Invalid combinations of
 //! `resourceVersionMatch`, `continue` and `sendInitialEvents` are the server's 422s. A
 //! resourceVersion the server has not reached waits up to 3 s (virtual) for it, then answers
 //! 504 with cause `ResourceVersionTooLarge`.
@@ -67,7 +74,8 @@
 //! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open
 //! watches; expire every outstanding continue token, or the next N continue requests; ignore
 //! `sendInitialEvents` like an old
-//! server; write raw lines ([`RawLine`]) into open watches. One-shot faults not used up are
+//! server; write raw lines ([`RawLine`]) into open watches; announce objects a watch has not
+//! shown before as `MODIFIED` instead of `ADDED` ([`UnseenAnnouncement`]). One-shot faults not used up are
 //! listed by [`Faults::pending`].
 //!
 //! **Request log.** Every request the request layer receives is recorded as a
@@ -77,6 +85,80 @@
 //! request-layer writes ([`FakeApiServer::create_at`], ...) are.
 //! [`FakeApiServer::wait_for_request`] and [`FakeApiServer::wait_for_open_watches`] let a test
 //! wait for a client's next move without sleeping.
+//!
+//! # Built-in resources
+//!
+//! Every resource a Kubernetes 1.37 API server serves in a stable version, 64 of them: core/v1
+//! (pods, services, configmaps, secrets, namespaces, nodes, events, endpoints, serviceaccounts,
+//! persistentvolumes and claims, resourcequotas, limitranges, replicationcontrollers,
+//! podtemplates, componentstatuses), apps/v1 (deployments, replicasets, statefulsets,
+//! daemonsets, controllerrevisions), batch/v1 (jobs, cronjobs), autoscaling/v2, policy/v1,
+//! networking.k8s.io/v1 (ingresses, ingressclasses, networkpolicies, ipaddresses,
+//! servicecidrs), rbac.authorization.k8s.io/v1, storage.k8s.io/v1, coordination.k8s.io/v1
+//! (leases), events.k8s.io/v1, discovery.k8s.io/v1, scheduling.k8s.io/v1, node.k8s.io/v1,
+//! certificates.k8s.io/v1, admissionregistration.k8s.io/v1, apiextensions.k8s.io/v1,
+//! apiregistration.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, resource.k8s.io/v1,
+//! storagemigration.k8s.io/v1. The table is generated from k8s-openapi's `Resource` impls by
+//! `cargo xtask codegen` (group, version, kind, plural, scope), so it matches the Kubernetes
+//! version the workspace targets; short names and categories are the real server's.
+//!
+//! Not served: alpha and beta versions, the older stable version of a resource served in two
+//! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
+//! convert), subresources other than `status` and `scale` (no `log`, `exec`, `eviction`,
+//! `binding`, `token`, ...), and the create-only review APIs (TokenReview,
+//! SubjectAccessReview, ...).
+//!
+//! **Subresources.** Resources whose type has a `status` field have a `status` subresource
+//! ([`ResourceDef::status_subresource`]): a request that creates the resource drops `.status`
+//! (pods start `{"phase": "Pending"}`), one that updates or patches it keeps the stored
+//! `.status`, and [`FakeApiServer::update_status_at`] / [`FakeApiServer::patch_status_with_at`]
+//! (HTTP: `PUT`/`PATCH <object>/status`) change only `.status`. Deployments, replica sets,
+//! stateful sets and replication controllers have a `scale` subresource over the HTTP front
+//! end (an `autoscaling/v1` `Scale` over `.spec.replicas`; an absent `.spec.replicas` reads
+//! as 1, the real server's default), so `kubectl scale` works.
+//!
+//! # Field selectors
+//!
+//! Per kind, the labels the real server accepts (its field label conversion functions):
+//!
+//! | kind | fields besides `metadata.name` and `metadata.namespace` |
+//! | --- | --- |
+//! | Pod | `spec.nodeName`, `spec.restartPolicy`, `spec.schedulerName`, `spec.serviceAccountName`, `spec.hostNetwork`, `status.phase`, `status.podIP`, `status.podIPs`, `status.nominatedNodeName` |
+//! | Node | `spec.unschedulable` (and no `metadata.namespace`) |
+//! | Namespace | `status.phase` (and no `metadata.namespace`) |
+//! | Secret | `type` |
+//! | Service | `spec.clusterIP`, `spec.type` |
+//! | ReplicationController, apps/v1 ReplicaSet | `status.replicas` |
+//! | batch/v1 Job | `status.successful` (the count of succeeded pods) |
+//! | core/v1 Event | `involvedObject.{kind,namespace,name,uid,apiVersion,resourceVersion,fieldPath}`, `reason`, `reportingComponent`, `source`, `type` |
+//! | events.k8s.io/v1 Event | `regarding.{kind,namespace,name,uid,apiVersion,resourceVersion,fieldPath}`, `reason`, `reportingController`, `type` |
+//! | CertificateSigningRequest | `spec.signerName` |
+//! | resource.k8s.io/v1 ResourceSlice | `spec.nodeName`, `spec.driver` (and no `metadata.namespace`) |
+//!
+//! Every other kind (and every custom resource) accepts `metadata.name` and
+//! `metadata.namespace`. A field an object lacks, or holds as an empty string, reads as the
+//! value the real server's defaulting would have stored (`spec.restartPolicy=Always`,
+//! `type=Opaque`, `status.phase=Pending` for pods, `false`, `0`). `status.podIPs` reads as
+//! the IPs joined by commas. Lists and watches of both front ends honour them; an object
+//! whose field changes enters or leaves a watch's selection as `ADDED`/`DELETED`.
+//! Deviations: the legacy pod label `spec.host` is not accepted; upstream's
+//! `status.successful` on StatefulSets and CronJobs (accepted there, matched against nothing
+//! useful) is not.
+//!
+//! # Admission and validation
+//!
+//! Requests (not the test's direct writes) go through:
+//!
+//! - **Namespace lifecycle**: a create of a namespaced object in a namespace that does not
+//!   exist is a 404 `namespaces "x" not found`, as on the real server. Turn it off with
+//!   [`ServerConfig::require_namespaces`] (`fake-apiserver --allow-missing-namespaces`).
+//! - **Status subresource** handling, as [above](#built-in-resources).
+//!
+//! Every write (direct ones too) is validated: `metadata` fields of the wrong JSON type
+//! (`"name": 5`, labels that are not a string map) are a 400 (the real server's decode
+//! error); invalid names, label keys and values, annotation keys and annotations over
+//! 256 KiB in total are a 422 `Invalid` with one cause per problem. There is no defaulting,
+//! no field-level schema validation (any fields are stored as given), no webhooks and no RBAC.
 //!
 //! # Example
 //!
@@ -123,8 +205,10 @@
 // HTTP front end renders them as they are, and they occur only on error paths.
 #![allow(clippy::result_large_err)]
 
+mod builtin;
 mod continue_token;
 mod faults;
+mod fields;
 mod lister_watcher;
 mod log;
 mod object;
@@ -137,7 +221,7 @@ pub mod status;
 mod store;
 mod watch;
 
-pub use faults::{Faults, PendingFault, RawLine, Scope};
+pub use faults::{Faults, PendingFault, RawLine, Scope, UnseenAnnouncement};
 pub use lister_watcher::FakeListerWatcher;
 pub use log::RequestRecord;
 pub use object::StoredObject;

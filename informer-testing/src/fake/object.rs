@@ -10,7 +10,7 @@ use informer_core::Status;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::status;
+use super::{ResourceDef, status};
 
 /// One stored version of an object: its JSON serialization (with `metadata.resourceVersion`
 /// set) and the parsed metadata that selection needs.
@@ -33,11 +33,27 @@ struct StoredMeta {
     resource_version: u64,
     deleting: bool,
     has_finalizers: bool,
+    /// The values of the resource's selectable fields beyond name and namespace.
+    fields: Box<[(&'static str, String)]>,
 }
 
 impl StoredObject {
-    /// Serializes `value` (which must carry its final metadata) and extracts the metadata.
-    pub(crate) fn from_value(value: &Value, resource_version: u64) -> Result<Self, Status> {
+    /// Serializes `value` (which must carry its final metadata) and extracts the metadata and
+    /// the values of `def`'s selectable fields.
+    pub(crate) fn from_value(
+        value: &Value,
+        resource_version: u64,
+        def: &ResourceDef,
+    ) -> Result<Self, Status> {
+        let fields = super::fields::extract(def, value);
+        Self::build(value, resource_version, fields)
+    }
+
+    fn build(
+        value: &Value,
+        resource_version: u64,
+        fields: Box<[(&'static str, String)]>,
+    ) -> Result<Self, Status> {
         let meta = value
             .get("metadata")
             .and_then(Value::as_object)
@@ -77,6 +93,7 @@ impl StoredObject {
                 resource_version,
                 deleting,
                 has_finalizers,
+                fields,
             },
         })
     }
@@ -136,12 +153,18 @@ impl StoredObject {
         self.meta.has_finalizers
     }
 
-    /// The value of a field for field selectors (only the generic ones are supported).
+    /// The value of a field for field selectors (`None`: not a selectable field of this
+    /// resource).
     pub(crate) fn field(&self, field: &str) -> Option<&str> {
         match field {
             "metadata.name" => Some(&self.meta.name),
             "metadata.namespace" => Some(self.meta.namespace.as_deref().unwrap_or("")),
-            _ => None,
+            _ => self
+                .meta
+                .fields
+                .iter()
+                .find(|(label, _)| *label == field)
+                .map(|(_, v)| v.as_str()),
         }
     }
 
@@ -149,7 +172,7 @@ impl StoredObject {
     pub(crate) fn with_resource_version(&self, rv: u64) -> Result<Self, Status> {
         let mut value = self.to_value();
         set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
-        Self::from_value(&value, rv)
+        Self::build(&value, rv, self.meta.fields.clone())
     }
 }
 
@@ -263,7 +286,8 @@ mod tests {
     fn extracts_metadata() {
         let v = json!({"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"n",
             "uid":"u","resourceVersion":"5","labels":{"x":"y"},"finalizers":["f"]}});
-        let o = StoredObject::from_value(&v, 5).unwrap();
+        let pods = ResourceDef::namespaced("", "v1", "pods", "Pod");
+        let o = StoredObject::from_value(&v, 5, &pods).unwrap();
         assert_eq!(o.key(), "n/a");
         assert_eq!(o.labels().get("x").map(String::as_str), Some("y"));
         assert!(o.has_finalizers() && !o.is_deleting());

@@ -4,10 +4,12 @@ use std::fmt;
 
 /// One kind of resource the fake server serves: `group/version`, plural name, kind, scope.
 ///
-/// The built-in set ([`ResourceDef::builtins`]) covers core/v1 pods, configmaps, secrets,
-/// services, namespaces, nodes, events and apps/v1 deployments. Others (custom resources) are
-/// registered at run time with [`FakeApiServer::register`](super::FakeApiServer::register) and
-/// stored as schemaless JSON like everything else.
+/// The built-in set ([`ResourceDef::builtins`]) is every resource a Kubernetes 1.37 API server
+/// serves in a stable version (64 of them: pods, deployments, jobs, leases, RBAC, ...; the
+/// list is generated from k8s-openapi, see the [module docs](super#built-in-resources)).
+/// Others (custom resources) are registered at run time with
+/// [`FakeApiServer::register`](super::FakeApiServer::register) and stored as schemaless JSON
+/// like everything else.
 ///
 /// ```
 /// use informer_testing::fake::ResourceDef;
@@ -38,6 +40,18 @@ pub struct ResourceDef {
     pub namespaced: bool,
     /// Short names for discovery (`po`).
     pub short_names: Vec<String>,
+    /// Categories for discovery (`all` for `kubectl get all`).
+    pub categories: Vec<String>,
+    /// Whether the resource has a `status` subresource: then writes to the resource ignore
+    /// `.status` and writes to `<object>/status` change only `.status`, as on the real server.
+    pub status_subresource: bool,
+    /// Whether the resource has a `scale` subresource (`autoscaling/v1` `Scale` over
+    /// `.spec.replicas`).
+    pub scale_subresource: bool,
+    /// The OpenAPI definition name of the kind (`io.k8s.api.core.v1.Pod`) for built-in kinds.
+    pub definition: Option<String>,
+    /// Whether the kind has a protobuf encoding the HTTP front end speaks (built-in kinds).
+    pub protobuf: bool,
 }
 
 impl ResourceDef {
@@ -61,6 +75,11 @@ impl ResourceDef {
             list_kind: format!("{kind}List"),
             namespaced,
             short_names: Vec::new(),
+            categories: Vec::new(),
+            status_subresource: false,
+            scale_subresource: false,
+            definition: None,
+            protobuf: false,
         }
     }
 
@@ -70,20 +89,18 @@ impl ResourceDef {
         self
     }
 
-    /// The built-in resources: core/v1 pods, configmaps, secrets, services, namespaces, nodes,
-    /// events, and apps/v1 deployments.
+    /// The built-in resources: every resource of Kubernetes 1.37 in its newest stable
+    /// version, core/v1 first (pods, configmaps, secrets, services, namespaces, nodes, events,
+    /// ...), then apps/v1, then the other groups.
     pub fn builtins() -> Vec<Self> {
-        vec![
-            Self::namespaced("", "v1", "pods", "Pod").with_short_names(&["po"]),
-            Self::namespaced("", "v1", "configmaps", "ConfigMap").with_short_names(&["cm"]),
-            Self::namespaced("", "v1", "secrets", "Secret"),
-            Self::namespaced("", "v1", "services", "Service").with_short_names(&["svc"]),
-            Self::cluster_scoped("", "v1", "namespaces", "Namespace").with_short_names(&["ns"]),
-            Self::cluster_scoped("", "v1", "nodes", "Node").with_short_names(&["no"]),
-            Self::namespaced("", "v1", "events", "Event").with_short_names(&["ev"]),
-            Self::namespaced("apps", "v1", "deployments", "Deployment")
-                .with_short_names(&["deploy"]),
-        ]
+        super::builtin::builtins()
+    }
+
+    /// The field labels field selectors may use on this resource (`metadata.name`, and for
+    /// pods `spec.nodeName`, `status.phase`, ...); see the
+    /// [module docs](super#field-selectors).
+    pub fn field_labels(&self) -> Vec<&'static str> {
+        super::fields::label_names(self)
     }
 
     /// `apiVersion` of the objects: `v1` for the core group, else `group/version`.

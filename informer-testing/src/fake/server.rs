@@ -6,7 +6,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use informer_core::selector::{FieldSelector, GENERIC_FIELDS, LabelSelector};
+use informer_core::selector::{FieldSelector, LabelSelector};
 use informer_core::{Object, Status};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -19,7 +19,7 @@ use super::continue_token::ContinueToken;
 use super::faults::{FaultState, Faults, Scope};
 use super::lister_watcher::FakeListerWatcher;
 use super::object::Clock;
-use super::store::{DeleteOutcome, Filter, HistoryConfig, Preconditions, Store};
+use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
 use super::watch::{Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
 
@@ -35,9 +35,11 @@ pub struct ServerConfig {
     pub too_large_wait: Duration,
     /// The resourceVersion before the first write (the first write gets this plus one).
     pub initial_resource_version: u64,
-    /// Whether namespaced writes need an existing Namespace object (404 otherwise), like the
-    /// real server's NamespaceLifecycle admission. Off by default so tests need not create
-    /// namespaces; objects then live in namespaces that need not exist.
+    /// Whether creates through the request layer (HTTP, [`FakeApiServer::create_at`],
+    /// [`FakeApiServer::apply_at`]) need an existing Namespace object (404 NotFound
+    /// otherwise), as the real server's NamespaceLifecycle admission does. On by default;
+    /// turn it off to let clients create objects in namespaces that were never created.
+    /// The test's direct writes ([`FakeApiServer::create`], seeding) never need one.
     pub require_namespaces: bool,
     /// Seed of the random generator for UIDs and `generateName` suffixes.
     pub seed: u64,
@@ -57,7 +59,7 @@ impl Default for ServerConfig {
             bookmark_interval: Duration::from_secs(60),
             too_large_wait: Duration::from_secs(3),
             initial_resource_version: 0,
-            require_namespaces: false,
+            require_namespaces: true,
             seed: 0x5eed,
             wall_clock_start: None,
             strict_faults: false,
@@ -235,7 +237,6 @@ impl FakeApiServer {
         let store = Store::new(
             config.history.clone(),
             config.initial_resource_version,
-            config.require_namespaces,
             config.seed,
             clock,
         );
@@ -538,7 +539,7 @@ impl FakeApiServer {
             None => FieldSelector::default(),
         };
         fields
-            .check_fields(GENERIC_FIELDS)
+            .check_fields(&target.def.field_labels())
             .map_err(status::bad_request)?;
         Ok(Filter {
             namespace: target.namespace.clone(),
@@ -573,10 +574,24 @@ impl FakeApiServer {
             Vec::<(String, String)>::new(),
         ));
         self.write_fault(target)?;
+        let policy = self.policy(target, false);
         self.shared
             .store
             .lock()
-            .create(target.res, target.namespace(), body)
+            .create(target.res, target.namespace(), body, policy)
+    }
+
+    /// The rules a request-layer write follows: namespace lifecycle admission, and the
+    /// status subresource's split of the object.
+    fn policy(&self, target: &Target, status: bool) -> WritePolicy {
+        WritePolicy {
+            require_namespace: self.shared.config.require_namespaces,
+            part: match (status, target.def.status_subresource) {
+                (true, _) => Part::Status,
+                (false, true) => Part::Main,
+                (false, false) => Part::Whole,
+            },
+        }
     }
 
     /// `PUT` of an object: replaces it, with optimistic concurrency when the body carries a
@@ -590,10 +605,32 @@ impl FakeApiServer {
         self.record_object_request("PUT", target, name);
         self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
+        let part = self.policy(target, false).part;
         self.shared
             .store
             .lock()
-            .update(target.res, ns.as_deref(), name, body)
+            .update_with(target.res, ns.as_deref(), name, body, part)
+    }
+
+    /// `PUT` of `<object>/status`: replaces only `.status` (everything else stays as stored),
+    /// with optimistic concurrency when the body carries a resourceVersion. Only for
+    /// resources with a status subresource (404 otherwise). Recorded in the request log.
+    pub fn update_status_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, &format!("{name}/status"));
+        if !target.def.status_subresource {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        let ns = self.namespace_for(target, &body);
+        self.shared
+            .store
+            .lock()
+            .update_with(target.res, ns.as_deref(), name, body, Part::Status)
     }
 
     /// `PATCH` of an object with a JSON merge patch (RFC 7386). A `metadata.resourceVersion`
@@ -606,10 +643,11 @@ impl FakeApiServer {
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
+        let part = self.policy(target, false).part;
         self.shared
             .store
             .lock()
-            .patch(target.res, target.namespace(), name, patch)
+            .patch_with(target.res, target.namespace(), name, patch, part)
     }
 
     /// `PATCH` of an object with a patch the front end applies itself (a strategic merge patch
@@ -624,7 +662,37 @@ impl FakeApiServer {
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PATCH", target, name);
+        self.patch_part(target, name, Part::Main, apply)
+    }
+
+    /// `PATCH` of `<object>/status` with a patch the front end applies itself (as
+    /// [`patch_with_at`](Self::patch_with_at)): only `.status` of the result is kept. Only for
+    /// resources with a status subresource (404 otherwise). Recorded in the request log.
+    pub fn patch_status_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, &format!("{name}/status"));
+        if !target.def.status_subresource {
+            return Err(status::resource_not_found());
+        }
+        self.patch_part(target, name, Part::Status, apply)
+    }
+
+    fn patch_part(
+        &self,
+        target: &Target,
+        name: &str,
+        part: Part,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
         self.write_fault(target)?;
+        let part = match part {
+            Part::Main => self.policy(target, false).part,
+            other => other,
+        };
         let mut store = self.shared.store.lock();
         let existing = store.get(target.res, target.namespace(), name)?;
         let mut value = existing.to_value();
@@ -632,7 +700,7 @@ impl FakeApiServer {
         if !value.get("metadata").is_some_and(Value::is_object) {
             return Err(status::bad_request("a patch must not remove metadata"));
         }
-        store.update(target.res, target.namespace(), name, value)
+        store.update_with(target.res, target.namespace(), name, value, part)
     }
 
     /// A `PATCH` that creates the object when it does not exist, the shape of server-side
@@ -647,11 +715,13 @@ impl FakeApiServer {
     ) -> Result<(Arc<StoredObject>, bool), Status> {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
+        let policy = self.policy(target, false);
         let mut store = self.shared.store.lock();
         match store.get(target.res, target.namespace(), name) {
             Ok(existing) => {
                 let value = apply(Some(existing.to_value()))?;
-                let obj = store.update(target.res, target.namespace(), name, value)?;
+                let obj =
+                    store.update_with(target.res, target.namespace(), name, value, policy.part)?;
                 Ok((obj, false))
             }
             Err(s) if s.code == 404 => {
@@ -667,7 +737,7 @@ impl FakeApiServer {
                 }
                 let mut value = value;
                 super::object::set_meta(&mut value, "name", Value::String(name.to_owned()));
-                let obj = store.create(target.res, target.namespace(), value)?;
+                let obj = store.create(target.res, target.namespace(), value, policy)?;
                 Ok((obj, true))
             }
             Err(s) => Err(s),
@@ -737,7 +807,10 @@ impl FakeApiServer {
     ) -> Result<Arc<StoredObject>, Status> {
         let body = to_body(object)?;
         let target = self.target(resource, None)?;
-        self.shared.store.lock().create(target.res, None, body)
+        self.shared
+            .store
+            .lock()
+            .create(target.res, None, body, WritePolicy::default())
     }
 
     /// Replaces an object (namespace and name from its metadata). A resourceVersion in the

@@ -179,6 +179,7 @@ fn type_label(cause_type: &str) -> &str {
         "FieldValueNotSupported" => "Unsupported value",
         "FieldValueRequired" => "Required value",
         "FieldValueInvalid" => "Invalid value",
+        "FieldValueTooLong" => "Too long",
         other => other,
     }
 }

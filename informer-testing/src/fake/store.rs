@@ -342,6 +342,29 @@ pub struct Preconditions {
     pub resource_version: Option<String>,
 }
 
+/// What a write goes through besides the store's own rules: the request layer's admission
+/// and the status subresource's split of an object, which the test's direct writes skip.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WritePolicy {
+    /// Refuse namespaced creates in a namespace that does not exist (404), as the real
+    /// server's NamespaceLifecycle admission does.
+    pub require_namespace: bool,
+    /// Which part of the object the write may change.
+    pub part: Part,
+}
+
+/// Which part of an object a write changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Everything (direct writes, and resources without a status subresource).
+    #[default]
+    Whole,
+    /// Everything but `.status` (a create resets it; an update keeps the stored one).
+    Main,
+    /// Only `.status` (writes to `<object>/status`).
+    Status,
+}
+
 /// The whole store, behind the server's mutex.
 pub(crate) struct Store {
     pub rv: u64,
@@ -350,7 +373,6 @@ pub(crate) struct Store {
     pub resources: Vec<ResourceState>,
     pub rv_tx: watch::Sender<u64>,
     history: HistoryConfig,
-    require_namespaces: bool,
     rng: StdRng,
     clock: Clock,
 }
@@ -358,13 +380,7 @@ pub(crate) struct Store {
 const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl Store {
-    pub(crate) fn new(
-        history: HistoryConfig,
-        initial_rv: u64,
-        require_namespaces: bool,
-        seed: u64,
-        clock: Clock,
-    ) -> Self {
+    pub(crate) fn new(history: HistoryConfig, initial_rv: u64, seed: u64, clock: Clock) -> Self {
         let mut store = Self {
             rv: initial_rv,
             compacted: 0,
@@ -372,7 +388,6 @@ impl Store {
             resources: Vec::new(),
             rv_tx: watch::channel(initial_rv).0,
             history,
-            require_namespaces,
             rng: StdRng::seed_from_u64(seed),
             clock,
         };
@@ -508,10 +523,20 @@ impl Store {
         res: usize,
         namespace: Option<&str>,
         mut body: Value,
+        policy: WritePolicy,
     ) -> Result<Arc<StoredObject>, Status> {
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
-        let ns = self.resolve_namespace(&def, namespace, &mut body)?;
+        let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
+        if policy.part != Part::Whole
+            && let Some(obj) = body.as_object_mut()
+        {
+            // The real server's create strategies reset the status (pods start Pending).
+            obj.remove("status");
+            if def.group.is_empty() && def.kind == "Pod" {
+                obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
+            }
+        }
         if meta_str(&body, "resourceVersion").is_some() {
             return Err(status::bad_request(
                 "resourceVersion should not be set on objects to be created",
@@ -552,7 +577,7 @@ impl Store {
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         remove_meta(&mut body, "deletionTimestamp");
         remove_meta(&mut body, "deletionGracePeriodSeconds");
-        let obj = Arc::new(StoredObject::from_value(&body, rv)?);
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
     }
@@ -562,7 +587,19 @@ impl Store {
         res: usize,
         namespace: Option<&str>,
         name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.update_with(res, namespace, name, body, Part::Whole)
+    }
+
+    /// An update that changes only `part` of the object.
+    pub(crate) fn update_with(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
         mut body: Value,
+        part: Part,
     ) -> Result<Arc<StoredObject>, Status> {
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
@@ -572,6 +609,38 @@ impl Store {
             None
         };
         let existing = self.get(res, ns.as_deref(), name)?;
+        match part {
+            Part::Whole => {}
+            Part::Main => {
+                // `.status` is written through the status subresource only.
+                let old_status = existing.to_value().get("status").cloned();
+                if let Some(obj) = body.as_object_mut() {
+                    match old_status {
+                        Some(s) => obj.insert("status".into(), s),
+                        None => obj.remove("status"),
+                    };
+                }
+            }
+            Part::Status => {
+                // Everything but `.status` stays as stored; the body's resourceVersion (a
+                // precondition) and name are checked below as for any update.
+                let mut merged = existing.to_value();
+                let new_status = body.get("status").cloned();
+                if let Some(obj) = merged.as_object_mut() {
+                    match new_status {
+                        Some(s) => obj.insert("status".into(), s),
+                        None => obj.remove("status"),
+                    };
+                }
+                for field in ["resourceVersion", "name", "namespace", "uid"] {
+                    match body.get("metadata").and_then(|m| m.get(field)) {
+                        Some(v) => set_meta(&mut merged, field, v.clone()),
+                        None => remove_meta(&mut merged, field),
+                    }
+                }
+                body = merged;
+            }
+        }
         match meta_str(&body, "name") {
             Some(n) if n != name => {
                 return Err(status::bad_request(format!(
@@ -623,7 +692,7 @@ impl Store {
         }
         let rv = self.rv + 1;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
-        let obj = Arc::new(StoredObject::from_value(&body, rv)?);
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         let kind = if obj.is_deleting() && !obj.has_finalizers() {
             EventKind::Deleted
         } else {
@@ -640,6 +709,18 @@ impl Store {
         name: &str,
         patch: &Value,
     ) -> Result<Arc<StoredObject>, Status> {
+        self.patch_with(res, namespace, name, patch, Part::Whole)
+    }
+
+    /// A merge patch that changes only `part` of the object.
+    pub(crate) fn patch_with(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+        part: Part,
+    ) -> Result<Arc<StoredObject>, Status> {
         if !patch.is_object() {
             return Err(status::bad_request("a merge patch must be a JSON object"));
         }
@@ -651,7 +732,7 @@ impl Store {
         if !value.get("metadata").is_some_and(Value::is_object) {
             return Err(status::bad_request("a patch must not remove metadata"));
         }
-        self.update(res, ns, name, value)
+        self.update_with(res, ns, name, value, part)
     }
 
     pub(crate) fn delete(
@@ -687,7 +768,7 @@ impl Store {
             );
             set_meta(&mut value, "deletionGracePeriodSeconds", Value::from(0));
             set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
-            let obj = Arc::new(StoredObject::from_value(&value, rv)?);
+            let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
             return Ok(DeleteOutcome::Finalizing(obj));
         }
@@ -761,6 +842,7 @@ impl Store {
         def: &ResourceDef,
         namespace: Option<&str>,
         body: &mut Value,
+        require_namespace: bool,
     ) -> Result<Option<String>, Status> {
         if !def.namespaced {
             remove_meta(body, "namespace");
@@ -778,7 +860,7 @@ impl Store {
             (None, Some(b)) => b,
             (None, None) => "default".to_owned(),
         };
-        if self.require_namespaces {
+        if require_namespace {
             let exists = self
                 .find("namespaces")
                 .is_some_and(|i| self.resources[i].objects.contains_key(ns.as_str()));
@@ -872,10 +954,215 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
     }
     obj.insert("apiVersion".into(), Value::String(api_version));
     obj.insert("kind".into(), Value::String(def.kind.clone()));
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+    match obj.get("metadata") {
+        None | Some(Value::Null) => {
+            obj.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+        }
+        Some(Value::Object(_)) => {}
+        Some(other) => return Err(decode_error(def, "metadata", "ObjectMeta", other)),
     }
-    Ok(())
+    check_metadata(def, body)
+}
+
+/// The decode errors the real server's typed decoding gives (400): metadata fields of the
+/// wrong JSON type (`name: 5`, `labels: []`).
+fn check_metadata(def: &ResourceDef, body: &Value) -> Result<(), Status> {
+    let Some(meta) = body.get("metadata").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for field in [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
+        match meta.get(field) {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => {
+                return Err(decode_error(
+                    def,
+                    &format!("metadata.{field}"),
+                    "string",
+                    other,
+                ));
+            }
+        }
+    }
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                if let Some((k, v)) = map.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(decode_error(
+                        def,
+                        &format!("metadata.{field}.{k}"),
+                        "string",
+                        v,
+                    ));
+                }
+            }
+            Some(other) => {
+                return Err(decode_error(
+                    def,
+                    &format!("metadata.{field}"),
+                    "map[string]string",
+                    other,
+                ));
+            }
+        }
+    }
+    validate_labels_and_annotations(def, meta)
+}
+
+fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Status {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    status::bad_request(format!(
+        "the body of the request could not be decoded as a {}: json: cannot unmarshal {got} \
+         into Go struct field {field} of type {want}",
+        def.kind
+    ))
+}
+
+/// The most annotation bytes (keys plus values) an object may carry, as on the real server.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
+/// Label keys and values, annotation keys and total annotation size, checked like the real
+/// server's ObjectMeta validation (422 Invalid with one cause per problem).
+fn validate_labels_and_annotations(
+    def: &ResourceDef,
+    meta: &serde_json::Map<String, Value>,
+) -> Result<(), Status> {
+    let mut causes: Vec<(String, &str, String)> = Vec::new();
+    let entries = |field: &str| -> Vec<(String, String)> {
+        meta.get(field)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for (k, v) in entries("labels") {
+        if let Some(problem) = qualified_name_problem(&k) {
+            causes.push((
+                "metadata.labels".into(),
+                "FieldValueInvalid",
+                format!("{k:?}: {problem}"),
+            ));
+        }
+        if let Some(problem) = label_value_problem(&v) {
+            causes.push((
+                "metadata.labels".into(),
+                "FieldValueInvalid",
+                format!("{v:?}: {problem}"),
+            ));
+        }
+    }
+    let annotations = entries("annotations");
+    let mut total = 0usize;
+    for (k, v) in &annotations {
+        if let Some(problem) = qualified_name_problem(&k.to_ascii_lowercase()) {
+            causes.push((
+                "metadata.annotations".into(),
+                "FieldValueInvalid",
+                format!("{k:?}: {problem}"),
+            ));
+        }
+        total += k.len() + v.len();
+    }
+    if total > MAX_ANNOTATIONS_BYTES {
+        causes.push((
+            "metadata.annotations".into(),
+            "FieldValueTooLong",
+            format!("may not be more than {MAX_ANNOTATIONS_BYTES} bytes"),
+        ));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+    Err(status::invalid(&def.kind, &def.group, name, &causes))
+}
+
+/// Why `key` is not a qualified name (`[prefix/]name`, the name at most 63 characters of
+/// alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric; the prefix a DNS
+/// subdomain); `None` when it is one.
+fn qualified_name_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        let subdomain = !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && part.as_bytes()[0].is_ascii_alphanumeric()
+                    && part.as_bytes()[part.len() - 1].is_ascii_alphanumeric()
+            });
+        if !subdomain {
+            return Some(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
+                 alphanumeric characters, '-' or '.', and must start and end with an \
+                 alphanumeric character"
+                    .into(),
+            );
+        }
+    }
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    if !is_label_text(name) {
+        return Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must \
+             start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Why `value` is not a valid label value (empty, or at most 63 characters like a name).
+fn label_value_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        return None;
+    }
+    if value.len() > 63 {
+        return Some("must be no more than 63 characters".into());
+    }
+    if !is_label_text(value) {
+        return Some(
+            "a valid label must be an empty string or consist of alphanumeric characters, \
+             '-', '_' or '.', and must start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+fn is_label_text(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
 }
 
 fn validate_name(def: &ResourceDef, name: &str) -> Result<(), Status> {

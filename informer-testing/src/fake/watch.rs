@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 
+use super::faults::UnseenAnnouncement;
 use super::server::Shared;
 use super::status;
 use super::store::{EventKind, Fetch, Filter, HistoryEvent, Store};
@@ -260,8 +261,16 @@ pub(crate) struct Watcher {
     next_bookmark: Option<Instant>,
     bookmark_pending: bool,
     drop_after: Option<usize>,
-    delay: (u64, Duration),
+    /// The fault settings in effect, and the fault generation they were read at.
+    settings: (u64, Settings),
     done: bool,
+}
+
+/// The fault settings a watcher applies to each event.
+#[derive(Clone, Copy, Default)]
+struct Settings {
+    delay: Duration,
+    unseen: UnseenAnnouncement,
 }
 
 /// Everything a watcher needs to start.
@@ -298,7 +307,7 @@ impl Watcher {
             next_bookmark: None,
             bookmark_pending: false,
             drop_after: spec.drop_after,
-            delay: (u64::MAX, Duration::ZERO),
+            settings: (u64::MAX, Settings::default()),
             done: false,
             shared,
         };
@@ -444,6 +453,7 @@ impl Watcher {
             if let Some(ev) = self.buffer.pop_front() {
                 self.cursor += 1;
                 self.last_rv = ev.rv;
+                self.refresh_settings();
                 if let Some(frame) = self.transform(&ev) {
                     return self.deliver(frame).await;
                 }
@@ -488,10 +498,20 @@ impl Watcher {
     /// What this watcher sees of an event, given its selectors (like the real watch cache:
     /// an object leaving the selection is a `DELETED`, one entering it an `ADDED`, and a
     /// deletion is seen by the watchers that saw the object before it).
+    ///
+    /// [`Faults::announce_unseen`](super::Faults::announce_unseen) turns the `ADDED` of an
+    /// object entering the selection (or of a created one) into a `MODIFIED`.
     fn transform(&self, ev: &HistoryEvent) -> Option<WatchFrame> {
         let now_matches = self.filter.matches(&ev.object);
+        let unseen = self.settings.1.unseen;
         match ev.kind {
-            EventKind::Added => now_matches.then(|| WatchFrame::Added(Arc::clone(&ev.object))),
+            EventKind::Added => now_matches.then(|| {
+                if unseen == UnseenAnnouncement::Modified {
+                    WatchFrame::Modified(Arc::clone(&ev.object))
+                } else {
+                    WatchFrame::Added(Arc::clone(&ev.object))
+                }
+            }),
             EventKind::Deleted => {
                 // An update that drops the last finalizer of an object being deleted deletes
                 // it with new content, which may no longer match: the watcher still saw the
@@ -511,7 +531,10 @@ impl Watcher {
                 let before = ev.prev.as_ref().is_some_and(|p| self.filter.matches(p));
                 match (before, now_matches) {
                     (true, true) => Some(WatchFrame::Modified(Arc::clone(&ev.object))),
-                    (false, true) => Some(WatchFrame::Added(Arc::clone(&ev.object))),
+                    (false, true) if unseen == UnseenAnnouncement::Added => {
+                        Some(WatchFrame::Added(Arc::clone(&ev.object)))
+                    }
+                    (false, true) => Some(WatchFrame::Modified(Arc::clone(&ev.object))),
                     (true, false) => Some(WatchFrame::Deleted(
                         ev.prev_at_event_rv()
                             .unwrap_or_else(|| Arc::clone(&ev.object)),
@@ -522,15 +545,25 @@ impl Watcher {
         }
     }
 
+    /// Re-reads the fault settings if they changed since they were last read.
+    fn refresh_settings(&mut self) {
+        let generation = self.shared.fault_generation.load(Ordering::Acquire);
+        if self.settings.0 != generation {
+            let faults = self.shared.faults.lock();
+            let settings = Settings {
+                delay: faults.event_delay(&self.handle.def),
+                unseen: faults.unseen_announcement(&self.handle.def),
+            };
+            drop(faults);
+            self.settings = (generation, settings);
+        }
+    }
+
     /// Delivers an object frame: applies the scripted delay and the drop-after count.
     async fn deliver(&mut self, frame: WatchFrame) -> Option<WatchFrame> {
-        let generation = self.shared.fault_generation.load(Ordering::Acquire);
-        if self.delay.0 != generation {
-            let d = self.shared.faults.lock().event_delay(&self.handle.def);
-            self.delay = (generation, d);
-        }
-        if !self.delay.1.is_zero() {
-            tokio::time::sleep(self.delay.1).await;
+        self.refresh_settings();
+        if !self.settings.1.delay.is_zero() {
+            tokio::time::sleep(self.settings.1.delay).await;
         }
         if let Some(n) = &mut self.drop_after {
             *n = n.saturating_sub(1);

@@ -8,13 +8,18 @@ use crate::fake::{ResourceDef, status};
 
 /// The built-in definition of the CRD resource itself.
 pub(crate) fn crd_resource() -> ResourceDef {
-    ResourceDef::cluster_scoped(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-    )
-    .with_short_names(&["crd", "crds"])
+    ResourceDef::builtins()
+        .into_iter()
+        .find(|d| d.group == "apiextensions.k8s.io" && d.plural == "customresourcedefinitions")
+        .unwrap_or_else(|| {
+            ResourceDef::cluster_scoped(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+            )
+            .with_short_names(&["crd", "crds"])
+        })
 }
 
 fn invalid(name: &str, field: &str, message: &str) -> Status {
@@ -66,10 +71,12 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .cloned()
         .unwrap_or_default();
     let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let version = versions
+    let stored = versions
         .iter()
         .find(|v| flag(v, "storage"))
-        .or_else(|| versions.iter().find(|v| flag(v, "served")))
+        .or_else(|| versions.iter().find(|v| flag(v, "served")));
+    let status_subresource = stored.is_some_and(|v| v.pointer("/subresources/status").is_some());
+    let version = stored
         .and_then(|v| v.get("name").and_then(Value::as_str))
         .ok_or_else(|| {
             invalid(
@@ -82,6 +89,7 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         Some("Cluster") => ResourceDef::cluster_scoped(group, version, plural, kind),
         _ => ResourceDef::namespaced(group, version, plural, kind),
     };
+    def.status_subresource = status_subresource;
     if let Some(s) = text("/spec/names/singular") {
         s.clone_into(&mut def.singular);
     }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::fake::ResourceDef;
 
 /// The Kubernetes version the fake server reports at `/version` and in OpenAPI documents.
-pub(crate) const KUBERNETES_VERSION: (&str, &str) = ("1", "32");
+pub(crate) const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
 
 /// The verbs every resource supports.
 pub(crate) const VERBS: &[&str] = &[
@@ -25,23 +25,12 @@ pub(crate) const VERBS: &[&str] = &[
 /// The verbs of a `status` subresource.
 const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// Resources that have a `status` subresource (served like the main resource).
-pub(crate) fn has_status(def: &ResourceDef) -> bool {
-    matches!(
-        (def.group.as_str(), def.plural.as_str()),
-        ("", "pods" | "services" | "namespaces" | "nodes")
-            | ("apps", "deployments")
-            | ("apiextensions.k8s.io", "customresourcedefinitions")
-    )
-}
+/// The verbs of a `scale` subresource.
+const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// The categories a resource belongs to (`kubectl get all`).
-fn categories(def: &ResourceDef) -> Vec<&'static str> {
-    match (def.group.as_str(), def.plural.as_str()) {
-        ("", "pods" | "services") | ("apps", "deployments") => vec!["all"],
-        ("apiextensions.k8s.io", "customresourcedefinitions") => vec!["api-extensions"],
-        _ => Vec::new(),
-    }
+/// Resources that have a `status` subresource (writes to it change only `.status`).
+pub(crate) fn has_status(def: &ResourceDef) -> bool {
+    def.status_subresource
 }
 
 /// One served version of a group and its resources.
@@ -167,9 +156,8 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
         if !def.short_names.is_empty() {
             r["shortNames"] = json!(def.short_names);
         }
-        let cats = categories(def);
-        if !cats.is_empty() {
-            r["categories"] = json!(cats);
+        if !def.categories.is_empty() {
+            r["categories"] = json!(def.categories);
         }
         resources.push(r);
         if has_status(def) {
@@ -179,6 +167,17 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "namespaced": def.namespaced,
                 "kind": def.kind,
                 "verbs": STATUS_VERBS,
+            }));
+        }
+        if def.scale_subresource {
+            resources.push(json!({
+                "name": format!("{}/scale", def.plural),
+                "singularName": "",
+                "namespaced": def.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": SCALE_VERBS,
             }));
         }
     }
@@ -261,6 +260,11 @@ impl<'a> MediaType<'a> {
         Self { essence, params }
     }
 
+    /// The media type without parameters (`application/json`).
+    pub(crate) fn essence(&self) -> &'a str {
+        self.essence
+    }
+
     /// `application/json` or a wildcard.
     pub(crate) fn is_json(&self) -> bool {
         matches!(self.essence, "application/json" | "*/*" | "application/*")
@@ -317,16 +321,26 @@ fn discovery_resource(def: &ResourceDef) -> Value {
     if !def.short_names.is_empty() {
         r["shortNames"] = json!(def.short_names);
     }
-    let cats = categories(def);
-    if !cats.is_empty() {
-        r["categories"] = json!(cats);
+    if !def.categories.is_empty() {
+        r["categories"] = json!(def.categories);
     }
+    let mut subresources = Vec::new();
     if has_status(def) {
-        r["subresources"] = json!([{
+        subresources.push(json!({
             "subresource": "status",
             "responseKind": kind,
             "verbs": STATUS_VERBS,
-        }]);
+        }));
+    }
+    if def.scale_subresource {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+            "verbs": SCALE_VERBS,
+        }));
+    }
+    if !subresources.is_empty() {
+        r["subresources"] = Value::Array(subresources);
     }
     r
 }
@@ -392,7 +406,9 @@ mod tests {
         assert_eq!(pods["shortNames"], json!(["po"]));
         assert_eq!(core["resources"][1]["name"], "pods/status");
         assert!(api_resource_list(&gvs, "apps", "v2").is_none());
-        assert!(api_group_of(&gvs, "apps").is_some() && api_group_of(&gvs, "batch").is_none());
+        assert!(
+            api_group_of(&gvs, "apps").is_some() && api_group_of(&gvs, "example.com").is_none()
+        );
     }
 
     #[test]

@@ -6,8 +6,11 @@
 //!
 //! - **Discovery**: `/api`, `/apis`, `/api/v1`, `/apis/<group>[/<version>]` as legacy JSON, and
 //!   `/api` and `/apis` in the aggregated form (`apidiscovery.k8s.io/v2` or `v2beta1`) when the
-//!   `Accept` header asks for it first, as kubectl 1.32 does; `/version` (reports 1.32).
-//! - **Resources**: `/api/v1/<plural>`, `/api/v1/namespaces/<ns>/<plural>[/<name>[/status]]`,
+//!   `Accept` header asks for it first, as kubectl 1.32 does, with every resource and its
+//!   `status` and `scale` subresources; `/version` (reports 1.37, the API served).
+//! - **Resources**: every built-in resource of Kubernetes 1.37 (see
+//!   [`crate::fake#built-in-resources`]) and registered ones:
+//!   `/api/v1/<plural>`, `/api/v1/namespaces/<ns>/<plural>[/<name>[/status|/scale]]`,
 //!   and the same under `/apis/<group>/<version>`. `GET` lists (typed `PodList`... with
 //!   `metadata.resourceVersion`, `continue`, `remainingItemCount`; the objects' stored bytes are
 //!   written as they are) or watches (`watch=1`/`true`, or a `/watch/` path): HTTP 200, chunked,
@@ -21,7 +24,23 @@
 //!   apply approximated as create-or-strategic-merge, without field ownership; JSON bodies
 //!   only). `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
 //!   `Success` Status; `DELETE` on a collection deletes what the selectors match. `dryRun` is
-//!   refused with 400.
+//!   refused with 400. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
+//! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
+//!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
+//!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).
+//! - **Content types**: request bodies in `application/json` (also without a
+//!   `Content-Type`), `application/yaml` and `application/vnd.kubernetes.protobuf` (the
+//!   `k8s\0` + `runtime.Unknown` envelope, for every built-in kind: kubectl's generator
+//!   commands send it); any other type is a 415 and writes nothing. Bodies over 3 MiB are a
+//!   413 `RequestEntityTooLarge` (the rest of the body is read and discarded, up to 256 MiB,
+//!   so the client gets the Status). Answers follow `Accept`, first producible type wins:
+//!   JSON, YAML (not for watches), protobuf (built-in kinds: objects, lists, and watches as
+//!   length-delimited `WatchEvent` frames, `application/vnd.kubernetes.protobuf;stream=watch`),
+//!   Tables; a header naming nothing producible is a 406 `NotAcceptable`. Errors are always
+//!   JSON Status. Protobuf is converted to and from the stored JSON with a schema generated
+//!   from k8s-pb and k8s-openapi; zero values a Go client writes for non-pointer fields
+//!   (`stdin: false`, `imagePullPolicy: ""`) are kept, because the wire does not say which
+//!   fields are pointers whose zero matters (`replicas: 0`), except in `metadata`.
 //! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
 //!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
 //!   IP, NODE for `-o wide`; other kinds NAME, AGE and a few kind-specific columns);
@@ -29,7 +48,8 @@
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.
 //! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,
-//!   with every path and operation but open schemas. That is what kubectl 1.32 needs for
+//!   with every path and operation of every resource, named as the real server names its
+//!   definitions (`io.k8s.api.apps.v1.Deployment`), but open schemas. That is what kubectl 1.32 needs for
 //!   `create -f` and `apply -f` with its default validation: the `PATCH` operations list the
 //!   `fieldValidation` parameter, so kubectl leaves validation to the server (which accepts
 //!   any fields) instead of validating against schemas.
@@ -79,10 +99,14 @@ mod auth;
 mod crd;
 mod discovery;
 mod kubeconfig;
+mod negotiate;
 mod openapi;
 mod patch;
+mod protobuf;
 mod resources;
 mod response;
+mod scale;
+mod served;
 mod table;
 
 use std::io;
@@ -104,6 +128,8 @@ use auth::AuthPolicy;
 /// The admin API's endpoint table (Markdown), as documented above; the binary prints it in
 /// its `--help`.
 pub const ADMIN_API_TABLE: &str = admin::TABLE;
+
+pub use served::served_summary;
 
 /// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no
 /// token.

@@ -102,18 +102,18 @@ fn content_hash(doc: &Value) -> String {
     format!("{:016X}", h.finish())
 }
 
-/// `io.k8s.api.core.v1.Pod` for built-in groups, the reversed group otherwise
-/// (`com.example.v1.Widget`).
+/// The definition name: `io.k8s.api.core.v1.Pod` for built-in kinds (as the real server
+/// names them), the reversed group otherwise (`com.example.v1.Widget`).
 fn schema_name(def: &ResourceDef, list: bool) -> String {
+    if let Some(d) = &def.definition {
+        return if list {
+            format!("{}{}", d.trim_end_matches(def.kind.as_str()), def.list_kind)
+        } else {
+            d.clone()
+        };
+    }
     let kind = if list { &def.list_kind } else { &def.kind };
-    let prefix = match def.group.as_str() {
-        "" => "io.k8s.api.core".to_owned(),
-        "apps" => "io.k8s.api.apps".to_owned(),
-        "apiextensions.k8s.io" => {
-            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".to_owned()
-        }
-        g => g.split('.').rev().collect::<Vec<_>>().join("."),
-    };
+    let prefix = def.group.split('.').rev().collect::<Vec<_>>().join(".");
     format!("{prefix}.{}.{kind}", def.version)
 }
 
@@ -376,7 +376,8 @@ mod tests {
                 [0]["kind"],
             "Pod"
         );
-        assert!(v3_for_path(&gvs, "apis/batch/v1").is_none());
+        assert!(v3_for_path(&gvs, "apis/batch/v1").is_some());
+        assert!(v3_for_path(&gvs, "apis/example.com/v1").is_none());
         let v2 = v2_document(&gvs);
         assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
     }

@@ -14,16 +14,17 @@ use serde_json::{Value, json};
 
 use super::App;
 use super::discovery::{self, GroupVersions};
+use super::negotiate::{self, Answer};
 use super::patch;
-use super::response::{json_bytes, json_chunks, json_stream, json_value, status_response};
-use super::table::{self, IncludeObject, Rendering};
+use super::response::{
+    json_bytes, json_chunks, json_stream, json_value, status_response, stream_response,
+};
+use super::table::{self, IncludeObject};
+use super::{protobuf, scale};
 use crate::fake::{
     DeleteOutcome, Preconditions, Query, RequestRecord, ResourceDef, StoredObject, Target,
     WatchFrame, WatchSubscription, status,
 };
-
-/// The largest request body accepted (kubectl's biggest objects are far below).
-const MAX_BODY: usize = 64 << 20;
 
 /// Serves every request outside `/_fake/`.
 pub(crate) async fn dispatch(State(app): State<App>, request: Request) -> Response {
@@ -153,7 +154,15 @@ fn discovery_root(app: &App, req: &Parsed, core: bool) -> Response {
 /// Which URL of a resource was asked for.
 enum Url<'a> {
     Collection,
-    Object { name: &'a str, status: bool },
+    Object { name: &'a str, sub: Sub },
+}
+
+/// A subresource of an object.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Sub {
+    None,
+    Status,
+    Scale,
 }
 
 async fn resource(
@@ -187,7 +196,8 @@ async fn resource(
         [] => return Err(status::resource_not_found()),
     };
     let target = app.server.target_for(group, version, plural, namespace)?;
-    if target.resource().namespaced && namespace.is_none() && !tail.is_empty() {
+    let def = Arc::clone(target.resource());
+    if def.namespaced && namespace.is_none() && !tail.is_empty() {
         // `/api/v1/pods/<name>`: namespaced objects have no cluster-wide URL.
         return Err(status::resource_not_found());
     }
@@ -195,21 +205,29 @@ async fn resource(
         [] => Url::Collection,
         [name] => Url::Object {
             name,
-            status: false,
+            sub: Sub::None,
         },
-        [name, "status"] if discovery::has_status(target.resource()) => {
-            Url::Object { name, status: true }
-        }
+        [name, "status"] if def.status_subresource && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Status,
+        },
+        [name, "scale"] if def.scale_subresource && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Scale,
+        },
         _ => return Err(status::resource_not_found()),
     };
+    let accept = req.header(header::ACCEPT);
+    let content_type = req.header(header::CONTENT_TYPE);
     match (&req.method, url) {
         (&Method::GET, Url::Collection) => {
             let mut query = Query::from_pairs(req.pairs.iter().map(|(k, v)| (k, v)))?;
             query.watch |= watch_prefix;
+            let answer = negotiate::answer(accept, &def, query.watch)?;
             if query.watch {
-                watch(app, &req, &target, &query).await
+                watch(app, &req, &target, &query, answer).await
             } else {
-                list(app, &req, &target, &query).await
+                list(app, &req, &target, &query, answer).await
             }
         }
         (&Method::GET, Url::Object { name, .. }) if watch_prefix => {
@@ -220,52 +238,93 @@ async fn resource(
                 Some(f) => format!("{f},{by_name}"),
                 None => by_name,
             });
-            watch(app, &req, &target, &query).await
+            let answer = negotiate::answer(accept, &def, true)?;
+            watch(app, &req, &target, &query, answer).await
         }
-        (&Method::GET, Url::Object { name, .. }) => {
+        (&Method::GET, Url::Object { name, sub }) => {
+            let answer = negotiate::answer(accept, &def, false)?;
             let obj = app.server.get_at(&target, name)?;
-            Ok(render_object(&req, &target, &obj))
+            Ok(match sub {
+                Sub::Scale => negotiate::value(StatusCode::OK, &scale::of_stored(&obj), answer),
+                _ => render_object(&req, &target, &obj, answer),
+            })
         }
         (&Method::POST, Url::Collection) => {
-            let body = read_json(body).await?;
+            if def.namespaced && namespace.is_none() {
+                // Objects of a namespaced resource are created inside a namespace.
+                return Err(method_not_allowed(&req));
+            }
+            let answer = negotiate::answer(accept, &def, false)?;
+            let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             check_dry_run(&req)?;
-            create(app, &target, body)
+            let obj = create(app, &target, body)?;
+            Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
-        (&Method::PUT, Url::Object { name, .. }) => {
-            let body = read_json(body).await?;
+        (&Method::PUT, Url::Object { name, sub }) => {
+            let answer = negotiate::answer(accept, &def, false)?;
+            let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             check_dry_run(&req)?;
-            let obj = app.server.update_at(&target, name, body)?;
-            Ok(object_response(StatusCode::OK, &obj))
+            match sub {
+                Sub::None => {
+                    let obj = app.server.update_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::Status => {
+                    let obj = app.server.update_status_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::Scale => {
+                    let obj = app
+                        .server
+                        .patch_with_at(&target, name, |v| scale::apply(v, &body))?;
+                    Ok(negotiate::value(
+                        StatusCode::OK,
+                        &scale::of_stored(&obj),
+                        answer,
+                    ))
+                }
+            }
         }
-        (&Method::PATCH, Url::Object { name, .. }) => {
-            let body = read_json(body).await?;
+        (&Method::PATCH, Url::Object { name, sub }) => {
+            let answer = negotiate::answer(accept, &def, false)?;
+            let bytes = negotiate::read_body(body).await?;
             check_dry_run(&req)?;
-            patch_object(app, &req, &target, name, &body)
+            patch_object(app, &req, &target, name, sub, &bytes, answer)
         }
         (
             &Method::DELETE,
             Url::Object {
                 name,
-                status: false,
+                sub: Sub::None,
             },
         ) => {
-            let body = read_optional_json(body).await?;
+            let answer = negotiate::answer(accept, &def, false)?;
+            let bytes = negotiate::read_body(body).await?;
+            let options = if bytes.iter().all(u8::is_ascii_whitespace) {
+                None
+            } else {
+                Some(negotiate::decode_body(content_type, &bytes)?)
+            };
             check_dry_run(&req)?;
-            delete_object(app, &target, name, body.as_ref())
+            delete_object(app, &target, name, options.as_ref(), answer)
         }
         (&Method::DELETE, Url::Collection) => {
             check_dry_run(&req)?;
             delete_collection(app, &req, &target).await
         }
-        _ => Err(Status::failure(
-            405,
-            "MethodNotAllowed",
-            format!(
-                "the server does not allow this method on the requested resource ({} {})",
-                req.method, req.path
-            ),
-        )),
+        _ => Err(method_not_allowed(&req)),
     }
+}
+
+fn method_not_allowed(req: &Parsed) -> Status {
+    Status::failure(
+        405,
+        "MethodNotAllowed",
+        format!(
+            "the server does not allow this method on the requested resource ({} {})",
+            req.method, req.path
+        ),
+    )
 }
 
 fn check_dry_run(req: &Parsed) -> Result<(), Status> {
@@ -277,39 +336,9 @@ fn check_dry_run(req: &Parsed) -> Result<(), Status> {
     }
 }
 
-async fn read_body(body: Body) -> Result<Bytes, Status> {
-    axum::body::to_bytes(body, MAX_BODY)
-        .await
-        .map_err(|e| status::bad_request(format!("cannot read the request body: {e}")))
-}
-
-async fn read_json(body: Body) -> Result<Value, Status> {
-    let bytes = read_body(body).await?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        status::bad_request(format!(
-            "the request body is not valid JSON (this server accepts JSON only): {e}"
-        ))
-    })
-}
-
-async fn read_optional_json(body: Body) -> Result<Option<Value>, Status> {
-    let bytes = read_body(body).await?;
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Ok(None);
-    }
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|e| status::bad_request(format!("the request body is not valid JSON: {e}")))
-}
-
-fn object_response(code: StatusCode, obj: &StoredObject) -> Response {
-    json_bytes(code, obj.bytes().clone())
-}
-
-fn render_object(req: &Parsed, target: &Target, obj: &StoredObject) -> Response {
-    match table::negotiate(req.header(header::ACCEPT)) {
-        Rendering::Json => object_response(StatusCode::OK, obj),
-        Rendering::Table(v) => {
+fn render_object(req: &Parsed, target: &Target, obj: &StoredObject, answer: Answer) -> Response {
+    match answer {
+        Answer::Table(v) => {
             let include = IncludeObject::from_query(req.param("includeObject"));
             let meta = table::list_meta(obj.resource_version(), None, None);
             json_value(
@@ -317,30 +346,51 @@ fn render_object(req: &Parsed, target: &Target, obj: &StoredObject) -> Response 
                 &table::table(target.resource(), v, &[obj], meta, include, true),
             )
         }
-        Rendering::Metadata(v) => json_value(StatusCode::OK, &table::partial(&obj.to_value(), v)),
+        Answer::Metadata(v) => json_value(StatusCode::OK, &table::partial(&obj.to_value(), v)),
+        other => negotiate::object(StatusCode::OK, obj, other),
     }
 }
 
-async fn list(app: &App, req: &Parsed, target: &Target, query: &Query) -> Result<Response, Status> {
+async fn list(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    query: &Query,
+    answer: Answer,
+) -> Result<Response, Status> {
     let resp = app.server.list(target, query).await?;
-    Ok(match table::negotiate(req.header(header::ACCEPT)) {
-        Rendering::Json => json_chunks(resp.to_json_chunks()),
-        rendering => {
-            let meta = table::list_meta(
-                resp.resource_version,
-                resp.continue_token.as_deref(),
-                resp.remaining_item_count,
-            );
-            let objects: Vec<&StoredObject> = resp.items.iter().map(Arc::as_ref).collect();
-            let value = match rendering {
-                Rendering::Table(v) => {
-                    let include = IncludeObject::from_query(req.param("includeObject"));
-                    table::table(target.resource(), v, &objects, meta, include, true)
-                }
-                Rendering::Metadata(v) => table::partial_list(&objects, meta, v),
-                Rendering::Json => Value::Null,
-            };
-            json_value(StatusCode::OK, &value)
+    let meta = || {
+        table::list_meta(
+            resp.resource_version,
+            resp.continue_token.as_deref(),
+            resp.remaining_item_count,
+        )
+    };
+    let objects = || -> Vec<&StoredObject> { resp.items.iter().map(Arc::as_ref).collect() };
+    Ok(match answer {
+        Answer::Json => json_chunks(resp.to_json_chunks()),
+        Answer::Table(v) => {
+            let include = IncludeObject::from_query(req.param("includeObject"));
+            json_value(
+                StatusCode::OK,
+                &table::table(target.resource(), v, &objects(), meta(), include, true),
+            )
+        }
+        Answer::Metadata(v) => {
+            json_value(StatusCode::OK, &table::partial_list(&objects(), meta(), v))
+        }
+        Answer::Protobuf => match protobuf::encode_list(&resp) {
+            Some(body) => (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, protobuf::MEDIA_TYPE)],
+                body,
+            )
+                .into_response(),
+            None => json_chunks(resp.to_json_chunks()),
+        },
+        Answer::Yaml => {
+            let value: Value = serde_json::from_slice(&resp.to_json()).unwrap_or(Value::Null);
+            negotiate::value(StatusCode::OK, &value, Answer::Yaml)
         }
     })
 }
@@ -350,18 +400,41 @@ async fn watch(
     req: &Parsed,
     target: &Target,
     query: &Query,
+    answer: Answer,
 ) -> Result<Response, Status> {
     let sub = app.server.watch(target, query).await?;
-    let rendering = table::negotiate(req.header(header::ACCEPT));
     let include = IncludeObject::from_query(req.param("includeObject"));
-    Ok(json_stream(watch_stream(sub, rendering, include, app)))
+    if answer == Answer::Protobuf {
+        return Ok(stream_response(
+            protobuf::WATCH_MEDIA_TYPE,
+            protobuf_watch_stream(sub, app),
+        ));
+    }
+    Ok(json_stream(watch_stream(sub, answer, include, app)))
+}
+
+/// The watch's frames as length-delimited protobuf `WatchEvent`s.
+fn protobuf_watch_stream(
+    sub: WatchSubscription,
+    app: &App,
+) -> impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
+    let resource = Arc::clone(sub.resource());
+    sub.take_until(app.shutdown.clone().cancelled_owned())
+        .map(move |frame| {
+            protobuf::watch_frame(&resource, &frame).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    "watch broken by an injected fault",
+                )
+            })
+        })
 }
 
 /// The watch's frames as wire chunks, ending when the watch ends or the server shuts down.
 /// A broken-connection fault becomes an error item, which makes hyper abort the response.
 fn watch_stream(
     sub: WatchSubscription,
-    rendering: Rendering,
+    answer: Answer,
     include: IncludeObject,
     app: &App,
 ) -> impl futures::Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
@@ -369,7 +442,7 @@ fn watch_stream(
     let mut first = true;
     sub.take_until(app.shutdown.clone().cancelled_owned())
         .flat_map(move |frame| {
-            let chunks = frame_chunks(&resource, &frame, rendering, include, first);
+            let chunks = frame_chunks(&resource, &frame, answer, include, first);
             first = false;
             futures::stream::iter(chunks)
         })
@@ -378,7 +451,7 @@ fn watch_stream(
 fn frame_chunks(
     resource: &ResourceDef,
     frame: &WatchFrame,
-    rendering: Rendering,
+    answer: Answer,
     include: IncludeObject,
     first: bool,
 ) -> Vec<Result<Bytes, io::Error>> {
@@ -386,13 +459,13 @@ fn frame_chunks(
         WatchFrame::Added(o) | WatchFrame::Modified(o) | WatchFrame::Deleted(o) => Some(o),
         _ => None,
     };
-    match (rendering, object, frame.type_name()) {
-        (Rendering::Table(v), Some(o), Some(ty)) => {
+    match (answer, object, frame.type_name()) {
+        (Answer::Table(v), Some(o), Some(ty)) => {
             let meta = table::list_meta(o.resource_version(), None, None);
             let t = table::table(resource, v, &[o.as_ref()], meta, include, first);
             vec![Ok(event_line(ty, &t))]
         }
-        (Rendering::Metadata(v), Some(o), Some(ty)) => {
+        (Answer::Metadata(v), Some(o), Some(ty)) => {
             vec![Ok(event_line(ty, &table::partial(&o.to_value(), v)))]
         }
         // One buffer per event (the object's bytes copied once into it) rather than the three
@@ -415,28 +488,43 @@ fn event_line(ty: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-fn create(app: &App, target: &Target, body: Value) -> Result<Response, Status> {
-    let is_crd = is_crd_resource(target.resource());
-    let mut body = body;
-    if is_crd {
-        let def = super::crd::resource_def(&body)?;
-        super::crd::mark_established(&mut body);
-        app.server.register(def)?;
+fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, Status> {
+    if !is_crd_resource(target.resource()) {
+        return app.server.create_at(target, body);
     }
-    let obj = app.server.create_at(target, body)?;
-    Ok(object_response(StatusCode::CREATED, &obj))
+    // A CRD: register its resource, then report it established the way the real server's
+    // controller does, by a status write right after the create.
+    let def = super::crd::resource_def(&body)?;
+    app.server.register(def)?;
+    let created = app.server.create_at(target, body)?;
+    let mut value = created.to_value();
+    super::crd::mark_established(&mut value);
+    match app.server.update_status_at(target, created.name(), value) {
+        Ok(established) => Ok(established),
+        Err(_) => Ok(created),
+    }
 }
 
 fn is_crd_resource(def: &ResourceDef) -> bool {
     def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
 }
 
+/// The patch types `PATCH` accepts.
+const PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+    "application/strategic-merge-patch+json",
+];
+
 fn patch_object(
     app: &App,
     req: &Parsed,
     target: &Target,
     name: &str,
-    body: &Value,
+    sub: Sub,
+    bytes: &[u8],
+    answer: Answer,
 ) -> Result<Response, Status> {
     let content_type = req
         .header(header::CONTENT_TYPE)
@@ -448,15 +536,50 @@ fn patch_object(
                 .to_ascii_lowercase()
         })
         .unwrap_or_default();
-    let obj = match content_type.as_str() {
-        "application/merge-patch+json" => app.server.patch_at(target, name, body)?,
-        "application/strategic-merge-patch+json" => {
-            app.server
-                .patch_with_at(target, name, |v| patch::strategic_merge(v, body))?
+    let body: Value = match content_type.as_str() {
+        "application/apply-patch+yaml" => negotiate::decode_yaml(bytes)?,
+        t if PATCH_TYPES.contains(&t) || t == "application/apply-patch+json" => {
+            serde_json::from_slice(bytes).map_err(|e| {
+                status::bad_request(format!("the patch could not be decoded as JSON: {e}"))
+            })?
         }
-        "application/json-patch+json" => app
-            .server
-            .patch_with_at(target, name, |v| patch::json_patch(v, body))?,
+        other => return Err(negotiate::unsupported_media_type(other, PATCH_TYPES)),
+    };
+    let patch = |v: &mut Value| -> Result<(), Status> {
+        match content_type.as_str() {
+            "application/merge-patch+json" => {
+                if !body.is_object() {
+                    return Err(status::bad_request("a merge patch must be a JSON object"));
+                }
+                crate::fake::merge_patch(v, &body);
+                Ok(())
+            }
+            "application/json-patch+json" => patch::json_patch(v, &body),
+            _ => patch::strategic_merge(v, &body),
+        }
+    };
+    match sub {
+        Sub::Scale => {
+            // The patch applies to the Scale; its replicas go to the object.
+            let obj = app.server.patch_with_at(target, name, |v| {
+                let mut view = scale::of(v);
+                patch(&mut view)?;
+                scale::apply(v, &view)
+            })?;
+            return Ok(negotiate::value(
+                StatusCode::OK,
+                &scale::of_stored(&obj),
+                answer,
+            ));
+        }
+        Sub::Status => {
+            let obj = app.server.patch_status_with_at(target, name, patch)?;
+            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
+        }
+        Sub::None => {}
+    }
+    let obj = match content_type.as_str() {
+        "application/merge-patch+json" => app.server.patch_at(target, name, &body)?,
         "application/apply-patch+yaml" | "application/apply-patch+json" => {
             let (obj, created) = app.server.apply_at(target, name, |current| {
                 if !body.is_object() {
@@ -465,7 +588,7 @@ fn patch_object(
                 match current {
                     None => Ok(body.clone()),
                     Some(mut v) => {
-                        patch::strategic_merge(&mut v, body)?;
+                        patch::strategic_merge(&mut v, &body)?;
                         Ok(v)
                     }
                 }
@@ -475,22 +598,11 @@ fn patch_object(
             } else {
                 StatusCode::OK
             };
-            return Ok(object_response(code, &obj));
+            return Ok(negotiate::object(code, &obj, answer));
         }
-        other => {
-            return Err(Status::failure(
-                415,
-                "UnsupportedMediaType",
-                format!(
-                    "the body of the request was in an unknown format - accepted media types \
-                     include: application/json-patch+json, application/merge-patch+json, \
-                     application/apply-patch+yaml, application/strategic-merge-patch+json \
-                     (got {other:?})"
-                ),
-            ));
-        }
+        _ => app.server.patch_with_at(target, name, patch)?,
     };
-    Ok(object_response(StatusCode::OK, &obj))
+    Ok(negotiate::object(StatusCode::OK, &obj, answer))
 }
 
 fn preconditions(body: Option<&Value>) -> Preconditions {
@@ -511,14 +623,15 @@ fn delete_object(
     target: &Target,
     name: &str,
     body: Option<&Value>,
+    answer: Answer,
 ) -> Result<Response, Status> {
     let outcome = app.server.delete_at(target, name, &preconditions(body))?;
-    Ok(delete_response(target.resource(), &outcome))
+    Ok(delete_response(target.resource(), &outcome, answer))
 }
 
 /// What DELETE answers: pods (which the real server deletes gracefully) and objects waiting
 /// for finalizers come back as the object; everything else as a `Success` Status naming it.
-fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome) -> Response {
+fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome, answer: Answer) -> Response {
     match outcome {
         DeleteOutcome::Deleted(o) if !(def.group.is_empty() && def.plural == "pods") => {
             let mut s = status::success(def, o.name());
@@ -527,7 +640,7 @@ fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome) -> Response {
             }
             json_bytes(StatusCode::OK, status::to_json(&s))
         }
-        other => object_response(StatusCode::OK, other.object()),
+        other => negotiate::object(StatusCode::OK, other.object(), answer),
     }
 }
 

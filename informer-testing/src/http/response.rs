@@ -81,10 +81,18 @@ pub(crate) fn json_stream<S>(stream: S) -> Response
 where
     S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
 {
+    stream_response(JSON, stream)
+}
+
+/// A streamed body of the given content type (a watch), as [`json_stream`].
+pub(crate) fn stream_response<S>(content_type: &'static str, stream: S) -> Response
+where
+    S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+{
     (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static(JSON)),
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
             (
                 header::CACHE_CONTROL,
                 HeaderValue::from_static("no-cache, private"),

@@ -6,44 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use super::discovery::MediaType;
 use crate::fake::{ResourceDef, StoredObject};
-
-/// How the response to a GET must be rendered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Rendering {
-    /// The objects (or typed list) as stored.
-    Json,
-    /// `meta.k8s.io/<version>` `Table`.
-    Table(&'static str),
-    /// `meta.k8s.io/<version>` `PartialObjectMetadata(List)`.
-    Metadata(&'static str),
-}
-
-/// The first media type of an `Accept` header the server can produce.
-pub(crate) fn negotiate(accept: Option<&str>) -> Rendering {
-    for media in accept.unwrap_or("").split(',') {
-        let m = MediaType::parse(media);
-        if !m.is_json() {
-            continue;
-        }
-        let version = match m.param("v") {
-            Some("v1") => "v1",
-            Some("v1beta1") => "v1beta1",
-            Some(_) => continue,
-            None => "v1",
-        };
-        match (m.param("as"), m.param("g")) {
-            (None, _) => return Rendering::Json,
-            (Some("Table"), Some("meta.k8s.io")) => return Rendering::Table(version),
-            (Some("PartialObjectMetadata" | "PartialObjectMetadataList"), Some("meta.k8s.io")) => {
-                return Rendering::Metadata(version);
-            }
-            _ => {}
-        }
-    }
-    Rendering::Json
-}
 
 /// `includeObject` of a Table request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,26 +376,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn negotiates_like_kubectl() {
-        let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(kubectl)), Rendering::Table("v1"));
-        assert_eq!(negotiate(Some("application/json")), Rendering::Json);
-        assert_eq!(negotiate(None), Rendering::Json);
-        assert_eq!(
-            negotiate(Some(
-                "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json"
-            )),
-            Rendering::Json
-        );
-        assert_eq!(
-            negotiate(Some(
-                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-            )),
-            Rendering::Metadata("v1")
-        );
-    }
-
-    #[test]
     fn ages_and_timestamps() {
         assert_eq!(human_duration(Duration::from_secs(45)), "45s");
         assert_eq!(human_duration(Duration::from_secs(330)), "5m30s");
@@ -463,7 +406,12 @@ mod tests {
         assert_eq!(pod_ready(&pod), "1/2");
         assert_eq!(pod_status(&pod), "CrashLoopBackOff");
         assert_eq!(pod_restarts(&pod), 3);
-        let o = crate::fake::StoredObject::from_value(&pod, 1).unwrap();
+        let o = crate::fake::StoredObject::from_value(
+            &pod,
+            1,
+            &crate::fake::ResourceDef::namespaced("", "v1", "pods", "Pod"),
+        )
+        .unwrap();
         let def = ResourceDef::namespaced("", "v1", "pods", "Pod");
         let t = table(
             &def,

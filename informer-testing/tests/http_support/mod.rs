@@ -32,6 +32,15 @@ pub async fn start_with(config: ServerConfig) -> (FakeApiServer, FakeHttpServer)
     (server, http)
 }
 
+/// Creates Namespace objects (the server refuses creates in namespaces that do not exist).
+pub fn namespaces(server: &FakeApiServer, names: &[&str]) {
+    for name in names {
+        server
+            .create("namespaces", &informer_testing::fake::seed::namespace(name))
+            .unwrap();
+    }
+}
+
 /// A client that never goes through a proxy.
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()

@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use informer_core::reflector::{BackoffConfig, Counters, MachineConfig, Then, WatchListMode};
+use informer_core::reflector::{
+    BackoffConfig, Counters, ListLimits, MachineConfig, Then, WatchListMode,
+};
 use informer_core::{Error, ErrorClass, KeyFunc};
 
 use crate::metrics::InformerMetrics;
@@ -81,7 +83,10 @@ pub struct FailureContext<'a> {
 pub struct ReflectorConfig<K> {
     /// A name for logs, errors and callbacks (for example the resource). Default empty.
     pub name: String,
-    /// `limit` of list requests; `None` lists in one request. Default 500.
+    /// `limit` of list requests from any state (the first list) and of consistent lists;
+    /// `None` lists in one request. Relists at a specific resourceVersion ask for no limit
+    /// (client-go's choice: the API server answers them from its watch cache) unless the
+    /// server paged the first list. Default 500.
     pub page_size: Option<u32>,
     /// Streaming initial list or paginated list. Default [`WatchListMode::On`] (as client-go
     /// since 1.35), falling back to a paginated list when the server refuses it.
@@ -106,6 +111,9 @@ pub struct ReflectorConfig<K> {
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
     pub field_selector: Option<String>,
+    /// Caps on one list (pages, bytes, repeated continue tokens), against a server whose
+    /// lists never end. Defaults far above any real cluster: see [`ListLimits`].
+    pub list_limits: ListLimits,
     /// Applied to every object before it is queued.
     pub transform: Option<Transform<K>>,
     /// The key function of the queue (and the store behind it); `None` (the default) is
@@ -158,6 +166,7 @@ impl<K> Default for ReflectorConfig<K> {
             backoff: machine.backoff,
             label_selector: None,
             field_selector: None,
+            list_limits: ListLimits::default(),
             transform: None,
             key_func: None,
             watch_error_handler: None,
@@ -180,6 +189,7 @@ impl<K> Clone for ReflectorConfig<K> {
             backoff: self.backoff.clone(),
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            list_limits: self.list_limits,
             transform: self.transform.clone(),
             key_func: self.key_func.clone(),
             watch_error_handler: self.watch_error_handler.clone(),
@@ -202,6 +212,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
             .field("backoff", &self.backoff)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
+            .field("list_limits", &self.list_limits)
             .field("transform", &self.transform.is_some())
             .field("key_func", &self.key_func.is_some())
             .field("watch_error_handler", &self.watch_error_handler.is_some())

@@ -16,11 +16,24 @@
 //!
 //! # Memory during a relist
 //!
-//! While the pages of a list (or the events of a streaming list) accumulate, each object whose
+//! While the items of a list (or the events of a streaming list) accumulate, each object whose
 //! key is already in `known_objects` (the informer's store) with the same resourceVersion is
-//! replaced, right away, by the stored `Arc<K>`: the freshly decoded copy is dropped page by
-//! page, before the transform even runs. A relist of unchanged objects therefore holds one copy
-//! of each object, not two; only objects that changed are held twice until the replace.
+//! replaced, right away, by the stored `Arc<K>`: the freshly decoded copy is dropped item by
+//! item, before the transform even runs. Lists are read through
+//! [`ListerWatcher::list_into`], so a backend that decodes as the response arrives (informer-kube
+//! does) hands each item over as soon as it is decoded: a relist answered in one response
+//! (relists at a specific resourceVersion are not paginated) holds neither the whole body nor
+//! a second decoded copy of the unchanged objects. A relist of unchanged objects therefore holds
+//! one copy of each object, not two; only objects that changed are held twice until the
+//! replace.
+//!
+//! # Lists that never end
+//!
+//! Each list is accounted against [`ReflectorConfig::list_limits`]: a continue token the server
+//! already sent in the same list, more pages than `max_pages`, or more response bytes than
+//! `max_bytes` (counted as they arrive, by backends that see bytes) fails the list with
+//! [`Error::LimitExceeded`]; the items gathered so far are dropped and the list is retried
+//! after a backoff, like any failed list.
 //!
 //! # Bad input
 //!
@@ -69,9 +82,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
-use informer_core::reflector::{EventAction, Machine, Next};
+use informer_core::reflector::{EventAction, ListBudget, Machine, Next};
 use informer_core::{
-    Error, ErrorChain, ErrorClass, KeyError, KnownObjects, ListOptions, ListPage, ListerWatcher,
+    Error, ErrorChain, ErrorClass, KeyError, KnownObjects, ListOptions, ListSink, ListerWatcher,
     Object, ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
 };
 use parking_lot::Mutex;
@@ -88,7 +101,7 @@ pub use config::{
     WatchErrorHandler,
 };
 pub use informer_core::reflector::{
-    BackoffConfig, Counters, Jitter, RestartCounts, RestartReason, Then, WatchListMode,
+    BackoffConfig, Counters, Jitter, ListLimits, RestartCounts, RestartReason, Then, WatchListMode,
 };
 
 /// Lists and watches one kind of object and feeds what it learns into a [`Queue`].
@@ -133,6 +146,41 @@ impl Drop for RunningGuard<'_> {
 
 /// `Break` when the queue is closed: nothing more can be delivered.
 type Flow = ControlFlow<(), Next>;
+
+/// Where a list page's items go as they are decoded: keyed, swapped for the stored copy when
+/// unchanged, and added to the list's items; bytes are counted against the list's budget.
+struct Gather<'a, K: Object> {
+    reflector: &'a Reflector<K>,
+    items: &'a mut Vec<Arc<K>>,
+    budget: &'a mut ListBudget,
+    page: u32,
+}
+
+impl<K: Object> ListSink<K> for Gather<'_, K> {
+    fn item(&mut self, item: K) -> Result<(), Error> {
+        match self.reflector.admit(item, true) {
+            Ok((_, obj)) => self.items.push(obj),
+            Err(source) => {
+                let error = Error::InvalidObject {
+                    context: format!(
+                        "{}: item {}",
+                        self.reflector.list_context(self.page),
+                        self.items.len() + 1
+                    ),
+                    source,
+                };
+                self.reflector.report(&error, Stage::ListItem, None);
+            }
+        }
+        Ok(())
+    }
+
+    fn received(&mut self, bytes: u64) -> Result<(), Error> {
+        self.budget
+            .received(bytes)
+            .map_err(|limit| Error::limit(self.reflector.list_context(self.page), limit))
+    }
+}
 
 impl<K: Object> Reflector<K> {
     /// A reflector reading from `lister_watcher` into `queue`.
@@ -261,12 +309,14 @@ impl<K: Object> Reflector<K> {
     /// The list/watch loop. Returns only when the queue is closed.
     async fn drive(&self) {
         let mut items: Vec<Arc<K>> = Vec::new();
+        let mut budget = ListBudget::new(self.config.list_limits);
         let mut list_started = tokio::time::Instant::now();
         let mut next = self.decide(|m, now, r| m.start(now, r));
         loop {
             next = match next {
                 Next::List(options) => {
                     items.clear();
+                    budget.restart();
                     list_started = tokio::time::Instant::now();
                     self.recorder.list_started();
                     tracing::debug!(
@@ -275,12 +325,12 @@ impl<K: Object> Reflector<K> {
                         limit = options.limit,
                         "listing"
                     );
-                    self.list_page(&options, &mut items)
+                    self.list_page(&options, &mut items, &mut budget)
                         .instrument(tracing::debug_span!("list", reflector = self.name()))
                         .await
                 }
                 Next::ListNextPage(options) => {
-                    self.list_page(&options, &mut items)
+                    self.list_page(&options, &mut items, &mut budget)
                         .instrument(tracing::debug_span!("list", reflector = self.name()))
                         .await
                 }
@@ -314,43 +364,48 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    /// Requests one list page and adds its items to `items`.
-    async fn list_page(&self, options: &ListOptions, items: &mut Vec<Arc<K>>) -> Next {
-        match self.lister_watcher.list(options).await {
-            Ok(page) => {
-                let ListPage {
-                    items: page_items,
-                    resource_version,
-                    continue_token,
-                    ..
-                } = page;
-                items.reserve(page_items.len());
-                for obj in page_items {
-                    match self.admit(obj, true) {
-                        Ok((_, obj)) => items.push(obj),
-                        Err(source) => {
-                            let error = Error::InvalidObject {
-                                context: format!(
-                                    "listing {}: item of the page at resourceVersion {:?}",
-                                    self.name(),
-                                    resource_version
-                                ),
-                                source,
-                            };
-                            self.report(&error, Stage::ListItem, None);
-                        }
-                    }
-                }
-                self.decide(|m, now, r| {
-                    m.list_succeeded(&resource_version, continue_token.as_deref(), now, r)
-                })
-            }
+    /// Requests one list page and adds its items to `items` as they are decoded, accounting
+    /// the page against the list's `budget`.
+    async fn list_page(
+        &self,
+        options: &ListOptions,
+        items: &mut Vec<Arc<K>>,
+        budget: &mut ListBudget,
+    ) -> Next {
+        let page = budget.pages() + 1;
+        let mut sink = Gather {
+            reflector: self,
+            items,
+            budget,
+            page,
+        };
+        let result = match self.lister_watcher.list_into(options, &mut sink).await {
+            Ok(info) => match budget.page(info.continue_token.as_deref()) {
+                Ok(()) => Ok(info),
+                Err(limit) => Err(Error::limit(self.list_context(page), limit)),
+            },
+            Err(error) => Err(error),
+        };
+        match result {
+            Ok(info) => self.decide(|m, now, r| {
+                m.list_succeeded(
+                    &info.resource_version,
+                    info.continue_token.as_deref(),
+                    now,
+                    r,
+                )
+            }),
             Err(error) => {
                 let next = self.decide(|m, now, r| m.list_failed(&error, now, r));
                 self.report(&error, Stage::List, Some(&next));
                 next
             }
         }
+    }
+
+    /// `listing pods (page 3)`.
+    fn list_context(&self, page: u32) -> String {
+        format!("listing {} (page {page})", self.name())
     }
 
     /// Starts a watch and reads it until it ends, fails, or the queue closes.

@@ -533,8 +533,8 @@ impl DeltaModel {
             && last.kind == DeltaType::Deleted
             && delta.kind == DeltaType::Deleted
         {
-            // Keep the one that is not a tombstone; if both or neither are, the newer.
-            if last.tombstone == delta.tombstone || last.tombstone {
+            // client-go's dedupDeltas: the newer only replaces an older tombstone.
+            if last.tombstone {
                 *last = delta;
             }
             return;
@@ -741,18 +741,26 @@ impl Model for InOrderModel {
         if self.closed {
             return;
         }
-        let mut deltas: Vec<MDelta> = list
+        let replaced: Vec<MDelta> = list
             .iter()
             .map(|o| MDelta::new(DeltaType::Replaced, o))
             .collect();
-        let listed: BTreeSet<String> = deltas.iter().map(|d| d.key.clone()).collect();
-        // Newest pending delta per key, in key order.
+        let listed: BTreeSet<String> = replaced.iter().map(|d| d.key.clone()).collect();
+        // Pending keys in the order of their first pending delta, with their newest delta.
+        let mut order: Vec<String> = Vec::new();
         let mut newest: BTreeMap<String, MDelta> = BTreeMap::new();
         for d in self.pending_deltas() {
-            newest.insert(d.key.clone(), d.clone());
+            if newest.insert(d.key.clone(), d.clone()).is_none() {
+                order.push(d.key.clone());
+            }
         }
-        for (key, d) in &newest {
-            if !listed.contains(key) && d.kind != DeltaType::Deleted {
+        // Deletions first (client-go's RealFIFO), then the listed objects.
+        let mut deltas = Vec::new();
+        for key in &order {
+            if let Some(d) = newest.get(key)
+                && !listed.contains(key)
+                && d.kind != DeltaType::Deleted
+            {
                 deltas.push(MDelta::tombstone(key, &d.obj));
             }
         }
@@ -761,6 +769,7 @@ impl Model for InOrderModel {
                 deltas.push(MDelta::tombstone(&key, &obj));
             }
         }
+        deltas.extend(replaced);
         let first = !self.sync.populated;
         if first {
             self.sync.populated = true;
