@@ -36,6 +36,11 @@ pub struct MachineConfig {
     /// request. Lists at a specific resourceVersion (relists) ask for no limit, as client-go's
     /// do, unless the server paged the first list. Default 500.
     pub page_size: Option<u32>,
+    /// Page every list with [`page_size`](Self::page_size), relists at a specific
+    /// resourceVersion included (client-go's `WatchListPageSize` set explicitly). Off by
+    /// default: a relist without a limit is served from the API server's watch cache, a
+    /// paged one goes to etcd. Default false.
+    pub always_paginate: bool,
     /// `labelSelector` of every list and watch.
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
@@ -57,6 +62,7 @@ impl Default for MachineConfig {
     fn default() -> Self {
         Self {
             page_size: Some(500),
+            always_paginate: false,
             label_selector: None,
             field_selector: None,
             watch_list: WatchListMode::On,
@@ -897,7 +903,8 @@ impl Machine {
         };
         // As client-go: a list at a specific resourceVersion (a relist) asks for no page size,
         // so that the API server answers it from its watch cache instead of paging through
-        // etcd; unless the first list showed that the server pages (no watch cache).
+        // etcd; unless the first list showed that the server pages (no watch cache), or the
+        // user asked for pages on every list.
         let specific = resource_version
             .as_deref()
             .is_some_and(|rv| !rv.is_empty() && rv != "0");
@@ -905,7 +912,7 @@ impl Machine {
             .config
             .page_size
             .filter(|n| *n > 0)
-            .filter(|_| !specific || self.paginated_result);
+            .filter(|_| !specific || self.paginated_result || self.config.always_paginate);
         let resource_version_match = match (&resource_version, limit) {
             // With a limit, a bare resourceVersion would mean "exactly"; keep "not older than".
             (Some(rv), Some(_)) if rv != "0" => Some(ResourceVersionMatch::NotOlderThan),

@@ -33,6 +33,15 @@ fn wait(next: Next) -> (Duration, Then) {
     }
 }
 
+/// The default configuration with a list then a watch (the default streams the initial
+/// list instead); these rules are about lists.
+fn list_watch() -> MachineConfig {
+    MachineConfig {
+        watch_list: WatchListMode::Off,
+        ..MachineConfig::default()
+    }
+}
+
 /// A synced machine watching from `rv`, whose first list the server answered in one page.
 fn synced(config: MachineConfig, rv: &str, now: Instant) -> Machine {
     let mut m = Machine::new(config);
@@ -45,7 +54,7 @@ fn synced(config: MachineConfig, rv: &str, now: Instant) -> Machine {
 
 #[test]
 fn retry_after_zero_on_every_list_backs_off_from_the_floor_and_grows() {
-    let mut m = Machine::new(MachineConfig::default());
+    let mut m = Machine::new(list_watch());
     let mut now = Instant::now();
     list(m.start(now, 0.5));
     let mut delays = Vec::new();
@@ -80,7 +89,7 @@ fn retry_after_zero_on_every_list_backs_off_from_the_floor_and_grows() {
 #[test]
 fn retry_after_on_watches_is_clamped_to_the_cap_and_floor() {
     let now = Instant::now();
-    let mut m = synced(MachineConfig::default(), "10", now);
+    let mut m = synced(list_watch(), "10", now);
     m.watch_ended(now + Duration::from_secs(400), 0.5);
     // A day's Retry-After on the watch request: the 30 s cap, then a re-watch.
     let (delay, then) =
@@ -100,7 +109,7 @@ fn retry_after_on_watches_is_clamped_to_the_cap_and_floor() {
 #[test]
 fn relists_at_a_specific_resource_version_ask_for_no_page_size() {
     let now = Instant::now();
-    let mut m = synced(MachineConfig::default(), "10", now);
+    let mut m = synced(list_watch(), "10", now);
     let (_, then) = wait(m.watch_failed(&expired(), now, 0.5));
     assert_eq!(then, Then::Relist);
     let relist = list(m.wait_elapsed(now, 0.5));
@@ -116,7 +125,7 @@ fn relists_at_a_specific_resource_version_ask_for_no_page_size() {
 #[test]
 fn a_server_that_paged_the_first_list_gets_paginated_relists() {
     let now = Instant::now();
-    let mut m = Machine::new(MachineConfig::default());
+    let mut m = Machine::new(list_watch());
     let first = list(m.start(now, 0.5));
     assert_eq!(first.resource_version.as_deref(), Some("0"));
     assert_eq!(first.limit, Some(500));

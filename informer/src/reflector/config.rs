@@ -88,6 +88,10 @@ pub struct ReflectorConfig<K> {
     /// (client-go's choice: the API server answers them from its watch cache) unless the
     /// server paged the first list. Default 500.
     pub page_size: Option<u32>,
+    /// Page every list with [`page_size`](Self::page_size), relists at a specific
+    /// resourceVersion included, as client-go does when `WatchListPageSize` is set. Default
+    /// false (relists then come from the API server's watch cache, not from etcd).
+    pub always_paginate: bool,
     /// Streaming initial list or paginated list. Default [`WatchListMode::On`] (as client-go
     /// since 1.35), falling back to a paginated list when the server refuses it.
     pub watch_list: WatchListMode,
@@ -142,6 +146,7 @@ impl<K> ReflectorConfig<K> {
     pub fn machine_config(&self) -> MachineConfig {
         MachineConfig {
             page_size: self.page_size,
+            always_paginate: self.always_paginate,
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             watch_list: self.watch_list,
@@ -158,6 +163,7 @@ impl<K> Default for ReflectorConfig<K> {
         Self {
             name: String::new(),
             page_size: machine.page_size,
+            always_paginate: machine.always_paginate,
             watch_list: machine.watch_list,
             initial_events_timeout: machine.initial_events_timeout,
             min_watch_timeout: machine.min_watch_timeout,
@@ -181,6 +187,7 @@ impl<K> Clone for ReflectorConfig<K> {
         Self {
             name: self.name.clone(),
             page_size: self.page_size,
+            always_paginate: self.always_paginate,
             watch_list: self.watch_list,
             initial_events_timeout: self.initial_events_timeout,
             min_watch_timeout: self.min_watch_timeout,
@@ -204,6 +211,7 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
         f.debug_struct("ReflectorConfig")
             .field("name", &self.name)
             .field("page_size", &self.page_size)
+            .field("always_paginate", &self.always_paginate)
             .field("watch_list", &self.watch_list)
             .field("initial_events_timeout", &self.initial_events_timeout)
             .field("min_watch_timeout", &self.min_watch_timeout)

@@ -635,6 +635,57 @@ async fn reflector_watch_list_page_size() {
     running.stop().await;
 }
 
+/// client-go tools/cache/reflector_test.go: TestReflectorNotPaginatingNotConsistentReads
+///
+/// A relist at a specific resourceVersion asks for no limit (the API server answers it from
+/// its watch cache). client-go sets the last synced resourceVersion to 10 by hand; ours gets
+/// there with a first list at "0" whose watch expires.
+#[tokio::test(start_paused = true)]
+async fn reflector_not_paginating_not_consistent_reads() {
+    let pipeline = Pipeline::delta_fifo();
+    let source = relisting_source(|options| {
+        match options.resource_version.as_deref() {
+            Some("0") => assert_eq!(options.limit, Some(500), "the first list is paged"),
+            Some("10") => assert_eq!(options.limit, None, "a relist at 10 is not paged"),
+            other => panic!("unexpected list at {other:?}"),
+        }
+        Ok(page(ten_pods(), "10", None))
+    });
+    let rvs = source
+        .relist_rounds(&pipeline, list_watch_config(), 2)
+        .await;
+    let some = |s: &str| Some(s.to_owned());
+    assert_eq!(rvs, [some("0"), some("10")]);
+    eventually("ten pods", || pipeline.state().len() == 10).await;
+}
+
+/// client-go tools/cache/reflector_test.go: TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled
+///
+/// The first list came back in pages (a server without a watch cache): relists at a specific
+/// resourceVersion are paged too, with the default page size.
+#[tokio::test(start_paused = true)]
+async fn reflector_paginating_non_consistent_reads_if_watch_cache_disabled() {
+    let pipeline = Pipeline::delta_fifo();
+    let source = relisting_source(|options| {
+        assert_eq!(options.limit, Some(500), "{options:?}");
+        let pods = ten_pods();
+        let (items, token) = match options.continue_token.as_deref() {
+            None => (pods[0..4].to_vec(), Some("C1")),
+            Some("C1") => (pods[4..8].to_vec(), Some("C2")),
+            Some("C2") => (pods[8..10].to_vec(), None),
+            Some(other) => panic!("unexpected continue {other}"),
+        };
+        Ok(page(items, "10", token))
+    });
+    let rvs = source
+        .relist_rounds(&pipeline, list_watch_config(), 2)
+        .await;
+    let some = |s: &str| Some(s.to_owned());
+    // Each list is three requests; continue pages carry no resourceVersion.
+    assert_eq!(rvs, [some("0"), None, None, some("10"), None, None]);
+    eventually("ten pods", || pipeline.state().len() == 10).await;
+}
+
 /// A source answering lists with `answer`, for [`ScriptedSourceLog::relist_rounds`].
 fn relisting_source(
     answer: impl Fn(&ListOptions) -> Result<informer_core::ListPage<JsonObject>, Error> + Send + 'static,
@@ -751,8 +802,10 @@ async fn reflector_full_list_if_expired() {
             other => panic!("unexpected list {other:?}"),
         }
     });
+    // client-go's `WatchListPageSize = 4`: every list is paged, relists included.
     let config = ReflectorConfig {
         page_size: Some(4),
+        always_paginate: true,
         ..list_watch_config()
     };
     let rvs = source.relist_rounds(&pipeline, config, 2).await;
