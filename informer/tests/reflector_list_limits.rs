@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use informer::reflector::{BackoffConfig, Jitter, ListLimits, Reflector, ReflectorConfig, Stage};
+use informer::reflector::{
+    BackoffConfig, Jitter, ListLimits, Reflector, ReflectorConfig, Stage, WatchListMode,
+};
 use informer_core::{
     Error, ErrorClass, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
     WatchOptions, WatchStream,
@@ -110,6 +112,8 @@ fn reflector(
     let config = ReflectorConfig {
         name: "things".into(),
         list_limits: limits,
+        // Paginated lists are what these limits guard; the streaming default is off here.
+        watch_list: WatchListMode::Off,
         backoff: BackoffConfig {
             jitter: Jitter::None,
             ..BackoffConfig::default()

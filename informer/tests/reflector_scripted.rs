@@ -330,10 +330,12 @@ async fn garbage_in_the_stream_is_reported_and_relisted_from_last_good_rv() {
         vec![
             list_req(Some("0"), Some(500)),
             requests[1].clone(),
-            list_req(Some("11"), Some(500)),
+            // Relists at a specific resourceVersion ask for no page size (the first list
+            // came back in one page).
+            list_req(Some("11"), None),
             requests[3].clone(),
             requests[4].clone(),
-            list_req(Some("13"), Some(500)),
+            list_req(Some("13"), None),
             requests[6].clone(),
         ]
     );

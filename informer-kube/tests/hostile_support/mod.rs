@@ -48,6 +48,10 @@ pub enum Behaviour {
     /// Send a watch's headers, then one endless line (no newline), 64 KiB at a time, until
     /// the client hangs up (or 256 MiB, a safety stop).
     EndlessLine,
+    /// 422 for a streaming list (`sendInitialEvents=true`), as an API server without the
+    /// WatchList feature answers: the informer falls back to a paginated list at once, so
+    /// that the list behaviour under test applies.
+    RefuseStreaming,
 }
 
 /// Which kind of request.
@@ -55,6 +59,9 @@ pub enum Behaviour {
 pub enum Kind {
     List,
     Watch,
+    /// A watch with `sendInitialEvents=true`: always refused (see
+    /// [`Behaviour::RefuseStreaming`]), so the scenarios exercise paginated lists.
+    StreamingList,
     Other,
 }
 
@@ -189,7 +196,12 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
     let is_watch = query
         .iter()
         .any(|(k, v)| k == "watch" && (v == "1" || v == "true"));
-    let kind = if is_watch {
+    let streaming = query
+        .iter()
+        .any(|(k, v)| k == "sendInitialEvents" && v == "true");
+    let kind = if is_watch && streaming {
+        Kind::StreamingList
+    } else if is_watch {
         Kind::Watch
     } else if path.ends_with("/pods") {
         Kind::List
@@ -199,6 +211,7 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
     let behaviour = match kind {
         Kind::List => shared.list.lock().clone(),
         Kind::Watch => shared.watch.lock().clone(),
+        Kind::StreamingList => Behaviour::RefuseStreaming,
         Kind::Other => Behaviour::Pass,
     };
     let seen = Seen {
@@ -220,6 +233,18 @@ async fn serve(mut socket: TcpStream, shared: Arc<Shared>) -> std::io::Result<()
             let head = format!(
                 "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n\
                  Retry-After: {retry_after}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            socket.write_all(head.as_bytes()).await?;
+            socket.write_all(body).await?;
+            *body_bytes.lock() = body.len() as u64;
+            socket.shutdown().await
+        }
+        Behaviour::RefuseStreaming => {
+            let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled","reason":"Invalid","code":422}"#;
+            let head = format!(
+                "HTTP/1.1 422 Unprocessable Entity\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
             socket.write_all(head.as_bytes()).await?;
