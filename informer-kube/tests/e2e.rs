@@ -551,9 +551,16 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
         })
         .unwrap();
     let (handler, model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
+    let registration = pods.add_handler(handler).unwrap();
     factory.start();
     factory.wait_for_cache_sync(GUARD).await.unwrap();
+    // The factory's sync is the caches'; the handler may still be working through its
+    // initial adds.
+    assert!(
+        tokio::time::timeout(GUARD, registration.wait_for_sync())
+            .await
+            .unwrap()
+    );
 
     // Pods streamed: one watch, no list.
     assert_eq!(cache_state(&pods), env.server_state("pods", None));

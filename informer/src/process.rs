@@ -159,28 +159,42 @@ impl<K: Object> Rules<'_, K> {
                 };
                 match removed {
                     Some(cached) => {
-                        // Handlers know the cached object. If the deletion is of a namesake with
-                        // another UID (only possible when events were lost upstream), tell them
-                        // about the object they know, as a tombstone.
-                        let namesake = match &delta.object {
-                            ObjectOrTombstone::Object(obj) => {
-                                matches!((cached.uid(), obj.uid()), (Some(a), Some(b)) if a != b)
+                        // Handlers know the cached object, and hear of its deletion in its
+                        // terms. If the deletion is of a namesake with another UID (only
+                        // possible when events were lost upstream), they get a tombstone of the
+                        // object they know. A queued tombstone names the queue's last known
+                        // state, which is the cached object unless the cache refused a delta
+                        // queued before it (a failing index function): then handlers were never
+                        // told that state, and the tombstone is rebuilt around the cached one.
+                        let payload = match &delta.object {
+                            ObjectOrTombstone::Object(obj) if matches!((cached.uid(), obj.uid()), (Some(a), Some(b)) if a != b) =>
+                            {
+                                tracing::debug!(
+                                    informer = self.informer,
+                                    cached = %ObjectSummary(cached.as_ref()),
+                                    deleted = ?delta.object,
+                                    "deletion of a namesake: delivering a tombstone of the cached object"
+                                );
+                                ObjectOrTombstone::Tombstone(Tombstone {
+                                    key: (self.key_func)(cached.as_ref())?,
+                                    last_known: cached,
+                                })
                             }
-                            ObjectOrTombstone::Tombstone(_) => false,
-                        };
-                        let payload = if namesake {
-                            tracing::debug!(
-                                informer = self.informer,
-                                cached = %ObjectSummary(cached.as_ref()),
-                                deleted = ?delta.object,
-                                "deletion of a namesake: delivering a tombstone of the cached object"
-                            );
-                            ObjectOrTombstone::Tombstone(Tombstone {
-                                key: (self.key_func)(cached.as_ref())?,
-                                last_known: cached,
-                            })
-                        } else {
-                            delta.object.clone()
+                            ObjectOrTombstone::Tombstone(t)
+                                if !Arc::ptr_eq(&t.last_known, &cached) =>
+                            {
+                                tracing::debug!(
+                                    informer = self.informer,
+                                    cached = %ObjectSummary(cached.as_ref()),
+                                    queued = %ObjectSummary(t.last_known.as_ref()),
+                                    "tombstone of a state the cache does not hold: delivering the cached object"
+                                );
+                                ObjectOrTombstone::Tombstone(Tombstone {
+                                    key: t.key.clone(),
+                                    last_known: cached,
+                                })
+                            }
+                            _ => delta.object.clone(),
                         };
                         sink.notify(Notification::Delete(payload), false);
                     }
@@ -399,6 +413,31 @@ mod tests {
             &store,
             UidChange::DeleteAndAdd,
             &[Delta::new(DeltaType::Deleted, obj("a", "9", "u2"))],
+            false,
+        );
+        assert_eq!(
+            seen,
+            [(
+                "Delete(Tombstone(ns/a, last_known: ns/a@1))".to_owned(),
+                false
+            )]
+        );
+        assert!(store.is_empty());
+    }
+
+    /// Regression (the chaos's known defect, seed 206): a delta the cache refused leaves the
+    /// queue's tombstone naming a state handlers never heard of; they get the cached one.
+    #[test]
+    fn a_tombstone_after_a_refused_delta_names_the_cached_object() {
+        let store = IndexedStore::new();
+        store.add(obj("a", "1", "u1")).unwrap();
+        let (seen, _) = run(
+            &store,
+            UidChange::DeleteAndAdd,
+            &[Delta::tombstone(
+                ObjectKey::from_raw("ns/a"),
+                obj("a", "5", "u9"),
+            )],
             false,
         );
         assert_eq!(

@@ -66,15 +66,15 @@
 //!    the server's request log), it stops answering and the seed fails at once, naming the
 //!    seed and the last requests, instead of growing memory until the machine gives out.
 //!
-//! # Known defects
+//! # Defects found
 //!
-//! One defect of the informer these checks found is not fixed yet (it lives in
-//! `informer/src/process.rs`): after a delta the cache refused (the index trap), a tombstone
-//! queued behind it reaches handlers with the skipped version as its last known state, not the
-//! version they were told (and, for a namesake, names an object they never heard of). Until
-//! the fix lands, violations recognised as exactly that are let through and counted
-//! (`chaos_support::KNOWN_DEFECTS`; about one seed in a hundred); the ignored test
-//! `chaos_strict` runs seeds 0..2000 without that allowance and fails on it (e.g. seed 206).
+//! One defect of the informer these checks found (one seed in about a hundred, e.g. seed 206)
+//! is fixed: after a delta the cache refused (the index trap), a tombstone queued behind it
+//! reached handlers with the skipped version as its last known state, not the version they
+//! were told (and, for a namesake, named an object they never heard of). The processing rules
+//! (`informer/src/process.rs`) now rebuild such a tombstone around the cached object; the
+//! unit test `a_tombstone_after_a_refused_delta_names_the_cached_object` pins it, and the
+//! chaos lets no violation through.
 //!
 //! # Running it
 //!
@@ -138,7 +138,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed, run_seed_with};
+use chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
 
 /// Seeds run when nothing is selected: what CI runs.
 const DEFAULT_SEEDS: Range<u64> = 0..200;
@@ -146,9 +146,6 @@ const DEFAULT_SEEDS: Range<u64> = 0..200;
 /// A seed running longer than this in real time is reported as hung (a guard, not a timing
 /// assertion: a healthy seed takes well under a second).
 const HANG_GUARD: Duration = Duration::from_secs(300);
-
-/// Seeds `chaos_strict` runs when nothing is selected: the known defects are rare.
-const STRICT_SEEDS: Range<u64> = 0..2000;
 
 /// The seeds to run, from `CHAOS_SEED` / `CHAOS_SEEDS`, else `default`.
 fn selected_seeds(default: Range<u64>) -> Vec<u64> {
@@ -216,23 +213,12 @@ enum Event {
 
 #[test]
 fn chaos_convergence() {
-    run_chaos(false);
+    run_chaos();
 }
 
-/// The chaos without the allowances for the informer's known defects
-/// (`chaos_support::KNOWN_DEFECTS`), over seeds 0..2000 by default. Run it by hand
-/// (`cargo test --release -p informer --test chaos -- --ignored chaos_strict`); turn it on
-/// when the fix lands.
-#[test]
-#[ignore = "defect: after a skipped delta, informer/src/process.rs hands handlers the queue's \
-            tombstone (a last known state they were never told); e.g. seed 206; see KNOWN_DEFECTS"]
-fn chaos_strict() {
-    run_chaos(true);
-}
-
-fn run_chaos(strict: bool) {
+fn run_chaos() {
     quiet_deliberate_panics();
-    let seeds = selected_seeds(if strict { STRICT_SEEDS } else { DEFAULT_SEEDS });
+    let seeds = selected_seeds(DEFAULT_SEEDS);
     let single = seeds.len() == 1;
     if single && let Ok(filter) = std::env::var("CHAOS_LOG") {
         let _ = tracing_subscriber::fmt()
@@ -254,7 +240,7 @@ fn run_chaos(strict: bool) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { return };
                 let _ = tx.send(Event::Started(seed));
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed(seed, sabotage, strict)))
+                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage)))
                     .map_err(|payload| panic_message(payload.as_ref()));
                 let _ = tx.send(Event::Finished(seed, Box::new(outcome)));
             }
@@ -429,7 +415,6 @@ struct Totals {
     cadence_bursts: u64,
     cadence_skipped: u64,
     requests: u64,
-    known_defects: u64,
     idle_checks: u64,
     busiest_second: usize,
     busiest_seed: u64,
@@ -472,7 +457,6 @@ impl Totals {
         self.cadence_bursts += stats.cadence.bursts;
         self.cadence_skipped += stats.cadence.skipped;
         self.requests += stats.requests.total;
-        self.known_defects += stats.known_defects;
         self.idle_checks += stats.idle_checks;
         self.busiest_second = self.busiest_second.max(stats.requests.busiest_second);
         self.busiest_seed = self.busiest_seed.max(stats.requests.total);
@@ -686,12 +670,7 @@ impl std::fmt::Display for Totals {
             .iter()
             .map(|(r, n)| format!("{r} {n}"))
             .collect();
-        writeln!(f, "  reported failures: {}", errors.join(", "))?;
-        write!(
-            f,
-            "  violations let through as known defects of the informer: {}",
-            self.known_defects
-        )
+        write!(f, "  reported failures: {}", errors.join(", "))
     }
 }
 

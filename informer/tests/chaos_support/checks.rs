@@ -8,7 +8,7 @@ use std::time::Duration;
 use informer::{Notification, ObjectOrTombstone, Registration, SharedIndexInformer};
 use informer_testing::JsonObject;
 use informer_testing::convergence::{
-    CheckOptions, Recording, ResyncCadence, Violation, check_resync_cadence, fold,
+    CheckOptions, Recording, ResyncCadence, check_resync_cadence, fold,
 };
 
 use super::queue::{FirstList, rv_of};
@@ -168,16 +168,13 @@ pub fn no_resync_unless_due(
 
 /// The notifications of a handler that stopped receiving them (removed, or disconnected on
 /// overflow) fold without violations: what it heard is a consistent prefix.
-///
-/// Violations `allowed` accepts are let through; returns how many.
 pub fn consistent_prefix(
     recording: &Recording<JsonObject>,
     options: &CheckOptions,
-    allowed: &dyn Fn(&Violation) -> bool,
-) -> Result<u64, String> {
+) -> Result<(), String> {
     let folded = fold(recording.name(), &recording.notifications(), options);
-    if folded.violations.iter().all(allowed) {
-        return Ok(folded.violations.len() as u64);
+    if folded.violations.is_empty() {
+        return Ok(());
     }
     let lines: Vec<String> = folded
         .violations

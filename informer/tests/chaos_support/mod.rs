@@ -42,7 +42,7 @@ use informer::{
 };
 use informer_testing::JsonObject;
 use informer_testing::convergence::{
-    CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording, UidChanges, ViolationKind,
+    CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording, UidChanges,
     check_convergence_with_content, digest,
 };
 use informer_testing::fake::{FakeApiServer, ServerConfig, StoredObject};
@@ -106,24 +106,6 @@ pub fn content_digest(plan: &Plan, stored: &StoredObject) -> u64 {
         Err(e) => digest(&e.to_string()),
     }
 }
-
-/// Defects of the informer that the chaos finds and that are not fixed yet, each allowed as
-/// narrowly as it can be recognised, so that the rest of the chaos keeps running in CI. A
-/// plan with `strict` set (the chaos test's `chaos_strict`, ignored until the fixes land)
-/// allows nothing. Each entry: what the defect is, where it lives, how a violation is
-/// recognised as it.
-pub const KNOWN_DEFECTS: &[&str] = &[
-    "stale tombstone after a skipped delta: when the cache refuses a delta (here the index \
-     trap: an index function that panics), the informer skips it and goes on with the batch; \
-     a tombstone queued after it (a relist missing the key) then reaches handlers with the \
-     queue's last known object, which is the skipped version the handlers were never told, \
-     instead of the cached object they were; when the skipped delta was a namesake's (another \
-     UID), the tombstone even names an object the handlers never heard of, and the one they \
-     hold is never reported deleted (informer/src/process.rs, `DeltaType::Deleted` with a \
-     tombstone). Recognised as a StaleTombstone, DeleteOfOtherObject (tombstone) or \
-     DeleteCount violation about a key for which the handler got a tombstone whose last \
-     known state is exactly a version the index trap skipped.",
-];
 
 /// A deliberate defect between the server and the informer, to prove the chaos test catches
 /// lost events (it must fail for most seeds then).
@@ -212,8 +194,6 @@ pub struct SeedStats {
     pub cadence: CadenceStats,
     /// Objects checked to have gone through the transform (or not).
     pub transformed_checked: u64,
-    /// Violations let through as [`KNOWN_DEFECTS`].
-    pub known_defects: u64,
     /// Idle moments at which the cache was checked against the server's state at the
     /// informer's resourceVersion.
     pub idle_checks: u64,
@@ -307,15 +287,9 @@ pub struct Outcome {
 /// would repair much of its damage (which is the informer's job, but not what such a run is
 /// about).
 pub fn run_seed_with(seed: u64, sabotage: Sabotage) -> Outcome {
-    run_seed(seed, sabotage, false)
-}
-
-/// [`run_seed_with`], without the allowances for [`KNOWN_DEFECTS`] when `strict`.
-pub fn run_seed(seed: u64, sabotage: Sabotage, strict: bool) -> Outcome {
     let base = Plan::of(seed);
     let plan = Plan {
         sabotage,
-        strict,
         fault_rate: match sabotage {
             Sabotage::DropWatchEvents(_) => 0.05,
             Sabotage::None | Sabotage::DropListItems(_) => base.fault_rate,
@@ -617,7 +591,6 @@ async fn scenario(
     let converging = handlers.converging();
     let converging_recordings: Vec<&Recording<JsonObject>> =
         converging.iter().map(|r| &r.recording).collect();
-    let mut known_defects = 0;
     let check = check_now(
         &informer,
         &server,
@@ -625,8 +598,6 @@ async fn scenario(
         &world.expected,
         &converging_recordings,
         &options,
-        &trap,
-        &mut known_defects,
     )?;
 
     let everyone: Vec<&Recording<JsonObject>> =
@@ -649,14 +620,7 @@ async fn scenario(
             "the trait handler panicked {panicked} times, the informer reports {reported}"
         )));
     }
-    let overflows = check_stopped_early(
-        &handlers,
-        &incidents,
-        &options,
-        plan,
-        &trap,
-        &mut known_defects,
-    )?;
+    let overflows = check_stopped_early(&handlers, &incidents, &options)?;
     {
         let mut problems = queue.problems.lock().clone();
         let probes = probes.lock();
@@ -693,14 +657,7 @@ async fn scenario(
             .await
             .map_err(Failure::Resync)?;
         // A bounded stream may have overflowed on a burst of resyncs meanwhile.
-        check_stopped_early(
-            &handlers,
-            &incidents,
-            &options,
-            plan,
-            &trap,
-            &mut known_defects,
-        )?;
+        check_stopped_early(&handlers, &incidents, &options)?;
         let converging: Vec<&Recording<JsonObject>> =
             handlers.converging().iter().map(|r| &r.recording).collect();
         check_now(
@@ -710,8 +667,6 @@ async fn scenario(
             &world.expected,
             &converging,
             &options,
-            &trap,
-            &mut known_defects,
         )?;
         stats
     };
@@ -767,15 +722,11 @@ async fn scenario(
         sync_probes,
         cadence,
         transformed_checked,
-        known_defects,
         idle_checks,
     })
 }
 
-/// The convergence check (rules a to e) of the handlers that must have converged. Unless the
-/// plan is strict, violations recognised as [`KNOWN_DEFECTS`] are let through (and counted
-/// in `known_defects`).
-#[allow(clippy::too_many_arguments, reason = "one seed's context")]
+/// The convergence check (rules a to e) of the handlers that must have converged.
 fn check_now(
     informer: &SharedIndexInformer<JsonObject>,
     server: &FakeApiServer,
@@ -783,82 +734,23 @@ fn check_now(
     recorded: &Expected,
     recordings: &[&Recording<JsonObject>],
     options: &CheckOptions,
-    trap: &IndexTrap,
-    known_defects: &mut u64,
 ) -> Result<CheckSummary, Failure> {
     let store = informer.reader().list();
     let expected = expected_state(server, plan, recorded);
-    match check_convergence_with_content(&expected, &store, recordings, options, &|o| digest(o)) {
-        Ok(summary) => Ok(summary),
-        Err(report) => {
-            let known =
-                |v: &informer_testing::convergence::Violation| known_defect(v, recordings, trap);
-            if plan.strict || !report.violations().iter().all(known) {
-                return Err(Failure::Diverged(report));
-            }
-            *known_defects += report.violations().len() as u64;
-            Ok(report.summary().clone())
-        }
-    }
-}
-
-/// Whether `v` is the known defect of [`KNOWN_DEFECTS`]: a violation about a key for which
-/// the handler got a tombstone whose last known state is a version the index trap made the
-/// informer skip, of the kinds that tombstone causes (stale last known state; another UID
-/// than the one held, whose own delete then goes missing).
-fn known_defect(
-    v: &informer_testing::convergence::Violation,
-    recordings: &[&Recording<JsonObject>],
-    trap: &IndexTrap,
-) -> bool {
-    let informer_testing::convergence::Subject::Handler(name) = &v.subject else {
-        return false;
-    };
-    let Some(key) = v.key.as_deref() else {
-        return false;
-    };
-    let kind_fits = matches!(
-        &v.kind,
-        ViolationKind::StaleTombstone { .. }
-            | ViolationKind::DeleteOfOtherObject {
-                tombstone: true,
-                ..
-            }
-            | ViolationKind::DeleteCount { .. }
-    );
-    let Some(recording) = recordings.iter().find(|r| r.name() == name) else {
-        return false;
-    };
-    kind_fits
-        && recording.notifications().iter().any(|n| {
-            matches!(n, informer::Notification::Delete(ObjectOrTombstone::Tombstone(t))
-                if t.key.as_str() == key
-                    && trap.skipped(key, t.last_known.metadata.resource_version.as_deref()))
-        })
+    check_convergence_with_content(&expected, &store, recordings, options, &|o| digest(o))
+        .map_err(Failure::Diverged)
 }
 
 /// Handlers that stopped receiving early: removed ones (the churn handler, some of the
 /// registrar's) heard a consistent prefix; the bounded stream either kept its bound or was
 /// disconnected, reported, and heard a consistent prefix. Returns how many overflowed.
-///
-/// Unless the plan is strict, violations recognised as [`KNOWN_DEFECTS`] are let through
-/// (and counted in `known_defects`).
 fn check_stopped_early(
     handlers: &Handlers,
     incidents: &Mutex<Vec<(String, String)>>,
     options: &CheckOptions,
-    plan: &Plan,
-    trap: &IndexTrap,
-    known_defects: &mut u64,
 ) -> Result<u64, Failure> {
-    let mut prefix = |r: &Registered| -> Result<(), Failure> {
-        let recordings = [&r.recording];
-        let allowed = |v: &informer_testing::convergence::Violation| {
-            !plan.strict && known_defect(v, &recordings, trap)
-        };
-        *known_defects +=
-            checks::consistent_prefix(&r.recording, options, &allowed).map_err(Failure::Prefix)?;
-        Ok(())
+    let prefix = |r: &Registered| -> Result<(), Failure> {
+        checks::consistent_prefix(&r.recording, options).map_err(Failure::Prefix)
     };
     for r in handlers.all() {
         if r.removed {

@@ -107,8 +107,6 @@ pub struct Plan {
     /// A stream with this buffer bound, consumed slowly: it may overflow and be disconnected.
     pub bounded: Option<usize>,
     pub sabotage: Sabotage,
-    /// Without the allowances for known defects ([`KNOWN_DEFECTS`](super::KNOWN_DEFECTS)).
-    pub strict: bool,
 }
 
 impl Plan {
@@ -183,7 +181,6 @@ impl Plan {
             registrar: 0,
             bounded: None,
             sabotage: Sabotage::None,
-            strict: false,
         };
         // Drawn after the settings above, so that those keep their values per seed.
         plan.trait_resync = (plan.resync.is_some() && rng.random_bool(0.5))

@@ -71,14 +71,6 @@ impl IndexTrap {
         self.fired.lock().iter().map(|(k, _)| k.clone()).collect()
     }
 
-    /// Whether it fired on the object `key` at resourceVersion `rv` (that delta was skipped).
-    pub fn skipped(&self, key: &str, rv: Option<&str>) -> bool {
-        self.fired
-            .lock()
-            .iter()
-            .any(|(k, r)| k == key && Some(r.as_str()) == rv)
-    }
-
     /// The keys it fired on.
     pub fn keys(&self) -> std::collections::BTreeSet<String> {
         self.fired.lock().iter().map(|(k, _)| k.clone()).collect()
