@@ -127,3 +127,18 @@ impl<K: Object> fmt::Debug for Notification<K> {
         }
     }
 }
+
+/// What handlers hear when the cache holds an object and the queue brings one with the same
+/// key but another UID: the object was deleted and re-created under the same name while the
+/// watch was down, and a relist found the newcomer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum UidChange {
+    /// `on_delete` with a tombstone of the old object (its final state is unknown), then
+    /// `on_add` of the new one. The default: handlers that track objects by UID (owner
+    /// references, finalizers, external resources) see two different objects.
+    #[default]
+    DeleteAndAdd,
+    /// `on_update(old, new)`, as client-go does.
+    Update,
+}

@@ -44,7 +44,7 @@ pub use error::{
     CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorChain, ErrorClass, Limit, Result,
     Status, StatusCause, StatusDetails,
 };
-pub use handler::{Notification, ResourceEventHandler};
+pub use handler::{Notification, ResourceEventHandler, UidChange};
 pub use key::{KeyError, KeyFunc, ObjectKey, key_of};
 pub use lister_watcher::{ListPageInfo, ListSink, ListerWatcher, WatchStream};
 pub use object::{Object, map_or_empty, non_empty};

@@ -18,7 +18,7 @@
 //!   `ResourceVersionTooLarge`, the next list is a consistent read (resourceVersion unset),
 //!   sent at once; only if that fails too does the machine back off.
 //! - Lists from any state (`"0"`) and consistent lists (unset) are paginated
-//!   ([`MachineConfig::page_size`], 500); a list at a specific resourceVersion (a relist) is
+//!   ([`ListWatchConfig::page_size`], 500); a list at a specific resourceVersion (a relist) is
 //!   not, as in client-go, so that the API server answers it from its watch cache instead of
 //!   paging through etcd; unless the server paged the first list (it then has no watch cache
 //!   for the resource, and paging is kinder). Continue pages carry the token and the same
@@ -70,7 +70,7 @@
 //!   bookmark: back off and stream again. 410 / too-large: stream again at once without a
 //!   resourceVersion. Any other error (a server that refuses the parameter): fall back to a
 //!   paginated list for this round.
-//! - No progress: no object (and no end bookmark) for [`MachineConfig::initial_events_timeout`]
+//! - No progress: no object (and no end bookmark) for [`ListWatchConfig::initial_events_timeout`]
 //!   ([`Machine::initial_events_deadline`] moves on with every object, so a slow stream that
 //!   keeps sending completes however long it takes; client-go has no limit at all and only
 //!   warns). The stream has stalled, or the server ignores `sendInitialEvents`: fall back to a
@@ -112,11 +112,11 @@
 //!
 //! ```
 //! use std::time::{Duration, Instant};
-//! use informer_core::reflector::{Machine, MachineConfig, Next, Then, WatchListMode};
+//! use informer_core::reflector::{Machine, ListWatchConfig, Next, Then, WatchListMode};
 //! use informer_core::{Error, Status};
 //!
 //! // A paginated list then a watch (the default streams the initial list instead).
-//! let config = MachineConfig { watch_list: WatchListMode::Off, ..MachineConfig::default() };
+//! let config = ListWatchConfig { watch_list: WatchListMode::Off, ..ListWatchConfig::default() };
 //! let mut machine = Machine::new(config);
 //! let t0 = Instant::now();
 //! machine.start(t0, 0.0);
@@ -140,7 +140,7 @@ mod machine;
 pub use backoff::{Backoff, BackoffConfig, Jitter};
 pub use list_limits::{ListBudget, ListLimits};
 pub use machine::{
-    Counters, EventAction, MIN_HEALTHY_WATCH, Machine, MachineConfig, Next, RestartCounts,
+    Counters, EventAction, ListWatchConfig, MIN_HEALTHY_WATCH, Machine, Next, RestartCounts,
     RestartReason, Then, WatchListMode,
 };
 

@@ -41,16 +41,12 @@ use tokio_util::sync::CancellationToken;
 const VARIANTS: &[(&str, &str)] = &[
     ("full", "full pods (with managedFields)"),
     (
-        "drop-after-decode",
-        "drop managedFields after decode (InformerConfig::transform)",
+        "drop-managed-fields",
+        "drop managedFields (InformerConfig::transform, right after each decode)",
     ),
     (
-        "drop-at-decode",
-        "drop managedFields at decode (KubeListerWatcher::with_transform)",
-    ),
-    (
-        "watch-list-drop-at-decode",
-        "streaming list + drop managedFields at decode",
+        "watch-list-drop-managed-fields",
+        "streaming list + drop managedFields",
     ),
 ];
 
@@ -147,16 +143,13 @@ fn client(url: &str, variant: &str) {
             name: "pods".into(),
             ..InformerConfig::default()
         };
-        config.reflector.watch_list = WatchListMode::Off;
-        let mut lister_watcher = KubeListerWatcher::<Pod>::all(client);
+        config.list_watch.watch_list = WatchListMode::Off;
+        let lister_watcher = KubeListerWatcher::<Pod>::all(client);
         match variant {
-            "drop-after-decode" => config.transform = Some(drop_managed_fields()),
-            "drop-at-decode" => {
-                lister_watcher = lister_watcher.with_transform(drop_managed_fields())
-            }
-            "watch-list-drop-at-decode" => {
-                lister_watcher = lister_watcher.with_transform(drop_managed_fields());
-                config.reflector.watch_list = WatchListMode::On;
+            "drop-managed-fields" => config.transform = Some(drop_managed_fields()),
+            "watch-list-drop-managed-fields" => {
+                config.transform = Some(drop_managed_fields());
+                config.list_watch.watch_list = WatchListMode::On;
             }
             _ => {}
         }

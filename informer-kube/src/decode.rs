@@ -15,30 +15,26 @@ use serde_json::value::RawValue;
 
 use crate::exact;
 
-/// A function applied to each object as soon as it is decoded.
-pub(crate) type ItemTransform<K> = dyn Fn(K) -> K + Send + Sync;
-
 /// The whole-body list decoder: the reference the streaming decoder is checked against.
 #[cfg(any(test, feature = "fuzzing"))]
 mod whole {
     use std::borrow::Cow;
     use std::fmt;
+    use std::marker::PhantomData;
 
     use informer_core::{Error, ListPage};
     use serde::de::{
         DeserializeOwned, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
     };
 
-    use super::{ItemTransform, error_offset, excerpt_around};
+    use super::{error_offset, excerpt_around};
 
     /// Decodes a whole list response body (`{"metadata": {..}, "items": [..]}`) into a page, in
     /// one serde pass: the reference the streaming decoder ([`crate::list_stream`], what lists
-    /// use) is checked against in tests and by the fuzz targets. Each item goes through
-    /// `transform` as soon as it is decoded.
+    /// use) is checked against in tests and by the fuzz targets.
     pub(crate) fn list_page<K: DeserializeOwned>(
         body: &[u8],
         context: &str,
-        transform: Option<&ItemTransform<K>>,
     ) -> Result<ListPage<K>, Error> {
         let text = std::str::from_utf8(body).map_err(|e| {
             let at = e.valid_up_to();
@@ -49,7 +45,7 @@ mod whole {
             )
         })?;
         let mut de = serde_json::Deserializer::from_str(text);
-        let decoded = ListSeed { transform }
+        let decoded = ListSeed(PhantomData)
             .deserialize(&mut de)
             .and_then(|page| de.end().map(|()| page));
         decoded.map_err(|e| {
@@ -62,11 +58,9 @@ mod whole {
         })
     }
 
-    struct ListSeed<'a, K> {
-        transform: Option<&'a ItemTransform<K>>,
-    }
+    struct ListSeed<K>(PhantomData<fn() -> K>);
 
-    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ListSeed<'_, K> {
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ListSeed<K> {
         type Value = ListPage<K>;
 
         fn deserialize<D: Deserializer<'de>>(
@@ -77,7 +71,7 @@ mod whole {
         }
     }
 
-    impl<'de, K: DeserializeOwned> Visitor<'de> for ListSeed<'_, K> {
+    impl<'de, K: DeserializeOwned> Visitor<'de> for ListSeed<K> {
         type Value = ListPage<K>;
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -85,7 +79,7 @@ mod whole {
         }
 
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut meta = crate::list_stream::ListMeta::default();
+            let mut meta = super::ListMeta::default();
             let mut items = Vec::new();
             let mut items_seen = false;
             while let Some(key) = map.next_key::<Cow<'de, str>>()? {
@@ -97,9 +91,7 @@ mod whole {
                             return Err(serde::de::Error::custom("\"items\" appears twice"));
                         }
                         items_seen = true;
-                        items = map.next_value_seed(ItemsSeed {
-                            transform: self.transform,
-                        })?;
+                        items = map.next_value_seed(ItemsSeed(PhantomData))?;
                     }
                     _ => {
                         map.next_value::<IgnoredAny>()?;
@@ -116,11 +108,9 @@ mod whole {
     }
 
     /// `items`: an array, or `null` (Go's encoding of an empty list's nil slice).
-    struct ItemsSeed<'a, K> {
-        transform: Option<&'a ItemTransform<K>>,
-    }
+    struct ItemsSeed<K>(PhantomData<fn() -> K>);
 
-    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<'_, K> {
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for ItemsSeed<K> {
         type Value = Vec<K>;
 
         fn deserialize<D: Deserializer<'de>>(
@@ -131,7 +121,7 @@ mod whole {
         }
     }
 
-    impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<'_, K> {
+    impl<'de, K: DeserializeOwned> Visitor<'de> for ItemsSeed<K> {
         type Value = Vec<K>;
 
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -159,10 +149,7 @@ mod whole {
             let bound = (64 << 20) / std::mem::size_of::<K>().max(1);
             let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(bound));
             while let Some(item) = seq.next_element::<K>()? {
-                items.push(match self.transform {
-                    Some(f) => f(item),
-                    None => item,
-                });
+                items.push(item);
             }
             Ok(items)
         }
@@ -171,6 +158,18 @@ mod whole {
 
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use whole::list_page;
+
+/// What a list response's `metadata` carries.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ListMeta {
+    #[serde(default)]
+    pub(crate) resource_version: Option<String>,
+    #[serde(default, rename = "continue")]
+    pub(crate) continue_token: Option<String>,
+    #[serde(default)]
+    pub(crate) remaining_item_count: Option<i64>,
+}
 
 /// A watch line: `{"type": "...", "object": {...}}`, the object kept raw until the type is
 /// known.
@@ -541,36 +540,21 @@ mod tests {
     #[test]
     fn list_bodies_decode_with_their_metadata() {
         let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"abc","remainingItemCount":3},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
-        let page = list_page::<Pod>(body, "listing pods", None).unwrap();
+        let page = list_page::<Pod>(body, "listing pods").unwrap();
         assert_eq!(page.items.len(), 2);
         assert_eq!(page.resource_version, "42");
         assert_eq!(page.continue_token.as_deref(), Some("abc"));
         assert_eq!(page.remaining_item_count, Some(3));
         let empty =
             br#"{"kind":"PodList","metadata":{"resourceVersion":"9","continue":""},"items":null}"#;
-        let page = list_page::<Pod>(empty, "listing pods", None).unwrap();
+        let page = list_page::<Pod>(empty, "listing pods").unwrap();
         assert!(page.items.is_empty());
         assert_eq!(page.continue_token, None);
     }
 
     #[test]
-    fn list_items_are_transformed_as_they_are_decoded() {
-        let body = br#"{"items":[{"metadata":{"name":"a","managedFields":[{"manager":"m"}]}},{"metadata":{"name":"b"}}],"kind":"PodList","metadata":{"resourceVersion":"3"}}"#;
-        let drop = |mut pod: Pod| {
-            pod.metadata.managed_fields = None;
-            pod.metadata.labels = Some([("seen".to_owned(), "yes".to_owned())].into());
-            pod
-        };
-        let page = list_page::<Pod>(body, "listing pods", Some(&drop)).unwrap();
-        assert_eq!(page.resource_version, "3");
-        assert!(page.items.iter().all(|p| {
-            p.metadata.managed_fields.is_none()
-                && p.metadata
-                    .labels
-                    .as_ref()
-                    .is_some_and(|l| l["seen"] == "yes")
-        }));
-        let trailing = list_page::<Pod>(br#"{"items":[]} x"#, "listing pods", None);
+    fn trailing_bytes_after_a_list_are_refused() {
+        let trailing = list_page::<Pod>(br#"{"items":[]} x"#, "listing pods");
         assert!(matches!(trailing, Err(Error::Decode { .. })));
     }
 
@@ -581,7 +565,7 @@ mod tests {
             body.push_str(&format!(r#"{{"metadata":{{"name":"pod-{i}"}}}},"#));
         }
         body.push_str(r#"{"metadata":{"name":"broken","labels":7}}]}"#);
-        let err = list_page::<Pod>(body.as_bytes(), "listing pods", None).unwrap_err();
+        let err = list_page::<Pod>(body.as_bytes(), "listing pods").unwrap_err();
         match &err {
             Error::Decode {
                 context,
@@ -601,7 +585,7 @@ mod tests {
             br#"{"metadata":{"resourceVersion":"1"},"items":[{"metadata":{"name":"a"#.to_vec();
         body.extend_from_slice(&[0xff, 0xfe]);
         body.extend_from_slice(br#""}}]}"#);
-        match list_page::<Pod>(&body, "listing pods", None).unwrap_err() {
+        match list_page::<Pod>(&body, "listing pods").unwrap_err() {
             Error::Decode {
                 context,
                 line_excerpt,
@@ -617,7 +601,6 @@ mod tests {
         let page = list_page::<Pod>(
             r#"{"items":[{"metadata":{"name":"a","labels":{"k":"é ✓"}}}]}"#.as_bytes(),
             "listing pods",
-            None,
         )
         .unwrap();
         assert_eq!(page.items[0].metadata.labels.as_ref().unwrap()["k"], "é ✓");

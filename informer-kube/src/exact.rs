@@ -558,7 +558,6 @@ mod tests {
         let mut decoded: Vec<Pod> = Vec::new();
         let mut decoder = crate::list_stream::ListDecoder::<Pod>::new(
             "listing",
-            None,
             crate::DecoderMemory::default(),
             1 << 20,
         );

@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 
 use crate::error::{KubeError, Result};
+use crate::resource::resource_name;
 use crate::{ClientLimits, KubeListerWatcher, drop_managed_fields};
 
 /// The connect timeout [`client_for_informers`] sets when the configuration has none.
@@ -88,30 +89,14 @@ where
             .cloned()
             .ok_or_else(|| format!("resource {:?} was never registered", spec.resource))?;
         let url_path = DynamicObject::url_path(&resource, spec.namespace.as_deref());
-        let mut lister_watcher = KubeListerWatcher::<K>::from_url(
+        let lister_watcher = KubeListerWatcher::<K>::from_url(
             self.client.clone(),
             url_path,
             spec.namespace.clone(),
             K::metadata_api(),
         )
         .with_limits(*self.limits.lock());
-        if self.drop_managed_fields.load(Ordering::Relaxed) {
-            lister_watcher = lister_watcher.with_transform(drop_managed_fields());
-        }
         Ok(Arc::new(lister_watcher))
-    }
-}
-
-/// The name a factory files a resource under: `pods` for the core group,
-/// `<plural>.<version>.<group>` otherwise (`deployments.v1.apps`).
-pub fn resource_name(resource: &ApiResource) -> String {
-    if resource.group.is_empty() {
-        resource.plural.clone()
-    } else {
-        format!(
-            "{}.{}.{}",
-            resource.plural, resource.version, resource.group
-        )
     }
 }
 
@@ -127,22 +112,6 @@ pub fn client_for_informers(mut config: Config) -> Result<Client> {
         .connect_timeout
         .get_or_insert(DEFAULT_CONNECT_TIMEOUT);
     Client::try_from(config).map_err(|source| KubeError::Client { source })
-}
-
-/// Finds the resource serving `gvk` with kube's discovery (one request for its group version).
-pub(crate) async fn discover(
-    client: &Client,
-    gvk: &GroupVersionKind,
-) -> Result<(ApiResource, kube_client::discovery::ApiCapabilities)> {
-    kube_client::discovery::pinned_kind(client, gvk)
-        .await
-        .map_err(|e| {
-            let name = format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind);
-            KubeError::Discovery {
-                source: crate::map_kube_error(format!("discovering {name}"), e),
-                gvk: name,
-            }
-        })
 }
 
 /// Shared informers over a kube [`Client`] in a few lines: one informer per (object type,
@@ -234,9 +203,11 @@ impl KubeInformerFactory {
     }
 
     /// Whether informers created from now on (in every view) drop `metadata.managedFields`
-    /// from objects as they are decoded ([`KubeListerWatcher::with_transform`] with
-    /// [`drop_managed_fields`]): much less memory per cached object, for informers whose
-    /// handlers do not read field ownership. Off by default.
+    /// from objects as they are decoded: their
+    /// [`InformerConfig::transform`](informer::InformerConfig::transform) starts as
+    /// [`drop_managed_fields`] (a configure closure sees it there, and may replace it or
+    /// wrap it). Much less memory per cached object, for informers whose handlers do not read
+    /// field ownership. Off by default.
     pub fn set_drop_managed_fields(&self, drop: bool) {
         self.provider
             .drop_managed_fields
@@ -280,23 +251,44 @@ impl KubeInformerFactory {
         view
     }
 
-    /// The shared informer for `K` in this view (created on first request).
+    /// The shared informer for `K` in this view (created on first request with the
+    /// factory's settings).
     pub fn informer<K: StaticResource>(&self) -> Result<SharedIndexInformer<K>> {
-        self.informer_with(|_| {})
+        let spec = self.static_spec::<K>();
+        self.factory
+            .get_or_create_with(spec, |config| self.defaults(config))
+            .map_err(|source| KubeError::Factory { source })
     }
 
-    /// Like [`informer`](Self::informer); `configure` adjusts the informer's configuration
-    /// (indexers, transform, queue, reflector settings) if it is created now.
+    /// Creates the shared informer for `K` in this view, `configure` adjusting its
+    /// configuration (indexers, transform, queue, list/watch settings). Fails with
+    /// [`FactoryError::AlreadyCreated`](informer::FactoryError::AlreadyCreated) if the
+    /// informer exists already (asked for earlier by [`informer`](Self::informer),
+    /// [`lister`](Self::lister) or another `informer_with`): configure first, then ask.
     pub fn informer_with<K: StaticResource>(
         &self,
         configure: impl FnOnce(&mut InformerConfig<K>),
     ) -> Result<SharedIndexInformer<K>> {
+        let spec = self.static_spec::<K>();
+        self.factory
+            .informer_with(spec, |config| {
+                self.defaults(config);
+                configure(config);
+            })
+            .map_err(|source| KubeError::Factory { source })
+    }
+
+    fn static_spec<K: StaticResource>(&self) -> InformerSpec {
         let resource = ApiResource::erase::<K>(&());
         let cluster_scoped = TypeId::of::<K::Scope>() == TypeId::of::<ClusterResourceScope>();
-        let spec = self.spec(&resource, cluster_scoped);
-        self.factory
-            .informer_with(spec, configure)
-            .map_err(|source| KubeError::Factory { source })
+        self.spec(&resource, cluster_scoped)
+    }
+
+    /// The factory's own settings of a new informer's configuration.
+    fn defaults<K: Resource>(&self, config: &mut InformerConfig<K>) {
+        if self.provider.drop_managed_fields.load(Ordering::Relaxed) {
+            config.transform = Some(drop_managed_fields());
+        }
     }
 
     /// The lister of the shared informer for `K` in this view (the informer is created if
@@ -314,11 +306,15 @@ impl KubeInformerFactory {
         resource: &ApiResource,
         scope: Scope,
     ) -> Result<SharedIndexInformer<DynamicObject>> {
-        self.dynamic_informer_with(resource, scope, |_| {})
+        let spec = self.spec(resource, matches!(scope, Scope::Cluster));
+        self.factory
+            .get_or_create_with(spec, |config| self.defaults(config))
+            .map_err(|source| KubeError::Factory { source })
     }
 
-    /// Like [`dynamic_informer`](Self::dynamic_informer), with a configuration adjustment
-    /// applied if the informer is created now.
+    /// Creates the shared informer for `resource` as [`DynamicObject`]s in this view,
+    /// `configure` adjusting its configuration; fails if it exists already (as
+    /// [`informer_with`](Self::informer_with)).
     pub fn dynamic_informer_with(
         &self,
         resource: &ApiResource,
@@ -327,7 +323,10 @@ impl KubeInformerFactory {
     ) -> Result<SharedIndexInformer<DynamicObject>> {
         let spec = self.spec(resource, matches!(scope, Scope::Cluster));
         self.factory
-            .informer_with(spec, configure)
+            .informer_with(spec, |config| {
+                self.defaults(config);
+                configure(config);
+            })
             .map_err(|source| KubeError::Factory { source })
     }
 
@@ -338,7 +337,8 @@ impl KubeInformerFactory {
         &self,
         gvk: &GroupVersionKind,
     ) -> Result<SharedIndexInformer<DynamicObject>> {
-        let (resource, capabilities) = discover(&self.provider.client, gvk).await?;
+        let (resource, capabilities) =
+            crate::resource::discover(&self.provider.client, gvk).await?;
         self.dynamic_informer(&resource, capabilities.scope)
     }
 
@@ -362,7 +362,8 @@ impl KubeInformerFactory {
         self.factory.start();
     }
 
-    /// Waits until every started informer has synced, for at most `timeout`.
+    /// Waits until every started informer has synced and every handler registered on them
+    /// has handled its initial list, for at most `timeout`.
     pub async fn wait_for_cache_sync(
         &self,
         timeout: Duration,
@@ -370,10 +371,14 @@ impl KubeInformerFactory {
         self.factory.wait_for_cache_sync(timeout).await
     }
 
-    /// The sync sources of every started informer, to wait for together with handler
-    /// registrations ([`informer::wait_for_cache_sync`]).
-    pub fn sync_sources(&self) -> Vec<Arc<dyn SyncSource>> {
-        self.factory.sync_sources()
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync), and also for `also` (informers
+    /// made outside the factory, event streams...).
+    pub async fn wait_for_cache_sync_with(
+        &self,
+        timeout: Duration,
+        also: &[&dyn SyncSource],
+    ) -> std::result::Result<(), CacheSyncError> {
+        self.factory.wait_for_cache_sync_with(timeout, also).await
     }
 
     /// Stops every informer and waits for them (each drains its handlers within its

@@ -33,7 +33,7 @@ pub fn list_body(
         memory.peak_held_bytes()
     );
     assert_eq!(memory.held_bytes(), 0, "decoder kept memory after the body");
-    let whole = crate::decode::list_page::<Pod>(body, "fuzzing", None);
+    let whole = crate::decode::list_page::<Pod>(body, "fuzzing");
     match (&streamed, &whole) {
         (Ok((items, info)), Ok(page)) => {
             assert_eq!(items, &page.items, "items differ");
@@ -62,7 +62,7 @@ fn stream_list<K: DeserializeOwned + Send>(
     memory: &DecoderMemory,
 ) -> Result<(Vec<K>, ListPageInfo), Error> {
     let mut items = Vec::new();
-    let mut decoder = ListDecoder::<K>::new("fuzzing", None, memory.clone(), max_value);
+    let mut decoder = ListDecoder::<K>::new("fuzzing", memory.clone(), max_value);
     let mut rest = body;
     let mut sizes = chunks.iter().copied().filter(|n| *n > 0).cycle();
     while !rest.is_empty() {

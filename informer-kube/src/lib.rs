@@ -128,15 +128,14 @@ mod list_stream;
 mod lister_watcher;
 #[cfg(test)]
 mod proptests;
+mod resource;
 pub mod sample;
 mod transform;
 
 pub use buffer::DecoderMemory;
 pub use error::{KubeError, Result, map_kube_error};
-pub(crate) use factory::discover;
-pub use factory::{
-    KubeInformerFactory, KubeProvider, StaticResource, client_for_informers, resource_name,
-};
+pub use factory::{KubeInformerFactory, KubeProvider, StaticResource, client_for_informers};
 pub use limits::ClientLimits;
 pub use lister_watcher::KubeListerWatcher;
+pub use resource::resource_name;
 pub use transform::drop_managed_fields;

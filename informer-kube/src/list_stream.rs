@@ -1,5 +1,5 @@
 //! Decoding a list response as it arrives: `{"metadata": {..}, "items": [..], ..}` split into
-//! its members and the elements of `items`, each item decoded (and transformed) as soon as its
+//! its members and the elements of `items`, each item decoded as soon as its
 //! last byte is in, then dropped from the buffer.
 //!
 //! Sans-IO: [`ListDecoder::feed`] takes bytes as they come off the wire, in any chunking, and
@@ -14,52 +14,36 @@
 //! structure around them (the top-level object, the `items` array) is checked here as
 //! strictly as serde_json would.
 
+use std::marker::PhantomData;
+
 use informer_core::{Error, Limit, ListPageInfo, ListSink};
-use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::buffer::{DecoderMemory, SLICE, TrackedBuf};
-use crate::decode::ItemTransform;
+use crate::decode::ListMeta;
 use crate::exact;
-
-/// What a list response's `metadata` carries.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ListMeta {
-    #[serde(default)]
-    pub(crate) resource_version: Option<String>,
-    #[serde(default, rename = "continue")]
-    pub(crate) continue_token: Option<String>,
-    #[serde(default)]
-    pub(crate) remaining_item_count: Option<i64>,
-}
 
 /// Decodes one list response body as it arrives.
 pub(crate) struct ListDecoder<'a, K> {
     splitter: Splitter,
     context: &'a str,
-    transform: Option<&'a ItemTransform<K>>,
     meta: ListMeta,
     items: usize,
     bytes: u64,
+    _items: PhantomData<fn() -> K>,
 }
 
 impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
     /// A decoder for one body. `context` names the request in errors; values (items, members)
     /// longer than `max_value` bytes fail the list.
-    pub(crate) fn new(
-        context: &'a str,
-        transform: Option<&'a ItemTransform<K>>,
-        memory: DecoderMemory,
-        max_value: usize,
-    ) -> Self {
+    pub(crate) fn new(context: &'a str, memory: DecoderMemory, max_value: usize) -> Self {
         Self {
             splitter: Splitter::new(memory, max_value),
             context,
-            transform,
             meta: ListMeta::default(),
             items: 0,
             bytes: 0,
+            _items: PhantomData,
         }
     }
 
@@ -97,10 +81,6 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
             PieceKind::Item => {
                 self.items += 1;
                 let item = decode_item::<K>(text, self.items, piece.offset, self.context)?;
-                let item = match self.transform {
-                    Some(f) => f(item),
-                    None => item,
-                };
                 sink.item(item)
             }
             PieceKind::Member(key) => {
@@ -635,7 +615,7 @@ mod tests {
     fn decode(body: &[u8], chunk: usize, max: usize) -> Result<(Vec<Pod>, ListPageInfo), Error> {
         let memory = DecoderMemory::default();
         let mut items = Vec::new();
-        let mut decoder = ListDecoder::<Pod>::new("listing pods", None, memory.clone(), max);
+        let mut decoder = ListDecoder::<Pod>::new("listing pods", memory.clone(), max);
         for piece in body.chunks(chunk.max(1)) {
             decoder.feed(piece, &mut items)?;
         }
@@ -720,7 +700,7 @@ mod tests {
     fn values_over_the_cap_are_refused_while_they_arrive() {
         let memory = DecoderMemory::default();
         let mut items: Vec<Pod> = Vec::new();
-        let mut decoder = ListDecoder::<Pod>::new("listing pods", None, memory.clone(), 1000);
+        let mut decoder = ListDecoder::<Pod>::new("listing pods", memory.clone(), 1000);
         decoder
             .feed(br#"{"items":[{"metadata":{"name":""#, &mut items)
             .unwrap();
@@ -756,8 +736,7 @@ mod tests {
             }
         }
         let body = br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
-        let mut decoder =
-            ListDecoder::<Pod>::new("listing pods", None, DecoderMemory::default(), 1000);
+        let mut decoder = ListDecoder::<Pod>::new("listing pods", DecoderMemory::default(), 1000);
         let mut sink = Stop(0);
         let result = body
             .chunks(10)

@@ -10,7 +10,6 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream;
 use http_body_util::BodyExt;
-use informer::reflector::Transform;
 use informer_core::{
     Error, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher, Object,
     WatchOptions, WatchStream,
@@ -114,7 +113,6 @@ const METADATA_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.
 pub struct KubeListerWatcher<K> {
     client: Client,
     target: Arc<Target>,
-    transform: Option<Transform<K>>,
     limits: ClientLimits,
     memory: DecoderMemory,
     _object: PhantomData<fn() -> K>,
@@ -135,7 +133,6 @@ impl<K> Clone for KubeListerWatcher<K> {
         Self {
             client: self.client.clone(),
             target: Arc::clone(&self.target),
-            transform: self.transform.clone(),
             limits: self.limits,
             memory: self.memory.clone(),
             _object: PhantomData,
@@ -148,7 +145,6 @@ impl<K> fmt::Debug for KubeListerWatcher<K> {
         f.debug_struct("KubeListerWatcher")
             .field("url_path", &self.target.url_path)
             .field("metadata_only", &self.target.metadata_only)
-            .field("transform", &self.transform.is_some())
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -216,10 +212,10 @@ impl KubeListerWatcher<DynamicObject> {
         gvk: &GroupVersionKind,
         namespace: Option<&str>,
     ) -> Result<Self, KubeError> {
-        let (resource, capabilities) = crate::discover(&client, gvk).await?;
+        let (resource, capabilities) = crate::resource::discover(&client, gvk).await?;
         if let (Scope::Cluster, Some(ns)) = (&capabilities.scope, namespace) {
             return Err(KubeError::ClusterScoped {
-                resource: crate::resource_name(&resource),
+                resource: crate::resource::resource_name(&resource),
                 namespace: ns.to_owned(),
             });
         }
@@ -247,26 +243,10 @@ impl<K> KubeListerWatcher<K> {
                 namespace,
                 metadata_only,
             }),
-            transform: None,
             limits: ClientLimits::default(),
             memory: DecoderMemory::default(),
             _object: PhantomData,
         }
-    }
-
-    /// Applies `transform` to every object as soon as it is decoded: each list item before
-    /// the next item is decoded, each watch event's object before the event is yielded.
-    ///
-    /// This is where a transform that makes objects smaller (such as
-    /// [`drop_managed_fields`](crate::drop_managed_fields)) saves the most memory: the
-    /// memory one item frees is reused by the next, and watch events are transformed before
-    /// they are queued. (The informer's own
-    /// [`InformerConfig::transform`](informer::InformerConfig::transform) also runs item by
-    /// item, but after the reflector has compared the item with the cache.) The transform
-    /// must keep the name, namespace, UID and resourceVersion.
-    pub fn with_transform(mut self, transform: Transform<K>) -> Self {
-        self.transform = Some(transform);
-        self
     }
 
     /// Uses `limits` for every request (instead of [`ClientLimits::default`]).
@@ -475,7 +455,6 @@ where
         read_list(
             response.into_body(),
             &context,
-            self.transform.as_deref(),
             &self.limits,
             &self.memory,
             sink,
@@ -503,11 +482,7 @@ where
             &self.limits,
             &self.memory,
         );
-        Ok(Box::pin(watch_events::<K, _>(
-            reader,
-            context,
-            self.transform.clone(),
-        )))
+        Ok(Box::pin(watch_events::<K, _>(reader, context)))
     }
 }
 
@@ -515,12 +490,11 @@ where
 async fn read_list<K: DeserializeOwned, B: ResponseBody>(
     mut body: B,
     context: &str,
-    transform: Option<&decode::ItemTransform<K>>,
     limits: &ClientLimits,
     memory: &DecoderMemory,
     sink: &mut dyn ListSink<K>,
 ) -> Result<ListPageInfo, Error> {
-    let mut decoder = ListDecoder::new(context, transform, memory.clone(), limits.max_frame_bytes);
+    let mut decoder = ListDecoder::new(context, memory.clone(), limits.max_frame_bytes);
     let reading = format!("reading the answer while {context}");
     while let Some(data) = next_frame(&mut body, limits.idle_timeout, &reading).await? {
         decoder.feed(&data, sink)?;
@@ -694,20 +668,11 @@ impl<B: ResponseBody> WatchReader<B> {
 fn watch_events<K, B: ResponseBody>(
     reader: WatchReader<B>,
     context: Arc<str>,
-    transform: Option<Transform<K>>,
 ) -> impl futures::Stream<Item = Result<informer_core::WatchEvent<K>, Error>> + Send
 where
     K: Object + DeserializeOwned,
 {
-    let decode = move |line: &[u8], context: &str| {
-        let event = decode::watch_line::<K>(line, context)?;
-        Ok(match &transform {
-            Some(f) => event.map(|object| f(object)),
-            None => event,
-        })
-    };
     stream::unfold(Some(reader), move |reader| {
-        let decode = decode.clone();
         let context = Arc::clone(&context);
         async move {
             let mut reader = reader?;
@@ -718,7 +683,7 @@ where
                         if line.trim_ascii().is_empty() {
                             continue;
                         }
-                        let event = decode(line, &context);
+                        let event = decode::watch_line::<K>(line, &context);
                         return Some((event, Some(reader)));
                     }
                     Read::End => {
@@ -727,7 +692,7 @@ where
                         if rest.trim_ascii().is_empty() {
                             return None;
                         }
-                        return Some((decode(rest, &context), None));
+                        return Some((decode::watch_line::<K>(rest, &context), None));
                     }
                     Read::Failed(error) => return Some((Err(*error), None)),
                 }
@@ -883,16 +848,9 @@ mod tests {
         .unwrap();
         let started = tokio::time::Instant::now();
         let mut items: Vec<k8s_openapi::api::core::v1::Pod> = Vec::new();
-        let error = read_list(
-            body,
-            "listing pods",
-            None,
-            &small_limits(),
-            &memory,
-            &mut items,
-        )
-        .await
-        .unwrap_err();
+        let error = read_list(body, "listing pods", &small_limits(), &memory, &mut items)
+            .await
+            .unwrap_err();
         assert_eq!(started.elapsed(), Duration::from_secs(5));
         assert_eq!(
             error.limit_exceeded(),
@@ -916,16 +874,9 @@ mod tests {
                 }
             });
             let mut items: Vec<k8s_openapi::api::core::v1::Pod> = Vec::new();
-            let info = read_list(
-                body,
-                "listing pods",
-                None,
-                &small_limits(),
-                &memory,
-                &mut items,
-            )
-            .await
-            .unwrap();
+            let info = read_list(body, "listing pods", &small_limits(), &memory, &mut items)
+                .await
+                .unwrap();
             assert_eq!(info.resource_version, "5");
             assert_eq!(info.continue_token.as_deref(), Some("c"));
             assert_eq!(info.items, 2);
@@ -941,7 +892,6 @@ mod tests {
         futures::StreamExt::collect(watch_events::<k8s_openapi::api::core::v1::Pod, _>(
             reader,
             "watching pods".into(),
-            None,
         ))
         .await
     }

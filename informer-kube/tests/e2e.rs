@@ -87,7 +87,7 @@ async fn pod_informer(config: SeedConfig) -> Watched {
     let errors = Errors::new();
     let factory = env.factory();
     let pods = factory
-        .informer_with::<Pod>(|c| c.reflector.watch_error_handler = Some(errors.handler()))
+        .informer_with::<Pod>(|c| c.watch_error_handler = Some(errors.handler()))
         .unwrap();
     let (handler, model, changes) = ModelHandler::new();
     pods.add_handler(handler).unwrap();
@@ -408,14 +408,14 @@ async fn throttling_honours_retry_after_and_too_large_lists_read_consistently() 
     // issue 10).
     let pods = factory
         .informer_with::<Pod>(|c| {
-            c.reflector.watch_error_handler = Some(errors.handler());
-            c.reflector.watch_list = WatchListMode::Off;
+            c.watch_error_handler = Some(errors.handler());
+            c.list_watch.watch_list = WatchListMode::Off;
         })
         .unwrap();
     let config_maps = factory
         .informer_with::<ConfigMap>(|c| {
-            c.reflector.watch_error_handler = Some(errors.handler());
-            c.reflector.watch_list = WatchListMode::Off;
+            c.watch_error_handler = Some(errors.handler());
+            c.list_watch.watch_list = WatchListMode::Off;
         })
         .unwrap();
     factory.start();
@@ -542,12 +542,12 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
         .ignore_send_initial_events("configmaps", true);
     let factory = env.factory();
     let pods = factory
-        .informer_with::<Pod>(|c| c.reflector.watch_list = WatchListMode::On)
+        .informer_with::<Pod>(|c| c.list_watch.watch_list = WatchListMode::On)
         .unwrap();
     let config_maps = factory
         .informer_with::<ConfigMap>(|c| {
-            c.reflector.watch_list = WatchListMode::On;
-            c.reflector.initial_events_timeout = Duration::from_secs(2);
+            c.list_watch.watch_list = WatchListMode::On;
+            c.list_watch.initial_events_timeout = Duration::from_secs(2);
         })
         .unwrap();
     let (handler, model, changes) = ModelHandler::new();

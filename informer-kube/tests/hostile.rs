@@ -94,12 +94,12 @@ impl Rig {
             name: "pods".into(),
             ..InformerConfig::default()
         };
-        config.reflector.seed = Some(7);
+        config.seed = Some(7);
         // These scenarios are about paginated lists and watches; the proxy refuses streaming
         // lists anyway (as a server without WatchList), which would add a 422 to each round.
-        config.reflector.watch_list = WatchListMode::Off;
+        config.list_watch.watch_list = WatchListMode::Off;
         let recorded = Arc::clone(&failures);
-        config.reflector.watch_error_handler = Some(Arc::new(move |error, context| {
+        config.watch_error_handler = Some(Arc::new(move |error, context| {
             recorded.lock().push(Failure {
                 at: Instant::now(),
                 stage: context.stage,
@@ -208,7 +208,7 @@ fn small_limits() -> ClientLimits {
 }
 
 fn no_jitter(config: &mut InformerConfig<Pod>) {
-    config.reflector.backoff = BackoffConfig {
+    config.list_watch.backoff = BackoffConfig {
         jitter: Jitter::None,
         ..BackoffConfig::default()
     };
@@ -269,7 +269,7 @@ async fn retry_after_on_watches_is_clamped_between_floor_and_cap_without_relisti
         small_limits(),
         |config| {
             // A short cap, so that the test sees several capped delays.
-            config.reflector.backoff.max = Duration::from_secs(2);
+            config.list_watch.backoff.max = Duration::from_secs(2);
         },
     )
     .await;
@@ -323,7 +323,7 @@ async fn endless_pagination_stops_at_the_byte_cap_with_a_typed_error() {
         small_limits(),
         |config| {
             no_jitter(config);
-            config.reflector.list_limits = ListLimits {
+            config.list_watch.list_limits = ListLimits {
                 max_pages: 100_000,
                 max_bytes,
             };
@@ -382,7 +382,7 @@ async fn endless_pagination_by_repeated_tokens_or_too_many_pages_is_refused() {
         small_limits(),
         |config| {
             no_jitter(config);
-            config.reflector.list_limits = ListLimits {
+            config.list_watch.list_limits = ListLimits {
                 max_pages: 5,
                 max_bytes: 1 << 30,
             };
@@ -552,7 +552,7 @@ async fn a_dead_watch_stream_ends_at_its_deadline_above_timeout_seconds() {
         limits,
         |config| {
             // timeoutSeconds=1 (drawn from [1, 2) whole seconds): the deadline is 2 s.
-            config.reflector.min_watch_timeout = Duration::from_secs(1);
+            config.list_watch.min_watch_timeout = Duration::from_secs(1);
         },
     )
     .await;

@@ -11,7 +11,7 @@ mod support;
 
 use std::sync::Arc;
 
-use informer::reflector::{ReflectorConfig, WatchListMode};
+use informer::reflector::WatchListMode;
 use informer::{InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer};
 use informer_kube::{KubeListerWatcher, client_for_informers};
 use informer_testing::fake::FakeApiServer;
@@ -58,9 +58,9 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
         InformerConfig {
             name: "pods".into(),
             // The list path is under test: streaming lists (the default) have their own.
-            reflector: ReflectorConfig {
+            list_watch: informer::reflector::ListWatchConfig {
                 watch_list: WatchListMode::Off,
-                ..ReflectorConfig::default()
+                ..informer::reflector::ListWatchConfig::default()
             },
             ..InformerConfig::default()
         },

@@ -1,5 +1,18 @@
 //! Work queue metrics: see the crate documentation's "Metrics" section.
 
+use tokio::time::Instant;
+
+/// A queue as the scrape-time collector sees it: how long the items being processed have
+/// been at it. The queue implements it; metrics only hold it weakly.
+#[cfg_attr(
+    not(feature = "metrics"),
+    allow(dead_code, reason = "only the metrics collector asks")
+)]
+pub(crate) trait UnfinishedWork: Send + Sync {
+    /// (Sum of the ages of the items being processed, the oldest age), in seconds.
+    fn unfinished_work(&self, now: Instant) -> (f64, f64);
+}
+
 #[cfg(feature = "metrics")]
 pub use enabled::WorkQueueMetrics;
 #[cfg(feature = "metrics")]
@@ -13,9 +26,9 @@ pub use disabled::WorkQueueMetrics;
 #[cfg(not(feature = "metrics"))]
 mod disabled {
     use std::convert::Infallible;
-    use std::sync::Arc;
+    use std::sync::Weak;
 
-    use crate::queue::Shared;
+    use super::UnfinishedWork;
 
     /// Metric families to record work queues into. This build has no `metrics` feature, so no
     /// value of this type exists and `metrics: None` is the only setting.
@@ -32,7 +45,7 @@ mod disabled {
             match self.never {}
         }
 
-        pub(crate) fn track<T>(&self, _name: &str, _queue: &Arc<Shared<T>>) {
+        pub(crate) fn track(&self, _name: &str, _queue: Weak<dyn UnfinishedWork>) {
             match self.never {}
         }
     }
@@ -56,7 +69,7 @@ mod enabled {
     use prometheus_client::registry::Registry;
     use tokio::time::Instant;
 
-    use crate::queue::Shared;
+    use super::UnfinishedWork;
 
     /// The `name` label of every series.
     type NameLabel = [(&'static str, String); 1];
@@ -172,12 +185,7 @@ mod enabled {
         }
 
         /// Makes the unfinished-work gauges report on `queue` while it lives.
-        pub(crate) fn track<T>(&self, name: &str, queue: &Arc<Shared<T>>)
-        where
-            T: Clone + Eq + Hash + Send + Sync + 'static,
-        {
-            let queue: Weak<Shared<T>> = Arc::downgrade(queue);
-            let queue: Weak<dyn UnfinishedWork> = queue;
+        pub(crate) fn track(&self, name: &str, queue: Weak<dyn UnfinishedWork>) {
             let mut queues = self.families.live.queues.lock();
             queues.retain(|q| q.queue.strong_count() > 0);
             queues.push(LiveQueue {
@@ -275,17 +283,6 @@ mod enabled {
     struct LiveQueue {
         name: String,
         queue: Weak<dyn UnfinishedWork>,
-    }
-
-    /// A queue, type-erased, as the scrape-time collector sees it.
-    trait UnfinishedWork: Send + Sync {
-        fn unfinished_work(&self, now: Instant) -> (f64, f64);
-    }
-
-    impl<T: Clone + Eq + Hash + Send + Sync> UnfinishedWork for Shared<T> {
-        fn unfinished_work(&self, now: Instant) -> (f64, f64) {
-            Shared::unfinished_work(self, now)
-        }
     }
 
     /// Computes `workqueue_unfinished_work_seconds` and

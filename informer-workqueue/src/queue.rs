@@ -7,7 +7,7 @@ use std::fmt;
 use std::future::{Future, poll_fn};
 use std::hash::Hash;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::metrics::WorkQueueMetrics;
+use crate::metrics::{UnfinishedWork, WorkQueueMetrics};
 
 /// The longest delay [`WorkQueue::add_after`] honours (about 30 years, like tokio's "far
 /// future"); longer delays are shortened to it. Also bounds a token bucket's time per token.
@@ -95,7 +95,8 @@ where
             drained: Notify::new(),
         });
         if let Some(metrics) = metrics {
-            metrics.track(&shared.name, &shared);
+            let weak: Weak<Shared<T>> = Arc::downgrade(&shared);
+            metrics.track(&shared.name, weak);
         }
         Self { shared }
     }
@@ -315,6 +316,23 @@ pub(crate) struct Shared<T> {
     drained: Notify,
 }
 
+impl<T: Send + Sync> UnfinishedWork for Shared<T> {
+    #[cfg(feature = "metrics")]
+    fn unfinished_work(&self, now: Instant) -> (f64, f64) {
+        self.state
+            .lock()
+            .recorder
+            .as_ref()
+            .map_or((0.0, 0.0), |r| r.unfinished_work(now))
+    }
+
+    /// Without metrics nothing is tracked (and nothing asks).
+    #[cfg(not(feature = "metrics"))]
+    fn unfinished_work(&self, _now: Instant) -> (f64, f64) {
+        (0.0, 0.0)
+    }
+}
+
 /// What [`Shared::take`] found.
 enum Take<T> {
     /// An item, now processing.
@@ -352,16 +370,6 @@ impl<T> Shared<T> {
         for _ in 0..pushed {
             self.ready.notify_one();
         }
-    }
-
-    /// Seconds of work in progress at `now`: (sum over items being processed, the longest).
-    #[cfg(feature = "metrics")]
-    pub(crate) fn unfinished_work(&self, now: Instant) -> (f64, f64) {
-        self.state
-            .lock()
-            .recorder
-            .as_ref()
-            .map_or((0.0, 0.0), |r| r.unfinished_work(now))
     }
 }
 

@@ -300,7 +300,7 @@ fn cold_sync(c: &mut Criterion) {
                     assert!(informer.wait_for_sync().await);
                     let elapsed = started.elapsed();
                     assert!(registration.wait_for_sync().await);
-                    assert_eq!(informer.reader().len(), 100_000);
+                    assert_eq!(informer.lister().len(), 100_000);
                     stop.cancel();
                     run.await.unwrap().unwrap();
                     elapsed

@@ -142,9 +142,12 @@ fn run(
     let config = ReflectorConfig {
         seed: Some(1),
         transform: Some(Arc::new(|o: JsonObject| o)),
-        // Paginated lists then a watch: what the pages and events here are for (the default
-        // streams the initial list since issue 10).
-        watch_list: informer::reflector::WatchListMode::Off,
+        list_watch: informer::reflector::ListWatchConfig {
+            // Paginated lists then a watch: what the pages and events here are for (the
+            // default streams the initial list since issue 10).
+            watch_list: informer::reflector::WatchListMode::Off,
+            ..informer::reflector::ListWatchConfig::default()
+        },
         ..ReflectorConfig::default()
     };
     let reflector = Reflector::new(Arc::new(lw), queue, known, config);

@@ -1,6 +1,6 @@
-//! Read-only views of an informer's cache: [`CacheReader`] (the indexer's read API) and
-//! [`Lister`] / [`NamespacedLister`] (selectors, namespaces, indices). Only the informer's
-//! processing loop writes the cache; these types cannot.
+//! The read-only view of an informer's cache: [`Lister`] (and its namespace view,
+//! [`NamespacedLister`]). Only the informer's processing loop writes the cache; a lister has
+//! no method that could, and nothing hands out the indexer behind it.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,13 +8,42 @@ use std::sync::Arc;
 use informer_core::selector::LabelSelector;
 use informer_core::{Indexer, NAMESPACE_INDEX, Object, ObjectKey, StoreError};
 
-/// Read access to an informer's cache. Cheap to clone. Every object is handed out as the
-/// `Arc` the cache holds: nothing is copied.
-pub struct CacheReader<K> {
+/// Queries over an informer's cache, the way controllers ask them: by label selector, by
+/// namespace and name, by index. Results are the cached `Arc`s.
+///
+/// # Keys
+///
+/// [`get`](Self::get) and [`NamespacedLister::get`] look the object up under its default key
+/// (`namespace/name`, [`informer_core::key_of`]) in O(1), as client-go's listers do, and answer
+/// an object only if it has that namespace and name. With a custom key function (for example
+/// keys by UID) objects are not stored under that key, so `get` finds nothing: use
+/// [`find`](Self::find), which looks by namespace and name whatever the keys (through the
+/// namespace index, or a scan without one), or [`get_by_key`](Self::get_by_key) with your own key.
+/// The namespace views ([`namespaced`](Self::namespaced)`.list`) never depend on keys.
+///
+/// ```
+/// use std::sync::Arc;
+/// use informer::{LabelSelector, Lister, Store};
+/// use informer_store::IndexedStore;
+/// use informer_testing::JsonObject;
+///
+/// let store = IndexedStore::<JsonObject>::new();
+/// store.add(Arc::new(JsonObject::new(Some("prod"), "web-0").with_label("app", "web"))).unwrap();
+/// store.add(Arc::new(JsonObject::new(Some("dev"), "web-0").with_label("app", "web"))).unwrap();
+/// store.add(Arc::new(JsonObject::new(Some("prod"), "db-0").with_label("app", "db"))).unwrap();
+///
+/// let lister = Lister::new(store); // the lister takes the store: it is read-only now
+/// let web = LabelSelector::parse("app=web").unwrap();
+/// assert_eq!(lister.list(&web).len(), 2);
+/// assert_eq!(lister.namespaced("prod").list(&web).len(), 1);
+/// assert!(lister.get(Some("dev"), "web-0").is_some());
+/// assert!(lister.namespaced("dev").get("db-0").is_none());
+/// ```
+pub struct Lister<K> {
     indexer: Arc<dyn Indexer<K>>,
 }
 
-impl<K> Clone for CacheReader<K> {
+impl<K> Clone for Lister<K> {
     fn clone(&self) -> Self {
         Self {
             indexer: Arc::clone(&self.indexer),
@@ -22,26 +51,38 @@ impl<K> Clone for CacheReader<K> {
     }
 }
 
-impl<K: Object> CacheReader<K> {
-    /// A reader over `indexer` (the informer hands these out; build one yourself only over an
-    /// indexer you do not write to either).
-    pub fn new(indexer: Arc<dyn Indexer<K>>) -> Self {
+impl<K: Object> Lister<K> {
+    /// A lister over `indexer`, which it takes: nobody else can write it any more. (An
+    /// informer makes its own; this is for caches you fill yourself, then only read.)
+    pub fn new(indexer: impl Indexer<K> + 'static) -> Self {
+        Self {
+            indexer: Arc::new(indexer),
+        }
+    }
+
+    /// A lister over the informer's indexer (the informer keeps the only writer).
+    pub(crate) fn over(indexer: Arc<dyn Indexer<K>>) -> Self {
         Self { indexer }
     }
 
-    /// The object under `key` (`namespace/name`, or `name` when cluster-scoped).
-    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.indexer.get_by_key(key)
-    }
-
-    /// The cached object with `obj`'s key.
-    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
-        self.indexer.get(obj)
+    /// Every object whose labels match `selector` (all of them for an empty selector).
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
+        let mut all = self.indexer.list();
+        if !selector.is_empty() {
+            all.retain(|o| selector.matches_object(o.as_ref()));
+        }
+        all
     }
 
     /// Every cached object, in no particular order.
-    pub fn list(&self) -> Vec<Arc<K>> {
+    pub fn list_all(&self) -> Vec<Arc<K>> {
         self.indexer.list()
+    }
+
+    /// The object under `key` as the cache's key function made it (`namespace/name`, or
+    /// `name` when cluster-scoped, by default).
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.indexer.get_by_key(key)
     }
 
     /// Every key.
@@ -57,6 +98,43 @@ impl<K: Object> CacheReader<K> {
     /// Whether the cache is empty.
     pub fn is_empty(&self) -> bool {
         self.indexer.is_empty()
+    }
+
+    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), looked up
+    /// under its default key `namespace/name` (see [Keys](Self#keys)): O(1), and never an
+    /// object with another namespace or name.
+    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        get_by_default_key(self, namespace, name)
+    }
+
+    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), whatever
+    /// key function the cache uses: among the namespace's objects (the namespace index, or a
+    /// scan of every object without one), the one with that name. Costs O(objects in the
+    /// namespace); prefer [`get`](Self::get) with the default keys.
+    pub fn find(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        if let Some(found) = self.get(namespace, name) {
+            return Some(found);
+        }
+        let namespace = namespace.unwrap_or_default();
+        let candidates = match self.indexer.index_keys(NAMESPACE_INDEX, namespace) {
+            Ok(keys) => keys
+                .iter()
+                .filter_map(|key| self.indexer.get_by_key(key.as_str()))
+                .collect(),
+            Err(_) => self.indexer.list(),
+        };
+        candidates
+            .into_iter()
+            .find(|o| is_named(o.as_ref(), Some(namespace), name))
+    }
+
+    /// A view of one namespace. The empty namespace (client-go's `NamespaceAll`) views every
+    /// object, as client-go's namespace listers do.
+    pub fn namespaced(&self, namespace: impl Into<String>) -> NamespacedLister<K> {
+        NamespacedLister {
+            lister: self.clone(),
+            namespace: namespace.into(),
+        }
     }
 
     /// Objects whose index `index_name` contains `value`.
@@ -85,123 +163,6 @@ impl<K: Object> CacheReader<K> {
     }
 }
 
-impl<K> fmt::Debug for CacheReader<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CacheReader").finish_non_exhaustive()
-    }
-}
-
-/// Queries over an informer's cache, the way controllers ask them: by label selector, by
-/// namespace and name, by index. Results are the cached `Arc`s.
-///
-/// # Keys
-///
-/// [`get`](Self::get) and [`NamespacedLister::get`] look the object up under its default key
-/// (`namespace/name`, [`informer_core::key_of`]) in O(1), as client-go's listers do, and answer
-/// an object only if it has that namespace and name. With a custom key function (for example
-/// keys by UID) objects are not stored under that key, so `get` finds nothing: use
-/// [`find`](Self::find), which looks by namespace and name whatever the keys (through the
-/// namespace index, or a scan without one), or [`CacheReader::get_by_key`] with your own key.
-/// The namespace views ([`namespaced`](Self::namespaced)`.list`) never depend on keys.
-///
-/// ```
-/// use std::sync::Arc;
-/// use informer::{CacheReader, LabelSelector, Lister, Store};
-/// use informer_store::IndexedStore;
-/// use informer_testing::JsonObject;
-///
-/// let store = Arc::new(IndexedStore::<JsonObject>::new());
-/// store.add(Arc::new(JsonObject::new(Some("prod"), "web-0").with_label("app", "web"))).unwrap();
-/// store.add(Arc::new(JsonObject::new(Some("dev"), "web-0").with_label("app", "web"))).unwrap();
-/// store.add(Arc::new(JsonObject::new(Some("prod"), "db-0").with_label("app", "db"))).unwrap();
-///
-/// let lister = Lister::new(CacheReader::new(store));
-/// let web = LabelSelector::parse("app=web").unwrap();
-/// assert_eq!(lister.list(&web).len(), 2);
-/// assert_eq!(lister.namespaced("prod").list(&web).len(), 1);
-/// assert!(lister.get(Some("dev"), "web-0").is_some());
-/// assert!(lister.namespaced("dev").get("db-0").is_none());
-/// ```
-pub struct Lister<K> {
-    reader: CacheReader<K>,
-}
-
-impl<K> Clone for Lister<K> {
-    fn clone(&self) -> Self {
-        Self {
-            reader: self.reader.clone(),
-        }
-    }
-}
-
-impl<K: Object> Lister<K> {
-    /// A lister over a cache reader.
-    pub fn new(reader: CacheReader<K>) -> Self {
-        Self { reader }
-    }
-
-    /// The reader underneath.
-    pub fn reader(&self) -> &CacheReader<K> {
-        &self.reader
-    }
-
-    /// Every object whose labels match `selector` (all of them for an empty selector).
-    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
-        let mut all = self.reader.list();
-        if !selector.is_empty() {
-            all.retain(|o| selector.matches_object(o.as_ref()));
-        }
-        all
-    }
-
-    /// Every cached object.
-    pub fn list_all(&self) -> Vec<Arc<K>> {
-        self.reader.list()
-    }
-
-    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), looked up
-    /// under its default key `namespace/name` (see [Keys](Self#keys)): O(1), and never an
-    /// object with another namespace or name.
-    pub fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        get_by_default_key(&self.reader, namespace, name)
-    }
-
-    /// The object `name` in `namespace` (`None` or `""` for cluster-scoped objects), whatever
-    /// key function the cache uses: among the namespace's objects (the namespace index, or a
-    /// scan of every object without one), the one with that name. Costs O(objects in the
-    /// namespace); prefer [`get`](Self::get) with the default keys.
-    pub fn find(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        if let Some(found) = self.get(namespace, name) {
-            return Some(found);
-        }
-        let namespace = namespace.unwrap_or_default();
-        let candidates = match self.reader.index_keys(NAMESPACE_INDEX, namespace) {
-            Ok(keys) => keys
-                .iter()
-                .filter_map(|key| self.reader.get_by_key(key.as_str()))
-                .collect(),
-            Err(_) => self.reader.list(),
-        };
-        candidates
-            .into_iter()
-            .find(|o| is_named(o.as_ref(), Some(namespace), name))
-    }
-
-    /// A view of one namespace. The empty namespace (client-go's `NamespaceAll`) views every
-    /// object, as client-go's namespace listers do.
-    pub fn namespaced(&self, namespace: impl Into<String>) -> NamespacedLister<K> {
-        NamespacedLister {
-            reader: self.reader.clone(),
-            namespace: namespace.into(),
-        }
-    }
-
-    /// Objects whose index `index_name` contains `value`.
-    pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
-        self.reader.by_index(index_name, value)
-    }
-}
-
 impl<K> fmt::Debug for Lister<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Lister").finish_non_exhaustive()
@@ -211,14 +172,14 @@ impl<K> fmt::Debug for Lister<K> {
 /// A [`Lister`] limited to one namespace (or, for the empty namespace, client-go's
 /// `NamespaceAll`, not limited).
 pub struct NamespacedLister<K> {
-    reader: CacheReader<K>,
+    lister: Lister<K>,
     namespace: String,
 }
 
 impl<K> Clone for NamespacedLister<K> {
     fn clone(&self) -> Self {
         Self {
-            reader: self.reader.clone(),
+            lister: self.lister.clone(),
             namespace: self.namespace.clone(),
         }
     }
@@ -235,12 +196,12 @@ impl<K: Object> NamespacedLister<K> {
     /// cache has one, else scans.
     pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
         if self.namespace.is_empty() {
-            return Lister::new(self.reader.clone()).list(selector);
+            return self.lister.list(selector);
         }
-        let mut found = match self.reader.by_index(NAMESPACE_INDEX, &self.namespace) {
+        let mut found = match self.lister.by_index(NAMESPACE_INDEX, &self.namespace) {
             Ok(found) => found,
             Err(_) => {
-                let mut all = self.reader.list();
+                let mut all = self.lister.list_all();
                 all.retain(|o| o.namespace() == Some(self.namespace.as_str()));
                 all
             }
@@ -254,18 +215,18 @@ impl<K: Object> NamespacedLister<K> {
     /// The object `name` in this namespace (for the empty namespace: the cluster-scoped object
     /// `name`), looked up under its default key (see [Keys](Lister#keys)).
     pub fn get(&self, name: &str) -> Option<Arc<K>> {
-        get_by_default_key(&self.reader, Some(&self.namespace), name)
+        get_by_default_key(&self.lister, Some(&self.namespace), name)
     }
 }
 
 /// The object stored under the default key of `namespace`/`name`, if it has that namespace and
 /// name (with a custom key function another object could sit under that string).
 fn get_by_default_key<K: Object>(
-    reader: &CacheReader<K>,
+    lister: &Lister<K>,
     namespace: Option<&str>,
     name: &str,
 ) -> Option<Arc<K>> {
-    ObjectKey::with_str(namespace, name, |key| reader.get_by_key(key))
+    ObjectKey::with_str(namespace, name, |key| lister.get_by_key(key))
         .ok()
         .flatten()
         .filter(|o| is_named(o.as_ref(), namespace, name))

@@ -1,34 +1,35 @@
 //! How to build a [`SharedIndexInformer`](crate::SharedIndexInformer) and how to register a
 //! handler: [`InformerConfig`], [`QueueChoice`], [`UidChange`], [`HandlerOptions`],
-//! [`Delivery`], and the [`Incident`] reports of misbehaving handlers.
+//! [`Delivery`]. (What misbehaving handlers cause is in `incident.rs`.)
 
 use std::fmt;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer_core::{Indexer, Indexers, KeyFunc, Object, Queue, key_of};
+use informer_core::reflector::ListWatchConfig;
+use informer_core::{Indexer, Indexers, KeyFunc, KnownObjects, Object, Queue, UidChange, key_of};
+use informer_fifo::DEFAULT_MAX_BATCH_SIZE;
+#[cfg(doc)]
 use informer_fifo::InOrderFifoConfig;
 
+use crate::incident::IncidentHook;
 use crate::metrics::InformerMetrics;
-use crate::reflector::{ReflectorConfig, Transform};
-use crate::registration::RegistrationId;
-
-/// Called with every [`Incident`]: a handler panicked, overflowed its buffer, or was still busy
-/// when shutdown's bound ran out. Incidents are logged with `tracing` either way.
-pub type IncidentHook = Arc<dyn Fn(&Incident) + Send + Sync>;
+use crate::reflector::{Transform, WatchErrorHandler};
 
 /// The configuration of a [`SharedIndexInformer`](crate::SharedIndexInformer). Start from
 /// `Default`; the `ListerWatcher` is the one thing without a default and is given to
-/// [`SharedIndexInformer::new`](crate::SharedIndexInformer::new).
+/// [`SharedIndexInformer::new`](crate::SharedIndexInformer::new). Every setting has one owner
+/// and one place: nothing here is overridden by the informer.
 ///
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
+/// use informer::reflector::WatchListMode;
 /// use informer::{InformerConfig, QueueChoice, UidChange, label_index_func};
 /// use informer_testing::JsonObject;
 ///
-/// let config = InformerConfig::<JsonObject> {
+/// let mut config = InformerConfig::<JsonObject> {
 ///     name: "configmaps".into(),
 ///     resync_period: Some(Duration::from_secs(600)),
 ///     indexers: [("app".to_owned(), label_index_func("app"))].into(),
@@ -36,10 +37,12 @@ pub type IncidentHook = Arc<dyn Fn(&Incident) + Send + Sync>;
 ///         obj.metadata.other.remove("managedFields");
 ///         obj
 ///     })),
-///     queue: QueueChoice::InOrder(Default::default()),
+///     queue: QueueChoice::in_order(),
 ///     uid_change: UidChange::DeleteAndAdd,
 ///     ..InformerConfig::default()
 /// };
+/// config.list_watch.watch_list = WatchListMode::Off;
+/// config.list_watch.label_selector = Some("app".into());
 /// assert_eq!(config.shutdown_timeout, Duration::from_secs(30));
 /// ```
 pub struct InformerConfig<K> {
@@ -54,35 +57,40 @@ pub struct InformerConfig<K> {
     /// Index functions of the indexer, besides the built-in namespace index of the default
     /// indexer. Given to [`Indexer::add_indexers`] when the informer is built.
     pub indexers: Indexers<K>,
-    /// Applied to every object before it is queued and stored (for example to drop
-    /// `metadata.managedFields`). It must keep the name, namespace, UID and resourceVersion.
-    /// When set it replaces [`ReflectorConfig::transform`].
+    /// Applied to every object right after it is decoded, before it is shared, queued,
+    /// stored or told to anyone (for example to drop `metadata.managedFields`): the one
+    /// transform of the informer. It must keep the name, namespace, UID and resourceVersion.
     pub transform: Option<Transform<K>>,
     /// The queue between reflector and processing loop. Default [`QueueChoice::DeltaFifo`].
     pub queue: QueueChoice<K>,
     /// The cache. `None` (the default): an `IndexedStore` keyed with [`key_func`](Self::key_func)
-    /// holding the namespace index. A custom indexer must use the same key function.
-    pub indexer: Option<Arc<dyn Indexer<K>>>,
-    /// The key function of the default queue and indexer. Default [`key_of`]
+    /// holding the namespace index. A custom indexer is moved into the informer, which is
+    /// then its only writer; it must use the same key function. Read it through
+    /// [`SharedIndexInformer::lister`](crate::SharedIndexInformer::lister).
+    pub indexer: Option<Box<dyn Indexer<K>>>,
+    /// The key function of the queue, the indexer and the reflector. Default [`key_of`]
     /// (`namespace/name`).
     pub key_func: KeyFunc<K>,
-    /// List/watch behaviour. Its `name` defaults to the informer's name; its `resync_period`
-    /// and `should_resync` are set by the informer from the handlers' resync periods (what
-    /// is configured there is ignored); its `key_func` is replaced by
-    /// [`key_func`](Self::key_func); its `transform` is replaced by
-    /// [`transform`](Self::transform) when that is set.
-    pub reflector: ReflectorConfig<K>,
+    /// How the reflector lists and watches: page size, streaming lists, selectors, watch
+    /// timeouts, backoff, list limits. Defaults as client-go's.
+    pub list_watch: ListWatchConfig,
+    /// Told about every failure of the reflector (see
+    /// [`ReflectorConfig::watch_error_handler`](crate::reflector::ReflectorConfig::watch_error_handler)).
+    pub watch_error_handler: Option<WatchErrorHandler>,
+    /// Seeds the reflector's random numbers (watch timeouts, backoff jitter); `None` seeds
+    /// from the OS.
+    pub seed: Option<u64>,
     /// What handlers hear when an object is replaced by a namesake with another UID.
     /// Default [`UidChange::DeleteAndAdd`].
     pub uid_change: UidChange,
     /// How long shutdown waits for handlers to drain their buffers before it reports the
     /// ones still busy and returns. Default 30 s.
     pub shutdown_timeout: Duration,
-    /// Told about every [`Incident`].
+    /// Told about every [`Incident`](crate::Incident).
     pub on_incident: Option<IncidentHook>,
     /// Where to record the `informer_*` metrics of this informer and its handlers, and the
-    /// `reflector_*` metrics of its reflector (unless [`ReflectorConfig::metrics`] is set);
-    /// `None` (the default) records none. Values exist only with the `metrics` feature.
+    /// `reflector_*` metrics of its reflector; `None` (the default) records none. Values
+    /// exist only with the `metrics` feature.
     pub metrics: Option<InformerMetrics>,
 }
 
@@ -96,7 +104,9 @@ impl<K: Object> Default for InformerConfig<K> {
             queue: QueueChoice::DeltaFifo,
             indexer: None,
             key_func: Arc::new(|obj: &K| key_of(obj)),
-            reflector: ReflectorConfig::default(),
+            list_watch: ListWatchConfig::default(),
+            watch_error_handler: None,
+            seed: None,
             uid_change: UidChange::DeleteAndAdd,
             shutdown_timeout: Duration::from_secs(30),
             on_incident: None,
@@ -116,7 +126,9 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("transform", &self.transform.is_some())
             .field("queue", &self.queue)
             .field("indexer", &self.indexer.is_some())
-            .field("reflector", &self.reflector)
+            .field("list_watch", &self.list_watch)
+            .field("watch_error_handler", &self.watch_error_handler.is_some())
+            .field("seed", &self.seed)
             .field("uid_change", &self.uid_change)
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("on_incident", &self.on_incident.is_some())
@@ -125,43 +137,56 @@ impl<K> fmt::Debug for InformerConfig<K> {
     }
 }
 
+/// Builds a custom queue from what the informer wires it to: its key function and its
+/// indexer as the queue's known objects.
+pub type QueueBuilder<K> = Box<dyn FnOnce(QueueWiring<K>) -> Arc<dyn Queue<K>> + Send>;
+
+/// What a custom queue must be built with (see [`QueueChoice::Custom`]).
+#[non_exhaustive]
+pub struct QueueWiring<K> {
+    /// The informer's key function: the queue must key objects with it.
+    pub key_func: KeyFunc<K>,
+    /// The informer's indexer, read-only: the queue's known objects (relists queue tombstones
+    /// for its keys missing from a list, resyncs re-queue its objects).
+    pub known_objects: Arc<dyn KnownObjects<K>>,
+}
+
 /// Which queue sits between the reflector and the processing loop.
 #[non_exhaustive]
 pub enum QueueChoice<K> {
     /// `informer_fifo::DeltaFifo`: deltas grouped per key (client-go's `DeltaFIFO`).
     DeltaFifo,
     /// `informer_fifo::InOrderFifo`: every delta in arrival order, popped in batches (client-go's
-    /// `RealFIFO`). Its `key_func` and `known_objects` are replaced by the informer's.
-    InOrder(InOrderFifoConfig<K>),
-    /// A queue of your own. It must know the informer's indexer as its known objects (build it
-    /// with the indexer you pass in [`InformerConfig::indexer`]) and use the same key function;
-    /// the informer closes it when it stops.
-    Custom(Arc<dyn Queue<K>>),
+    /// `RealFIFO`), at most `max_batch_size` single deltas per batch.
+    InOrder {
+        /// See [`InOrderFifoConfig::max_batch_size`].
+        max_batch_size: NonZeroUsize,
+    },
+    /// A queue of your own, built by the informer with its key function and indexer (so it
+    /// cannot be wired to another store); the informer closes it when it stops.
+    Custom(QueueBuilder<K>),
+}
+
+impl<K> QueueChoice<K> {
+    /// [`QueueChoice::InOrder`] with the default batch size.
+    pub fn in_order() -> Self {
+        Self::InOrder {
+            max_batch_size: DEFAULT_MAX_BATCH_SIZE,
+        }
+    }
 }
 
 impl<K> fmt::Debug for QueueChoice<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::DeltaFifo => f.write_str("DeltaFifo"),
-            Self::InOrder(c) => f.debug_tuple("InOrder").field(&c.max_batch_size).finish(),
+            Self::InOrder { max_batch_size } => f
+                .debug_struct("InOrder")
+                .field("max_batch_size", max_batch_size)
+                .finish(),
             Self::Custom(_) => f.write_str("Custom"),
         }
     }
-}
-
-/// What handlers hear when the cache holds an object and the queue brings one with the same
-/// key but another UID: the object was deleted and re-created under the same name while the
-/// watch was down, and a relist found the newcomer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum UidChange {
-    /// `on_delete` with a tombstone of the old object (its final state is unknown), then
-    /// `on_add` of the new one. The default: handlers that track objects by UID (owner
-    /// references, finalizers, external resources) see two different objects.
-    #[default]
-    DeleteAndAdd,
-    /// `on_update(old, new)`, as client-go does.
-    Update,
 }
 
 /// How a handler registration is run.
@@ -190,7 +215,7 @@ pub struct HandlerOptions {
     /// default): unbounded, as upstream. When a notification would exceed the bound, the
     /// registration is **disconnected**: its buffer is dropped, it receives nothing more,
     /// its [`has_synced`](crate::Registration::has_synced) turns false, and an
-    /// [`Incident`] of kind [`IncidentKind::Overflowed`] is reported. Other handlers and the
+    /// [`Incident`](crate::Incident) of kind [`IncidentKind::Overflowed`](crate::IncidentKind::Overflowed) is reported. Other handlers and the
     /// processing loop never wait for it. Re-add the handler to resume: it then gets the
     /// whole cache again as initial-list adds. The replay of the cache to a handler added
     /// to a running informer does not count against the bound.
@@ -207,46 +232,4 @@ impl HandlerOptions {
             ..Self::default()
         }
     }
-}
-
-/// Something went wrong with one handler registration; the informer and the other handlers
-/// are unaffected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Incident {
-    /// The informer's name.
-    pub informer: String,
-    /// The registration.
-    pub registration: RegistrationId,
-    /// The registration's name.
-    pub handler: String,
-    /// What happened.
-    pub kind: IncidentKind,
-}
-
-/// What happened to a handler.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum IncidentKind {
-    /// The handler panicked while handling a notification. The panic was caught; the handler
-    /// keeps receiving later notifications.
-    Panicked {
-        /// The panic message, when it was a string.
-        message: String,
-        /// The notification being handled, as `Add(ns/name@rv, ...)`.
-        notification: String,
-    },
-    /// The handler's buffer hit its bound; the registration was disconnected.
-    Overflowed {
-        /// The bound.
-        limit: usize,
-        /// Notifications dropped with the buffer.
-        dropped: usize,
-    },
-    /// The handler was still busy when shutdown's bound ran out; it was abandoned with
-    /// notifications undelivered.
-    StuckAtShutdown {
-        /// Notifications not delivered.
-        pending: usize,
-    },
 }

@@ -69,6 +69,16 @@ pub enum FactoryError {
         #[source]
         source: InformerError,
     },
+    /// [`InformerFactory::informer_with`](crate::InformerFactory::informer_with) was asked
+    /// to configure an informer the factory already holds: the configuration cannot apply.
+    #[error(
+        "the informer for {spec} already exists, so its configuration cannot change: call \
+         informer_with before anything (informer, lister, another informer_with) asks for it"
+    )]
+    AlreadyCreated {
+        /// The spec, as text.
+        spec: String,
+    },
     /// The factory has been shut down.
     #[error("the informer factory has been shut down; cannot create an informer for {spec}")]
     ShutDown {

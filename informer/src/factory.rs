@@ -7,15 +7,17 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use informer_core::{ListerWatcher, Object};
+use informer_core::{ListerWatcher, Object, UidChange};
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{IncidentHook, InformerConfig, UidChange};
+use crate::config::InformerConfig;
 use crate::error::{CacheSyncError, FactoryError, InformerError};
+use crate::incident::IncidentHook;
 use crate::metrics::InformerMetrics;
 use crate::processor::ShutdownReport;
+use crate::registration::Registration;
 use crate::shared_informer::SharedIndexInformer;
 use crate::sync::{SyncSource, wait_for_cache_sync};
 
@@ -155,6 +157,7 @@ impl fmt::Debug for FactoryConfig {
 trait ErasedInformer: SyncSource {
     fn spawn(&self, cancel: CancellationToken)
     -> JoinHandle<Result<ShutdownReport, InformerError>>;
+    fn registrations(&self) -> Vec<Registration>;
 }
 
 impl<K: Object> ErasedInformer for SharedIndexInformer<K> {
@@ -163,6 +166,10 @@ impl<K: Object> ErasedInformer for SharedIndexInformer<K> {
         cancel: CancellationToken,
     ) -> JoinHandle<Result<ShutdownReport, InformerError>> {
         SharedIndexInformer::spawn(self, cancel)
+    }
+
+    fn registrations(&self) -> Vec<Registration> {
+        SharedIndexInformer::registrations(self)
     }
 }
 
@@ -271,11 +278,18 @@ impl<P> InformerFactory<P> {
     where
         P: ListerWatcherProvider<K>,
     {
-        self.informer_with(spec, |_| {})
+        self.get_or_create(spec, None::<fn(&mut InformerConfig<K>)>, false)
     }
 
-    /// Like [`informer`](Self::informer), and `configure` adjusts the configuration if the
-    /// informer is created now (it is not called when the informer already exists).
+    /// Creates the informer for `spec` and object type `K`, with `configure` adjusting the
+    /// factory's settings (indexers, transform, queue, list/watch settings...). Fails with
+    /// [`FactoryError::AlreadyCreated`] if the factory already holds that informer (created
+    /// by an earlier [`informer`](Self::informer), a lister, or another `informer_with`),
+    /// since its configuration can no longer apply: configure informers before anything asks
+    /// for them, then get them with [`informer`](Self::informer).
+    ///
+    /// `configure` runs without the factory's lock held: it may ask the factory for other
+    /// informers.
     pub fn informer_with<K: Object>(
         &self,
         spec: InformerSpec,
@@ -284,22 +298,90 @@ impl<P> InformerFactory<P> {
     where
         P: ListerWatcherProvider<K>,
     {
+        self.get_or_create(spec, Some(configure), true)
+    }
+
+    /// The existing informer for `spec`, or a new one that `configure` adjusts (it is not
+    /// called when the informer exists). For wrappers of the factory that apply settings
+    /// of their own to every informer they create (as `informer-kube`'s factory does); a
+    /// user configuring one informer wants [`informer_with`](Self::informer_with), which
+    /// refuses to skip a configuration silently.
+    pub fn get_or_create_with<K: Object>(
+        &self,
+        spec: InformerSpec,
+        configure: impl FnOnce(&mut InformerConfig<K>),
+    ) -> Result<SharedIndexInformer<K>, FactoryError>
+    where
+        P: ListerWatcherProvider<K>,
+    {
+        self.get_or_create(spec, Some(configure), false)
+    }
+
+    /// The informer for `spec`: the existing one (an error instead if `exclusive`), else a
+    /// new one built with `configure`. The provider and `configure` (user code) run outside
+    /// the lock; if another caller created the same informer meanwhile, theirs wins (or,
+    /// if `exclusive`, the call fails).
+    fn get_or_create<K: Object>(
+        &self,
+        spec: InformerSpec,
+        configure: Option<impl FnOnce(&mut InformerConfig<K>)>,
+        exclusive: bool,
+    ) -> Result<SharedIndexInformer<K>, FactoryError>
+    where
+        P: ListerWatcherProvider<K>,
+    {
         let key = FactoryKey {
             type_id: TypeId::of::<K>(),
             spec,
         };
+        let existing =
+            |state: &FactoryState| -> Result<Option<SharedIndexInformer<K>>, FactoryError> {
+                if state.shut_down {
+                    return Err(FactoryError::ShutDown {
+                        spec: key.spec.to_string(),
+                    });
+                }
+                let found = state
+                    .entries
+                    .get(&key)
+                    .and_then(|entry| entry.typed.downcast_ref::<SharedIndexInformer<K>>())
+                    .cloned();
+                match found {
+                    Some(_) if exclusive => Err(FactoryError::AlreadyCreated {
+                        spec: key.spec.to_string(),
+                    }),
+                    found => Ok(found),
+                }
+            };
+        if let Some(informer) = existing(&self.inner.state.lock())? {
+            return Ok(informer);
+        }
+        let informer = self.build(&key.spec, configure)?;
         let mut state = self.inner.state.lock();
-        if state.shut_down {
-            return Err(FactoryError::ShutDown {
-                spec: key.spec.to_string(),
-            });
+        if let Some(theirs) = existing(&state)? {
+            return Ok(theirs);
         }
-        if let Some(entry) = state.entries.get(&key)
-            && let Some(informer) = entry.typed.downcast_ref::<SharedIndexInformer<K>>()
-        {
-            return Ok(informer.clone());
-        }
-        let spec = &key.spec;
+        state.order.push(key.clone());
+        state.entries.insert(
+            key,
+            FactoryEntry {
+                typed: Box::new(informer.clone()),
+                control: Arc::new(informer.clone()),
+                task: None,
+            },
+        );
+        Ok(informer)
+    }
+
+    /// A new informer for `spec` with the factory's settings and `configure`'s adjustments.
+    fn build<K: Object>(
+        &self,
+        spec: &InformerSpec,
+        configure: Option<impl FnOnce(&mut InformerConfig<K>)>,
+    ) -> Result<SharedIndexInformer<K>, FactoryError>
+    where
+        P: ListerWatcherProvider<K>,
+    {
         let lister_watcher =
             self.inner
                 .provider
@@ -318,25 +400,15 @@ impl<P> InformerFactory<P> {
             metrics: factory.metrics.clone(),
             ..InformerConfig::default()
         };
-        config.reflector.label_selector = spec.label_selector.clone();
-        config.reflector.field_selector = spec.field_selector.clone();
-        configure(&mut config);
-        let informer = SharedIndexInformer::new(lister_watcher, config).map_err(|source| {
-            FactoryError::Informer {
-                spec: spec.to_string(),
-                source,
-            }
-        })?;
-        state.order.push(key.clone());
-        state.entries.insert(
-            key,
-            FactoryEntry {
-                typed: Box::new(informer.clone()),
-                control: Arc::new(informer.clone()),
-                task: None,
-            },
-        );
-        Ok(informer)
+        config.list_watch.label_selector = spec.label_selector.clone();
+        config.list_watch.field_selector = spec.field_selector.clone();
+        if let Some(configure) = configure {
+            configure(&mut config);
+        }
+        SharedIndexInformer::new(lister_watcher, config).map_err(|source| FactoryError::Informer {
+            spec: spec.to_string(),
+            source,
+        })
     }
 
     /// How many informers the factory holds.
@@ -367,8 +439,19 @@ impl<P> InformerFactory<P> {
         }
     }
 
-    /// Waits until every started informer has synced, for at most `timeout`.
+    /// Waits until every started informer has synced and every handler registered on them
+    /// (when the wait begins) has handled its initial list, for at most `timeout`.
     pub async fn wait_for_cache_sync(&self, timeout: Duration) -> Result<(), CacheSyncError> {
+        self.wait_for_cache_sync_with(timeout, &[]).await
+    }
+
+    /// [`wait_for_cache_sync`](Self::wait_for_cache_sync), and also for `also` (for example
+    /// informers made outside the factory, or event streams).
+    pub async fn wait_for_cache_sync_with(
+        &self,
+        timeout: Duration,
+        also: &[&dyn SyncSource],
+    ) -> Result<(), CacheSyncError> {
         let started: Vec<Arc<dyn ErasedInformer>> = {
             let state = self.inner.state.lock();
             state
@@ -379,24 +462,12 @@ impl<P> InformerFactory<P> {
                 .map(|e| Arc::clone(&e.control))
                 .collect()
         };
-        let sources: Vec<&dyn SyncSource> = started.iter().map(|c| c.as_ref() as _).collect();
+        let registrations: Vec<Registration> =
+            started.iter().flat_map(|c| c.registrations()).collect();
+        let mut sources: Vec<&dyn SyncSource> = started.iter().map(|c| c.as_ref() as _).collect();
+        sources.extend(registrations.iter().map(|r| r as &dyn SyncSource));
+        sources.extend_from_slice(also);
         wait_for_cache_sync(timeout, &sources).await
-    }
-
-    /// The sync sources of every started informer, for [`wait_for_cache_sync`] together with
-    /// handler registrations.
-    pub fn sync_sources(&self) -> Vec<Arc<dyn SyncSource>> {
-        let state = self.inner.state.lock();
-        state
-            .order
-            .iter()
-            .filter_map(|k| state.entries.get(k))
-            .filter(|e| e.task.is_some())
-            .map(|e| {
-                let control: Arc<dyn ErasedInformer> = Arc::clone(&e.control);
-                control as Arc<dyn SyncSource>
-            })
-            .collect()
     }
 
     /// Stops every informer and waits for them (each drains its handlers within its

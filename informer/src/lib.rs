@@ -191,6 +191,7 @@ mod config;
 mod error;
 mod factory;
 mod handler;
+mod incident;
 mod listener;
 mod metrics;
 mod observability;
@@ -202,10 +203,9 @@ mod shared_informer;
 mod stream;
 mod sync;
 
-pub use cache::{CacheReader, Lister, NamespacedLister};
+pub use cache::{Lister, NamespacedLister};
 pub use config::{
-    Delivery, HandlerOptions, Incident, IncidentHook, IncidentKind, InformerConfig, QueueChoice,
-    UidChange,
+    Delivery, HandlerOptions, InformerConfig, QueueBuilder, QueueChoice, QueueWiring,
 };
 pub use error::{CacheSyncError, FactoryError, InformerError};
 pub use factory::{
@@ -213,6 +213,7 @@ pub use factory::{
     ProviderError,
 };
 pub use handler::{ClosureHandler, handler};
+pub use incident::{Incident, IncidentHook, IncidentKind};
 pub use metrics::InformerMetrics;
 pub use processor::{ShutdownReport, StuckHandler};
 pub use registration::{Registration, RegistrationId, RegistrationStats, RegistrationStatus};
@@ -226,7 +227,7 @@ pub use informer_core::{
     Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
     KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
     NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, ProcessError, Queue,
-    QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, WatchEvent,
+    QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange, WatchEvent,
     WatchOptions, WatchStream, key_of, label_index_func, labels_index_func, namespace_index_func,
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};

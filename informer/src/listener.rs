@@ -15,7 +15,7 @@ use futures::task::AtomicWaker;
 use informer_core::{Notification, Object, ResourceEventHandler};
 use parking_lot::Mutex;
 
-use crate::config::{Incident, IncidentHook, IncidentKind};
+use crate::incident::{Incident, IncidentHook, IncidentKind};
 use crate::metrics::InformerRecorder;
 use crate::observability::{lag_warning_due, warn_slow_handler};
 use crate::registration::{RegistrationShared, RegistrationStatus};

@@ -26,7 +26,7 @@ mod disabled {
     use informer_core::reflector::RestartReason;
     use informer_core::{Delta, Indexer, Object};
 
-    use crate::config::IncidentKind;
+    use crate::incident::IncidentKind;
     use crate::registration::RegistrationShared;
 
     /// Metric families to record reflectors, informers and handlers into. This build has no
@@ -116,7 +116,7 @@ mod enabled {
     use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
     use prometheus_client::registry::Registry;
 
-    use crate::config::IncidentKind;
+    use crate::incident::IncidentKind;
     use crate::registration::{RegistrationShared, RegistrationStatus};
 
     /// `name="<reflector>"`, client-go's only reflector label.

@@ -32,8 +32,8 @@ use informer_core::{
     ObjectSummary, StoreError, Tombstone,
 };
 
-use crate::config::UidChange;
 use crate::listener::panic_message;
+use informer_core::UidChange;
 
 /// Where the rules send notifications. `is_sync` marks equal-resourceVersion updates.
 pub(crate) trait Sink<K> {

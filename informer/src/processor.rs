@@ -11,7 +11,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::config::{Delivery, HandlerOptions, IncidentKind};
+use crate::config::{Delivery, HandlerOptions};
+use crate::incident::IncidentKind;
 use crate::listener::{BoxedHandler, Listener, Pushed, Reporter, deliver};
 use crate::process::Sink;
 use crate::registration::{

@@ -9,7 +9,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use informer_core::{
     Delta, Indexer, Indexers, KeyFunc, KnownObjects, ListerWatcher, NAMESPACE_INDEX, Object,
-    ProcessError, ProcessFn, Queue, QueueError, ResourceEventHandler, namespace_index_func,
+    ProcessError, ProcessFn, Queue, QueueError, ResourceEventHandler, UidChange,
+    namespace_index_func,
 };
 use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 use informer_store::IndexedStore;
@@ -17,8 +18,8 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::{CacheReader, Lister};
-use crate::config::{HandlerOptions, InformerConfig, QueueChoice, UidChange};
+use crate::cache::Lister;
+use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring};
 use crate::error::InformerError;
 use crate::listener::Reporter;
 use crate::metrics::InformerRecorder;
@@ -156,7 +157,9 @@ impl<K: Object> SharedIndexInformer<K> {
             queue,
             indexer,
             key_func,
-            mut reflector,
+            list_watch,
+            watch_error_handler,
+            seed,
             uid_change,
             shutdown_timeout,
             on_incident,
@@ -177,7 +180,7 @@ impl<K: Object> SharedIndexInformer<K> {
                             source,
                         })?;
                 }
-                indexer
+                Arc::from(indexer)
             }
             None => Arc::new(
                 IndexedStore::builder()
@@ -193,25 +196,32 @@ impl<K: Object> SharedIndexInformer<K> {
                 key_func: Arc::clone(&key_func),
                 known_objects: Some(known),
             })),
-            QueueChoice::InOrder(c) => Arc::new(InOrderFifo::new(InOrderFifoConfig {
+            QueueChoice::InOrder { max_batch_size } => {
+                Arc::new(InOrderFifo::new(InOrderFifoConfig {
+                    key_func: Arc::clone(&key_func),
+                    known_objects: Some(known),
+                    max_batch_size,
+                }))
+            }
+            QueueChoice::Custom(build) => build(QueueWiring {
                 key_func: Arc::clone(&key_func),
-                known_objects: Some(known),
-                ..c
-            })),
-            QueueChoice::Custom(q) => q,
+                known_objects: known,
+            }),
         };
-        if reflector.name.is_empty() {
-            reflector.name.clone_from(&name);
-        }
         // The reflector skips (and reports) what the queue's key function cannot key, rather
-        // than have the queue refuse a whole list.
-        reflector.key_func = Some(Arc::clone(&key_func));
-        if transform.is_some() {
-            reflector.transform = transform;
-        }
-        if reflector.metrics.is_none() {
-            reflector.metrics.clone_from(&metrics);
-        }
+        // than have the queue refuse a whole list. Its resync settings come from the
+        // handlers' periods when it starts.
+        let reflector = ReflectorConfig {
+            name: name.clone(),
+            list_watch,
+            resync_period: None,
+            should_resync: None,
+            transform,
+            key_func: Some(Arc::clone(&key_func)),
+            watch_error_handler,
+            seed,
+            metrics: metrics.clone(),
+        };
         let recorder = InformerRecorder::new(metrics.as_ref(), &name);
         recorder.track_cache(&indexer);
         let phase = Arc::new(watch::Sender::new(Phase::default()));
@@ -337,14 +347,11 @@ impl<K: Object> SharedIndexInformer<K> {
             })
     }
 
-    /// Read-only access to the cache. Only the informer's processing loop writes it.
-    pub fn reader(&self) -> CacheReader<K> {
-        CacheReader::new(Arc::clone(&self.inner.indexer))
-    }
-
-    /// A lister over the cache: selectors, namespaces, indices.
+    /// The read-only view of the cache: lookups by key, namespace and name, label
+    /// selectors, namespaces and indices. Cheap to clone; every object is the `Arc` the cache
+    /// holds.
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.reader())
+        Lister::over(Arc::clone(&self.inner.indexer))
     }
 
     /// Whether the first full list has been applied to the cache (stays true).

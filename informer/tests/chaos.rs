@@ -766,11 +766,13 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
             .unwrap(),
     );
     let errors = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let mut config = InformerConfig::<JsonObject>::default();
-    config.reflector.seed = Some(1);
+    let mut config = InformerConfig::<JsonObject> {
+        seed: Some(1),
+        ..InformerConfig::default()
+    };
     // About the watch that follows a paginated list (the default streams first since issue 10).
-    config.reflector.watch_list = informer::reflector::WatchListMode::Off;
-    config.reflector.watch_error_handler = Some(Arc::new({
+    config.list_watch.watch_list = informer::reflector::WatchListMode::Off;
+    config.watch_error_handler = Some(Arc::new({
         let errors = Arc::clone(&errors);
         move |error, context| {
             errors
@@ -790,7 +792,7 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
             .unwrap();
     }
     let converged = tokio::time::timeout(Duration::from_secs(600), async {
-        while informer.reader().len() != 3 {
+        while informer.lister().len() != 3 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     })
@@ -799,7 +801,7 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
     assert!(
         converged.is_ok(),
         "the informer never saw b and c: cache {:?}, reflector {stats:?}",
-        informer.reader().list_keys()
+        informer.lister().list_keys()
     );
     // Reported every time, and skipped: the watch goes on.
     let errors = errors.lock().clone();
@@ -833,8 +835,10 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
     const RESOURCE: &str = chaos_support::RESOURCE;
     let server = FakeApiServer::new();
     let lw = Arc::new(server.lister_watcher::<JsonObject>(RESOURCE, None).unwrap());
-    let mut config = InformerConfig::<JsonObject>::default();
-    config.reflector.seed = Some(3);
+    let config = InformerConfig::<JsonObject> {
+        seed: Some(3),
+        ..InformerConfig::default()
+    };
     let informer = SharedIndexInformer::new(lw, config).unwrap();
     let recording = Recording::new("h");
     informer.add_handler(recording.handler()).unwrap();
@@ -858,7 +862,7 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
     server.create(RESOURCE, &cm("a", "1")).unwrap();
     server.update(RESOURCE, &cm("a", "2")).unwrap();
     tokio::time::timeout(bound, async {
-        while informer.reader().len() < 2 {
+        while informer.lister().len() < 2 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
@@ -879,7 +883,7 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
     .unwrap();
 
     let expected = Expected::from_fake_server(&server, RESOURCE, None).unwrap();
-    let store = informer.reader().list();
+    let store = informer.lister().list_all();
     let result = check_convergence(&expected, &store, &[&recording], &CheckOptions::default());
     if let Err(report) = &result {
         assert!(

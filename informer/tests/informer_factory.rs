@@ -95,9 +95,9 @@ async fn the_factory_shares_one_informer_per_type_and_spec() {
     wait_for_cache_sync(Duration::from_secs(10), &[&registration])
         .await
         .unwrap();
-    assert_eq!(all.reader().len(), 2);
-    assert_eq!(in_a.reader().len(), 1);
-    assert_eq!(web.reader().len(), 1);
+    assert_eq!(all.lister().len(), 2);
+    assert_eq!(in_a.lister().len(), 1);
+    assert_eq!(web.lister().len(), 1);
     assert_eq!(log.len(), 2);
     // The selector went to the server.
     assert!(
@@ -152,10 +152,15 @@ async fn waiting_for_sync_times_out_naming_what_did_not_sync() {
     // The reflector kept retrying meanwhile.
     assert!(secrets.stats().reflector.unwrap().counters.list_failures > 1);
 
-    let sources = factory.sync_sources();
-    let refs: Vec<&dyn informer::SyncSource> = sources.iter().map(|s| s.as_ref()).collect();
+    // Waiting together with a source of one's own: both are named.
+    let pods_alone = pods.clone();
+    let err = factory
+        .wait_for_cache_sync_with(Duration::from_secs(1), &[&pods_alone])
+        .await
+        .unwrap_err();
+    assert_eq!(err.not_synced, ["secrets"]);
     assert!(
-        wait_for_cache_sync(Duration::from_secs(1), &refs)
+        wait_for_cache_sync(Duration::from_secs(1), &[&secrets])
             .await
             .is_err()
     );
@@ -252,10 +257,85 @@ async fn listers_answer_by_selector_namespace_name_and_index() {
     let a = lister.get(Some("a"), "web-0").unwrap();
     assert!(Arc::ptr_eq(
         &a,
-        &cms.reader().get_by_key("a/web-0").unwrap()
+        &cms.lister().get_by_key("a/web-0").unwrap()
     ));
 
     // Cluster-scoped objects have no namespace.
     assert!(namespaces.lister().get(None, "a").is_some());
     factory.shutdown().await;
+}
+
+/// The factory's wait covers handler registrations: it returns only once every handler
+/// registered on a started informer has handled its initial list.
+#[tokio::test(start_paused = true)]
+async fn waiting_for_sync_includes_handler_registrations() {
+    let server = FakeApiServer::new();
+    for i in 0..20 {
+        server
+            .create("configmaps", &labelled("a", &format!("cm-{i}"), &[]))
+            .unwrap();
+    }
+    let factory = InformerFactory::new(Boxed(provider(&server)), FactoryConfig::default());
+    let cms = factory
+        .informer::<JsonObject>(InformerSpec::new("configmaps"))
+        .unwrap();
+    let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    // A slow handler: each initial add takes a (virtual) second.
+    let registration = cms
+        .add_handler(informer::handler().on_add(move |_, _| {
+            std::thread::sleep(Duration::from_millis(1));
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }))
+        .unwrap();
+    factory.start();
+    factory
+        .wait_for_cache_sync(Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert!(registration.has_synced());
+    assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 20);
+    factory.shutdown().await;
+}
+
+/// `informer_with` refuses to configure an informer the factory already holds (its
+/// configuration could no longer apply), where it used to skip the closure silently; and the
+/// closure runs without the factory's lock, so it may ask the factory for other informers.
+#[tokio::test(start_paused = true)]
+async fn informer_with_refuses_an_existing_informer_and_runs_outside_the_lock() {
+    let server = FakeApiServer::new();
+    let factory = InformerFactory::new(Boxed(provider(&server)), FactoryConfig::default());
+    let first = factory
+        .informer::<JsonObject>(InformerSpec::new("pods"))
+        .unwrap();
+    let err = factory
+        .informer_with::<JsonObject>(InformerSpec::new("pods"), |config| {
+            config
+                .indexers
+                .insert("app".into(), informer::label_index_func("app"));
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, informer::FactoryError::AlreadyCreated { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("already exists"), "{err}");
+    // `informer` still hands out the existing one.
+    let again = factory
+        .informer::<JsonObject>(InformerSpec::new("pods"))
+        .unwrap();
+    assert!(first.ptr_eq(&again));
+
+    // A configure closure asking the factory for another informer (a deadlock before).
+    let inner = factory.clone();
+    let cms = factory
+        .informer_with::<JsonObject>(InformerSpec::new("configmaps"), move |config| {
+            let secrets = inner
+                .informer::<JsonObject>(InformerSpec::new("secrets"))
+                .expect("the factory answers from inside a configure closure");
+            config.name = format!("configmaps (beside {})", secrets.name());
+        })
+        .unwrap();
+    assert_eq!(cms.name(), "configmaps (beside secrets)");
+    assert_eq!(factory.len(), 3);
 }

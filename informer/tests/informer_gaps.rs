@@ -23,7 +23,7 @@ fn configs() -> Vec<(&'static str, InformerConfig<JsonObject>)> {
         (
             "InOrderFifo",
             InformerConfig {
-                queue: QueueChoice::InOrder(Default::default()),
+                queue: QueueChoice::in_order(),
                 ..InformerConfig::default()
             },
         ),

@@ -76,9 +76,9 @@ async fn an_informer_run_tells_its_story() {
             name: "pods".into(),
             // The story of a paginated list (the default streams the initial list first since
             // issue 10).
-            reflector: informer::reflector::ReflectorConfig {
+            list_watch: informer::reflector::ListWatchConfig {
                 watch_list: informer::reflector::WatchListMode::Off,
-                ..Default::default()
+                ..informer::reflector::ListWatchConfig::default()
             },
             ..InformerConfig::default()
         },

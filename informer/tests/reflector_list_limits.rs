@@ -110,14 +110,17 @@ fn reflector(
     let failures: Failures = Arc::default();
     let recorded = Arc::clone(&failures);
     let config = ReflectorConfig {
-        name: "things".into(),
-        list_limits: limits,
-        // Paginated lists are what these limits guard; the streaming default is off here.
-        watch_list: WatchListMode::Off,
-        backoff: BackoffConfig {
-            jitter: Jitter::None,
-            ..BackoffConfig::default()
+        list_watch: informer::reflector::ListWatchConfig {
+            // Paginated lists are what these limits guard; the streaming default is off here.
+            watch_list: WatchListMode::Off,
+            list_limits: limits,
+            backoff: BackoffConfig {
+                jitter: Jitter::None,
+                ..BackoffConfig::default()
+            },
+            ..informer::reflector::ListWatchConfig::default()
         },
+        name: "things".into(),
         watch_error_handler: Some(Arc::new(move |error: &Error, context| {
             recorded
                 .lock()

@@ -58,7 +58,10 @@ fn server_state(server: &FakeApiServer) -> BTreeMap<String, String> {
 /// it explicitly).
 fn list_watch() -> ReflectorConfig<JsonObject> {
     ReflectorConfig {
-        watch_list: WatchListMode::Off,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::Off,
+            ..informer::reflector::ListWatchConfig::default()
+        },
         ..ReflectorConfig::default()
     }
 }
@@ -304,7 +307,10 @@ async fn expired_continue_mid_list_restarts_as_one_full_list_at_the_original_rv(
 async fn streaming_list_ends_with_the_bookmark_and_replaces_atomically() {
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        watch_list: WatchListMode::On,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            ..list_watch().list_watch
+        },
         ..list_watch()
     };
     let rig = Rig::start_with_queue(seeded(&["a", "b", "c"]), config, Some(queue.clone()));
@@ -348,8 +354,11 @@ async fn server_ignoring_send_initial_events_falls_back_to_list_and_watch() {
     server.faults().ignore_send_initial_events(RESOURCE, true);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        watch_list: WatchListMode::On,
-        initial_events_timeout: secs(10),
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            initial_events_timeout: secs(10),
+            ..list_watch().list_watch
+        },
         ..list_watch()
     };
     let rig = Rig::start_with_queue(server, config, Some(queue.clone()));

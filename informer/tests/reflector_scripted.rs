@@ -34,9 +34,12 @@ fn ms(n: u64) -> Duration {
 /// tests set it explicitly).
 fn config() -> ReflectorConfig<JsonObject> {
     ReflectorConfig {
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::Off,
+            ..informer::reflector::ListWatchConfig::default()
+        },
         name: "test".into(),
         seed: Some(7),
-        watch_list: WatchListMode::Off,
         ..ReflectorConfig::default()
     }
 }
@@ -518,9 +521,12 @@ async fn client_go_jitter_and_exact_delays_without_jitter() {
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        backoff: BackoffConfig {
-            jitter: Jitter::None,
-            ..BackoffConfig::default()
+        list_watch: informer::reflector::ListWatchConfig {
+            backoff: BackoffConfig {
+                jitter: Jitter::None,
+                ..BackoffConfig::default()
+            },
+            ..config().list_watch
         },
         ..config()
     };
@@ -540,9 +546,12 @@ async fn short_empty_watch_backs_off() {
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        backoff: BackoffConfig {
-            jitter: Jitter::None,
-            ..BackoffConfig::default()
+        list_watch: informer::reflector::ListWatchConfig {
+            backoff: BackoffConfig {
+                jitter: Jitter::None,
+                ..BackoffConfig::default()
+            },
+            ..config().list_watch
         },
         ..config()
     };
@@ -579,7 +588,10 @@ async fn streaming_list_replaces_atomically_and_continues_as_a_watch() {
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        watch_list: WatchListMode::On,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            ..config().list_watch
+        },
         ..config()
     };
     let r = reflector(&lw, &queue, config);
@@ -628,8 +640,11 @@ async fn streaming_ignored_falls_back_to_list_after_timeout() {
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        watch_list: WatchListMode::On,
-        initial_events_timeout: secs(20),
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            initial_events_timeout: secs(20),
+            ..config().list_watch
+        },
         ..config()
     };
     let r = reflector(&lw, &queue, config);
@@ -675,7 +690,10 @@ async fn streaming_refused_falls_back_to_list_at_once() {
     ]);
     let queue = RecordingQueue::new();
     let mut config = ReflectorConfig {
-        watch_list: WatchListMode::On,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            ..config().list_watch
+        },
         ..config()
     };
     let seen = recording_handler(&mut config);
@@ -763,7 +781,10 @@ async fn streaming_list_shares_unchanged_objects_too() {
     ]))]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        watch_list: WatchListMode::On,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            ..config().list_watch
+        },
         ..config()
     };
     let r = Arc::new(Reflector::new(
@@ -792,11 +813,14 @@ async fn resync_every_period_after_first_sync_never_asking_the_server() {
     let queue = RecordingQueue::new();
     let skip_next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let config = ReflectorConfig {
-        resync_period: Some(secs(30)),
-        backoff: BackoffConfig {
-            jitter: Jitter::None,
-            ..BackoffConfig::default()
+        list_watch: informer::reflector::ListWatchConfig {
+            backoff: BackoffConfig {
+                jitter: Jitter::None,
+                ..BackoffConfig::default()
+            },
+            ..config().list_watch
         },
+        resync_period: Some(secs(30)),
         should_resync: Some(Arc::new({
             let calls = Arc::clone(&skip_next);
             // Skip the third resync.
@@ -902,9 +926,12 @@ async fn selectors_go_on_every_request() {
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        label_selector: Some("app=web".into()),
-        field_selector: Some("metadata.name=x".into()),
-        page_size: Some(2),
+        list_watch: informer::reflector::ListWatchConfig {
+            label_selector: Some("app=web".into()),
+            field_selector: Some("metadata.name=x".into()),
+            page_size: Some(2),
+            ..config().list_watch
+        },
         ..config()
     };
     let r = reflector(&lw, &queue, config);

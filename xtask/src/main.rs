@@ -21,6 +21,7 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod codegen;
 mod layering;
+mod modules;
 mod mutants;
 mod soak;
 
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
+        Some("modules") => modules::check(&workspace_root()).map(|()| println!("modules: ok")),
         Some("soak") => soak::run(&args[1..]),
         Some("mutants") => mutants::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
@@ -121,4 +123,10 @@ fn cargo_env(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
     } else {
         Err(format!("`cargo {}` failed ({status})", args.join(" ")))
     }
+}
+
+/// The workspace root (xtask's parent directory).
+pub(crate) fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
 }

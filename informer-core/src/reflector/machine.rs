@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use crate::reflector::backoff::{Backoff, BackoffConfig, unit};
+use crate::reflector::list_limits::ListLimits;
 use crate::{
     Error, ErrorClass, ListOptions, Object, ResourceVersionMatch, Status, WatchEvent, WatchOptions,
 };
@@ -22,15 +23,18 @@ pub enum WatchListMode {
     Off,
     /// One watch with `sendInitialEvents=true`; falls back to a paginated list, for that
     /// round only, when the server refuses the request or when the stream stops making
-    /// progress before its end bookmark (nothing for [`MachineConfig::initial_events_timeout`]:
+    /// progress before its end bookmark (nothing for [`ListWatchConfig::initial_events_timeout`]:
     /// a server that ignores the parameter). The next relist streams again. The default.
     #[default]
     On,
 }
 
-/// The parameters of a [`Machine`].
+/// How a reflector lists and watches: the parameters of a [`Machine`], and the bounds its
+/// driver keeps on each list. One struct, owned by whoever configures the reflector (an
+/// informer's `InformerConfig::list_watch`, a standalone reflector's config): nothing copies
+/// it field by field.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MachineConfig {
+pub struct ListWatchConfig {
     /// `limit` of list requests from any state (`resourceVersion=0`, the first list) or of
     /// consistent lists (no resourceVersion); `None` (or `Some(0)`) lists everything in one
     /// request. Lists at a specific resourceVersion (relists) ask for no limit, as client-go's
@@ -56,9 +60,13 @@ pub struct MachineConfig {
     pub min_watch_timeout: Duration,
     /// Delays between failed attempts.
     pub backoff: BackoffConfig,
+    /// Caps on one list (pages, bytes, repeated continue tokens), against a server whose
+    /// lists never end; the driver accounts each list against them. Defaults far above any
+    /// real cluster: see [`ListLimits`].
+    pub list_limits: ListLimits,
 }
 
-impl Default for MachineConfig {
+impl Default for ListWatchConfig {
     fn default() -> Self {
         Self {
             page_size: Some(500),
@@ -69,6 +77,7 @@ impl Default for MachineConfig {
             initial_events_timeout: Duration::from_secs(60),
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
+            list_limits: ListLimits::default(),
         }
     }
 }
@@ -308,9 +317,9 @@ enum State {
 ///
 /// ```
 /// use std::time::Instant;
-/// use informer_core::reflector::{Machine, MachineConfig, Next, WatchListMode};
+/// use informer_core::reflector::{Machine, ListWatchConfig, Next, WatchListMode};
 ///
-/// let config = MachineConfig { watch_list: WatchListMode::Off, ..MachineConfig::default() };
+/// let config = ListWatchConfig { watch_list: WatchListMode::Off, ..ListWatchConfig::default() };
 /// let mut machine = Machine::new(config);
 /// let now = Instant::now();
 /// let Next::List(first) = machine.start(now, 0.5) else { unreachable!() };
@@ -325,7 +334,7 @@ enum State {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Machine {
-    config: MachineConfig,
+    config: ListWatchConfig,
     backoff: Backoff,
     state: State,
     last_rv: Option<String>,
@@ -341,7 +350,7 @@ pub struct Machine {
 
 impl Machine {
     /// A machine that has done nothing yet; call [`Machine::start`].
-    pub fn new(config: MachineConfig) -> Self {
+    pub fn new(config: ListWatchConfig) -> Self {
         Self {
             backoff: Backoff::new(config.backoff.clone()),
             config,
@@ -356,7 +365,7 @@ impl Machine {
     }
 
     /// The parameters.
-    pub fn config(&self) -> &MachineConfig {
+    pub fn config(&self) -> &ListWatchConfig {
         &self.config
     }
 
@@ -686,7 +695,7 @@ impl Machine {
     }
 
     /// The streaming list's deadline ([`Machine::initial_events_deadline`]) passed before
-    /// the end bookmark: no object for [`MachineConfig::initial_events_timeout`] (a stalled
+    /// the end bookmark: no object for [`ListWatchConfig::initial_events_timeout`] (a stalled
     /// stream, or a server that ignores `sendInitialEvents`). A paginated list starts at once;
     /// the next relist streams again.
     pub fn initial_events_timed_out(&mut self, _now: Instant, random: f64) -> Next {

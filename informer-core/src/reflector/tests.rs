@@ -117,7 +117,7 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(config: MachineConfig) -> Self {
+    fn new(config: ListWatchConfig) -> Self {
         let t0 = Instant::now();
         Self {
             m: Machine::new(config),
@@ -131,7 +131,7 @@ impl Rig {
     }
 
     fn streaming() -> Self {
-        Self::new(MachineConfig {
+        Self::new(ListWatchConfig {
             watch_list: WatchListMode::On,
             ..list_watch_config()
         })
@@ -221,7 +221,7 @@ fn first_list_is_rv_zero_paginated_by_500() {
 
 #[test]
 fn continue_pages_drop_resource_version_and_match() {
-    let mut r = Rig::new(MachineConfig {
+    let mut r = Rig::new(ListWatchConfig {
         label_selector: Some("app=web".into()),
         field_selector: Some("metadata.namespace=prod".into()),
         ..list_watch_config()
@@ -275,7 +275,7 @@ fn relist_uses_last_seen_rv_not_older_than() {
 
 #[test]
 fn unpaginated_relist_sends_no_match() {
-    let mut r = Rig::new(MachineConfig {
+    let mut r = Rig::new(ListWatchConfig {
         page_size: None,
         ..list_watch_config()
     });
@@ -289,7 +289,7 @@ fn unpaginated_relist_sends_no_match() {
     assert_eq!(relist.resource_version.as_deref(), Some("10"));
     assert_eq!(relist.resource_version_match, None);
     // Page size zero means the same.
-    let mut z = Rig::new(MachineConfig {
+    let mut z = Rig::new(ListWatchConfig {
         page_size: Some(0),
         ..list_watch_config()
     });
@@ -424,7 +424,7 @@ fn watch_from_list_rv_with_bookmarks_and_random_timeout() {
         let w = watch(m.replaced(r.now, random));
         assert_eq!(w.timeout_seconds, Some(expected), "random {random}");
     }
-    let mut no_timeout = Machine::new(MachineConfig {
+    let mut no_timeout = Machine::new(ListWatchConfig {
         min_watch_timeout: Duration::ZERO,
         ..list_watch_config()
     });
@@ -1002,7 +1002,7 @@ mod properties {
             randoms in proptest::collection::vec(0.0f64..1.0, 80),
             streaming in any::<bool>(),
         ) {
-            let config = MachineConfig {
+            let config = ListWatchConfig {
                 watch_list: if streaming { WatchListMode::On } else { WatchListMode::Off },
                 ..list_watch_config()
             };
@@ -1157,16 +1157,16 @@ fn live_events_after_the_end_bookmark_of_a_streaming_list_are_resume_points() {
 
 /// The default configuration with a paginated list (most rules here are about list+watch;
 /// the default streams first since issue 10).
-fn list_watch_config() -> MachineConfig {
-    MachineConfig {
+fn list_watch_config() -> ListWatchConfig {
+    ListWatchConfig {
         watch_list: WatchListMode::Off,
-        ..MachineConfig::default()
+        ..ListWatchConfig::default()
     }
 }
 
 #[test]
 fn the_default_streams_first_as_client_go_does() {
-    let mut m = Machine::new(MachineConfig::default());
+    let mut m = Machine::new(ListWatchConfig::default());
     let Next::Watch(w) = m.start(Instant::now(), 0.5) else {
         panic!("expected a streaming watch")
     };

@@ -35,15 +35,15 @@ fn wait(next: Next) -> (Duration, Then) {
 
 /// The default configuration with a list then a watch (the default streams the initial
 /// list instead); these rules are about lists.
-fn list_watch() -> MachineConfig {
-    MachineConfig {
+fn list_watch() -> ListWatchConfig {
+    ListWatchConfig {
         watch_list: WatchListMode::Off,
-        ..MachineConfig::default()
+        ..ListWatchConfig::default()
     }
 }
 
 /// A synced machine watching from `rv`, whose first list the server answered in one page.
-fn synced(config: MachineConfig, rv: &str, now: Instant) -> Machine {
+fn synced(config: ListWatchConfig, rv: &str, now: Instant) -> Machine {
     let mut m = Machine::new(config);
     list(m.start(now, 0.5));
     m.list_succeeded(rv, None, now, 0.5);

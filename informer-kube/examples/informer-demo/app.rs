@@ -425,12 +425,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         Some(ns) => KubeListerWatcher::<Pod>::namespaced(client.clone(), ns),
         None => KubeListerWatcher::<Pod>::all(client.clone()),
     };
-    // Drop managedFields as objects are decoded (the most memory-saving place for it).
-    let lister_watcher = if args.keep_managed_fields {
-        lister_watcher
-    } else {
-        lister_watcher.with_transform(drop_managed_fields())
-    };
     let lister_watcher = Announcing {
         inner: lister_watcher,
         announced: Arc::clone(&announced),
@@ -450,9 +444,14 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         .into(),
         ..InformerConfig::default()
     };
-    config.reflector.label_selector = args.selector.clone();
+    // Drop managedFields right after each object is decoded, before it is shared (the
+    // informer's one transform point).
+    if !args.keep_managed_fields {
+        config.transform = Some(drop_managed_fields());
+    }
+    config.list_watch.label_selector = args.selector.clone();
     if args.watch_list {
-        config.reflector.watch_list = WatchListMode::On;
+        config.list_watch.watch_list = WatchListMode::On;
     }
     let informer = SharedIndexInformer::new(Arc::new(lister_watcher), config)?;
     let counts = Arc::new(EventCounts::default());
@@ -570,13 +569,11 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
     let stats = informer.stats();
     let lister = informer.lister();
     let mut by_namespace: Vec<(String, usize)> = lister
-        .reader()
         .list_index_func_values(NAMESPACE_INDEX)
         .unwrap_or_default()
         .into_iter()
         .map(|ns| {
             let n = lister
-                .reader()
                 .index_keys(NAMESPACE_INDEX, &ns)
                 .map_or(0, |k| k.len());
             (ns, n)
@@ -752,7 +749,7 @@ fn live_line(
     secs: f64,
 ) -> String {
     let stats = informer.stats();
-    let reader = informer.reader();
+    let reader = informer.lister();
     let mut top: Vec<(String, usize)> = reader
         .list_index_func_values(NAMESPACE_INDEX)
         .unwrap_or_default()

@@ -15,7 +15,7 @@
 //! | notification            | required before                                      | state after |
 //! |-------------------------|------------------------------------------------------|-------------|
 //! | `Add(new)`              | key absent; `new`'s UID never added before            | key → new   |
-//! | `Update(old, new)`      | key present, holding exactly `old`'s UID and resourceVersion; `old` and `new` share the key; same UID (unless [`UidChanges::Update`]); resourceVersion not lower | key → new |
+//! | `Update(old, new)`      | key present, holding exactly `old`'s UID and resourceVersion; `old` and `new` share the key; same UID (unless [`UidChange::Update`]); resourceVersion not lower | key → new |
 //! | `Delete(object)`        | key present with the object's UID; with recorded deletions, the object is the server's final state (same resourceVersion as the deletion) | key removed |
 //! | `Delete(tombstone)`     | key present; `last_known` is exactly the state (same UID and resourceVersion): the last thing the handler was told | key removed |
 //!
@@ -37,9 +37,9 @@
 //!   [`CheckOptions::objects_may_return`] (informers with a label selector, where objects
 //!   leave the selection and come back) a UID may be added again after its delete: each add is
 //!   then closed by exactly one delete, except the last add of an object still selected;
-//! - **(d) UID changes**: with [`UidChanges::DeleteAndAdd`] (the informer's default), an update
+//! - **(d) UID changes**: with [`UidChange::DeleteAndAdd`] (the informer's default), an update
 //!   never changes the UID: a namesake replacing a deleted object must come as delete then add.
-//!   With [`UidChanges::Update`] (client-go's behaviour) such an update counts, for rule (c), as
+//!   With [`UidChange::Update`] (client-go's behaviour) such an update counts, for rule (c), as
 //!   the deletion of the old UID and the addition of the new one.
 //!
 //! - **(e) content** (with [`check_convergence_with_content`] and digests in [`Expected`]):
@@ -88,7 +88,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use informer_core::{
-    KeyError, Notification, Object, ObjectOrTombstone, ResourceEventHandler, Status, key_of,
+    KeyError, Notification, Object, ObjectOrTombstone, ResourceEventHandler, Status, UidChange,
+    key_of,
 };
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -300,24 +301,14 @@ impl Expected {
     }
 }
 
-/// What an update that changes the UID means to the checker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum UidChanges {
-    /// It is a violation (rule d): a namesake must come as delete then add. The default, as in
-    /// the informer.
-    #[default]
-    DeleteAndAdd,
-    /// It is allowed and counts as the deletion of the old UID and the addition of the new one
-    /// (client-go's behaviour).
-    Update,
-}
-
 /// Options of [`check_convergence`]. Start from `Default`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckOptions {
-    /// How updates that change the UID are judged.
-    pub uid_changes: UidChanges,
+    /// How updates that change the UID are judged, as the informer delivers them:
+    /// [`UidChange::DeleteAndAdd`] (the default) makes such an update a violation (rule d: a
+    /// namesake must come as delete then add); [`UidChange::Update`] (client-go's behaviour)
+    /// allows it and counts it as the deletion of the old UID and the addition of the new one.
+    pub uid_changes: UidChange,
     /// Whether an object may be reported deleted and later added again under the same UID:
     /// what an informer with a label selector sees when an object leaves the selection and
     /// comes back. Then each add must be closed by one delete (except the last add of an
@@ -333,7 +324,7 @@ pub struct CheckOptions {
 impl Default for CheckOptions {
     fn default() -> Self {
         Self {
-            uid_changes: UidChanges::DeleteAndAdd,
+            uid_changes: UidChange::DeleteAndAdd,
             objects_may_return: false,
             trace_len: 12,
         }
@@ -532,9 +523,9 @@ pub struct Folded {
 pub struct UidLife {
     /// The key it lived under.
     pub key: String,
-    /// Times it was added (an update changing to it counts, with [`UidChanges::Update`]).
+    /// Times it was added (an update changing to it counts, with [`UidChange::Update`]).
     pub adds: usize,
-    /// Times it was deleted (an update changing from it counts, with [`UidChanges::Update`]).
+    /// Times it was deleted (an update changing from it counts, with [`UidChange::Update`]).
     pub deletes: usize,
 }
 
@@ -692,15 +683,7 @@ impl Folder<'_> {
                 }
                 if old_version.uid != new_version.uid {
                     match self.options.uid_changes {
-                        UidChanges::DeleteAndAdd => self.violation(
-                            Some(&key),
-                            ViolationKind::UidChangedInUpdate {
-                                index,
-                                old: old_version.clone(),
-                                new: new_version.clone(),
-                            },
-                        ),
-                        UidChanges::Update => {
+                        UidChange::Update => {
                             if let Some(uid) = old_version.uid.as_deref() {
                                 self.life(uid, &key).deletes += 1;
                             }
@@ -708,6 +691,15 @@ impl Folder<'_> {
                                 self.life(uid, &key).adds += 1;
                             }
                         }
+                        // Any mode but client-go's wants a namesake told as delete then add.
+                        _ => self.violation(
+                            Some(&key),
+                            ViolationKind::UidChangedInUpdate {
+                                index,
+                                old: old_version.clone(),
+                                new: new_version.clone(),
+                            },
+                        ),
                     }
                 }
                 self.out.state.insert(key, new_version);

@@ -382,7 +382,7 @@ fn a_uid_change_as_update_is_caught_in_uid_aware_mode() {
     // ... and counts as the deletion and the addition in client-go mode.
     let r = recording("h", ns);
     let options = CheckOptions {
-        uid_changes: UidChanges::Update,
+        uid_changes: UidChange::Update,
         ..CheckOptions::default()
     };
     let summary = check_convergence(&story_expected(), &story_store(), &[&r], &options).unwrap();

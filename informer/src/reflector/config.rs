@@ -4,9 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use informer_core::reflector::{
-    BackoffConfig, Counters, ListLimits, MachineConfig, Then, WatchListMode,
-};
+use informer_core::reflector::{Counters, ListWatchConfig, Then};
 use informer_core::{Error, ErrorClass, KeyFunc};
 
 use crate::metrics::InformerMetrics;
@@ -56,19 +54,25 @@ pub struct FailureContext<'a> {
     pub delay: Duration,
 }
 
-/// The configuration of a [`Reflector`](super::Reflector). Start from `Default`.
+/// The configuration of a [`Reflector`](super::Reflector) used on its own. Start from
+/// `Default`. How it lists and watches is [`list_watch`](Self::list_watch), the core's
+/// [`ListWatchConfig`], held once here (an informer builds its reflector from its own
+/// [`InformerConfig`](crate::InformerConfig) and never copies these fields).
 ///
 /// ```
 /// use std::sync::Arc;
 /// use std::time::Duration;
-/// use informer::reflector::{ReflectorConfig, WatchListMode};
+/// use informer::reflector::{ListWatchConfig, ReflectorConfig, WatchListMode};
 /// use informer_testing::JsonObject;
 ///
 /// let config = ReflectorConfig::<JsonObject> {
 ///     name: "configmaps".into(),
-///     watch_list: WatchListMode::On,
+///     list_watch: ListWatchConfig {
+///         watch_list: WatchListMode::On,
+///         label_selector: Some("app=web".into()),
+///         ..ListWatchConfig::default()
+///     },
 ///     resync_period: Some(Duration::from_secs(600)),
-///     label_selector: Some("app=web".into()),
 ///     transform: Some(Arc::new(|mut obj: JsonObject| {
 ///         obj.metadata.other.remove("managedFields");
 ///         obj
@@ -78,53 +82,27 @@ pub struct FailureContext<'a> {
 ///     })),
 ///     ..ReflectorConfig::default()
 /// };
-/// assert_eq!(config.page_size, Some(500));
+/// assert_eq!(config.list_watch.page_size, Some(500));
 /// ```
 pub struct ReflectorConfig<K> {
     /// A name for logs, errors and callbacks (for example the resource). Default empty.
     pub name: String,
-    /// `limit` of list requests from any state (the first list) and of consistent lists;
-    /// `None` lists in one request. Relists at a specific resourceVersion ask for no limit
-    /// (client-go's choice: the API server answers them from its watch cache) unless the
-    /// server paged the first list. Default 500.
-    pub page_size: Option<u32>,
-    /// Page every list with [`page_size`](Self::page_size), relists at a specific
-    /// resourceVersion included, as client-go does when `WatchListPageSize` is set. Default
-    /// false (relists then come from the API server's watch cache, not from etcd).
-    pub always_paginate: bool,
-    /// Streaming initial list or paginated list. Default [`WatchListMode::On`] (as client-go
-    /// since 1.35), falling back to a paginated list when the server refuses it.
-    pub watch_list: WatchListMode,
-    /// How long a streaming list may go without sending an object (or its end bookmark)
-    /// before the reflector gives it up and lists instead, for that round (a stalled stream,
-    /// or a server that ignores `sendInitialEvents`). Every object moves the deadline on: a
-    /// slow stream that keeps making progress completes however long it takes. The next
-    /// relist streams again. Default 60 s.
-    pub initial_events_timeout: Duration,
-    /// Watches ask for a `timeoutSeconds` uniformly drawn from `[min, 2 × min)`. Default 300 s.
-    pub min_watch_timeout: Duration,
+    /// How to list and watch: page size, streaming lists, selectors, watch timeouts, backoff,
+    /// list limits. Defaults as client-go's (see [`ListWatchConfig`]).
+    pub list_watch: ListWatchConfig,
     /// Calls [`Queue::resync`](informer_core::Queue::resync) this often once the first list
     /// is in; `None` (the default) never. Resync never talks to the server.
     pub resync_period: Option<Duration>,
     /// Asked before each resync; `None` always resyncs.
     pub should_resync: Option<ShouldResync>,
-    /// Delays between failed attempts: 800 ms doubling to 30 s, full jitter, reset after
-    /// 2 minutes without failures.
-    pub backoff: BackoffConfig,
-    /// `labelSelector` of every list and watch.
-    pub label_selector: Option<String>,
-    /// `fieldSelector` of every list and watch.
-    pub field_selector: Option<String>,
-    /// Caps on one list (pages, bytes, repeated continue tokens), against a server whose
-    /// lists never end. Defaults far above any real cluster: see [`ListLimits`].
-    pub list_limits: ListLimits,
-    /// Applied to every object before it is queued.
+    /// Applied to every object right after it is decoded, before it is shared and queued:
+    /// the one transform point (for example to drop `metadata.managedFields`). It must keep
+    /// the name, namespace, UID and resourceVersion.
     pub transform: Option<Transform<K>>,
     /// The key function of the queue (and the store behind it); `None` (the default) is
     /// [`key_of`](informer_core::key_of), `namespace/name`. Objects it cannot key, in a list
     /// or a watch, are reported (stage [`Stage::ListItem`] or [`Stage::Watch`]) and skipped,
-    /// so that the queue is never handed an object it would refuse. An informer sets it to
-    /// [`InformerConfig::key_func`](crate::InformerConfig::key_func).
+    /// so that the queue is never handed an object it would refuse.
     pub key_func: Option<KeyFunc<K>>,
     /// Told about every failure: failed requests, broken or undecodable streams, `ERROR`
     /// events, objects without a name. Failures are logged with `tracing` either way. A
@@ -135,44 +113,17 @@ pub struct ReflectorConfig<K> {
     /// A fixed seed makes a run against a deterministic server reproducible.
     pub seed: Option<u64>,
     /// Where to record the `reflector_*` metrics (series labelled with [`name`](Self::name));
-    /// `None` (the default) records none. Values exist only with the `metrics` feature. An
-    /// informer fills it from [`InformerConfig::metrics`](crate::InformerConfig::metrics)
-    /// when left `None`.
+    /// `None` (the default) records none. Values exist only with the `metrics` feature.
     pub metrics: Option<InformerMetrics>,
-}
-
-impl<K> ReflectorConfig<K> {
-    /// The decision parameters, for the core state machine.
-    pub fn machine_config(&self) -> MachineConfig {
-        MachineConfig {
-            page_size: self.page_size,
-            always_paginate: self.always_paginate,
-            label_selector: self.label_selector.clone(),
-            field_selector: self.field_selector.clone(),
-            watch_list: self.watch_list,
-            initial_events_timeout: self.initial_events_timeout,
-            min_watch_timeout: self.min_watch_timeout,
-            backoff: self.backoff.clone(),
-        }
-    }
 }
 
 impl<K> Default for ReflectorConfig<K> {
     fn default() -> Self {
-        let machine = MachineConfig::default();
         Self {
             name: String::new(),
-            page_size: machine.page_size,
-            always_paginate: machine.always_paginate,
-            watch_list: machine.watch_list,
-            initial_events_timeout: machine.initial_events_timeout,
-            min_watch_timeout: machine.min_watch_timeout,
+            list_watch: ListWatchConfig::default(),
             resync_period: None,
             should_resync: None,
-            backoff: machine.backoff,
-            label_selector: None,
-            field_selector: None,
-            list_limits: ListLimits::default(),
             transform: None,
             key_func: None,
             watch_error_handler: None,
@@ -186,17 +137,9 @@ impl<K> Clone for ReflectorConfig<K> {
     fn clone(&self) -> Self {
         Self {
             name: self.name.clone(),
-            page_size: self.page_size,
-            always_paginate: self.always_paginate,
-            watch_list: self.watch_list,
-            initial_events_timeout: self.initial_events_timeout,
-            min_watch_timeout: self.min_watch_timeout,
+            list_watch: self.list_watch.clone(),
             resync_period: self.resync_period,
             should_resync: self.should_resync.clone(),
-            backoff: self.backoff.clone(),
-            label_selector: self.label_selector.clone(),
-            field_selector: self.field_selector.clone(),
-            list_limits: self.list_limits,
             transform: self.transform.clone(),
             key_func: self.key_func.clone(),
             watch_error_handler: self.watch_error_handler.clone(),
@@ -210,17 +153,9 @@ impl<K> fmt::Debug for ReflectorConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReflectorConfig")
             .field("name", &self.name)
-            .field("page_size", &self.page_size)
-            .field("always_paginate", &self.always_paginate)
-            .field("watch_list", &self.watch_list)
-            .field("initial_events_timeout", &self.initial_events_timeout)
-            .field("min_watch_timeout", &self.min_watch_timeout)
+            .field("list_watch", &self.list_watch)
             .field("resync_period", &self.resync_period)
             .field("should_resync", &self.should_resync.is_some())
-            .field("backoff", &self.backoff)
-            .field("label_selector", &self.label_selector)
-            .field("field_selector", &self.field_selector)
-            .field("list_limits", &self.list_limits)
             .field("transform", &self.transform.is_some())
             .field("key_func", &self.key_func.is_some())
             .field("watch_error_handler", &self.watch_error_handler.is_some())

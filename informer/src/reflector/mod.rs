@@ -101,7 +101,8 @@ pub use config::{
     WatchErrorHandler,
 };
 pub use informer_core::reflector::{
-    BackoffConfig, Counters, Jitter, ListLimits, RestartCounts, RestartReason, Then, WatchListMode,
+    BackoffConfig, Counters, Jitter, ListLimits, ListWatchConfig, RestartCounts, RestartReason,
+    Then, WatchListMode,
 };
 
 /// Lists and watches one kind of object and feeds what it learns into a [`Queue`].
@@ -202,7 +203,7 @@ impl<K: Object> Reflector<K> {
         Self {
             recorder,
             decisions: Mutex::new(Decisions {
-                machine: Machine::new(config.machine_config()),
+                machine: Machine::new(config.list_watch.clone()),
                 rng,
             }),
             lister_watcher,
@@ -309,7 +310,7 @@ impl<K: Object> Reflector<K> {
     /// The list/watch loop. Returns only when the queue is closed.
     async fn drive(&self) {
         let mut items: Vec<Arc<K>> = Vec::new();
-        let mut budget = ListBudget::new(self.config.list_limits);
+        let mut budget = ListBudget::new(self.config.list_watch.list_limits);
         let mut list_started = tokio::time::Instant::now();
         let mut next = self.decide(|m, now, r| m.start(now, r));
         loop {
@@ -444,7 +445,7 @@ impl<K: Object> Reflector<K> {
                         tracing::warn!(
                             reflector = self.name(),
                             buffered = buffer.len(),
-                            idle = ?self.config.initial_events_timeout,
+                            idle = ?self.config.list_watch.initial_events_timeout,
                             "the streaming list made no progress (no object, no \
                              initial-events-end bookmark) within the idle limit; falling back \
                              to a paginated list for this round"

@@ -41,8 +41,8 @@ pub fn initial_flags(recordings: &[&Recording<JsonObject>]) -> Result<(), String
 
 /// The `tier` index lists exactly the cached objects carrying each tier.
 pub fn index_matches_cache(informer: &SharedIndexInformer<JsonObject>) -> Result<(), String> {
-    let reader = informer.reader();
-    let cached = reader.list();
+    let reader = informer.lister();
+    let cached = reader.list_all();
     let mut values: BTreeSet<String> = BTreeSet::new();
     for obj in &cached {
         if let Some(tier) = obj.metadata.labels.get("tier") {
@@ -289,7 +289,7 @@ pub async fn cadence_window(
         return Ok(stats);
     }
     let keys: BTreeSet<String> = informer
-        .reader()
+        .lister()
         .list_keys()
         .iter()
         .map(ToString::to_string)
@@ -375,8 +375,8 @@ pub fn idle_cache_is_the_server_at_its_resource_version(
         .map(|(key, s)| (key, (s.uid, s.rv)))
         .collect();
     let cached: std::collections::BTreeMap<String, (String, u64)> = informer
-        .reader()
-        .list()
+        .lister()
+        .list_all()
         .iter()
         .map(|o| (o.key_string(), o))
         .filter(|(key, _)| !trapped.contains(key))

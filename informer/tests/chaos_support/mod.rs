@@ -28,21 +28,22 @@ pub mod world;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures::StreamExt;
 use informer::reflector::{BackoffConfig, ReflectorStats, WatchListMode};
 use informer::{
     DeltaFifo, DeltaFifoConfig, HandlerOptions, InOrderFifo, InOrderFifoConfig, IncidentKind,
-    IndexedStore, Indexer, InformerConfig, KeyFunc, LabelSelector, ListerWatcher, NAMESPACE_INDEX,
-    ObjectOrTombstone, Queue, QueueChoice, Registration, RegistrationStatus, ResourceEventHandler,
-    SharedIndexInformer, UidChange, key_of, namespace_index_func,
+    IndexedStore, InformerConfig, KeyFunc, LabelSelector, ListerWatcher, NAMESPACE_INDEX,
+    ObjectOrTombstone, Queue, QueueBuilder, QueueChoice, QueueWiring, Registration,
+    RegistrationStatus, ResourceEventHandler, SharedIndexInformer, UidChange, key_of,
+    namespace_index_func,
 };
 use informer_testing::JsonObject;
 use informer_testing::convergence::{
-    CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording, UidChanges,
+    CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording,
     check_convergence_with_content, digest,
 };
 use informer_testing::fake::{FakeApiServer, ServerConfig, StoredObject};
@@ -582,9 +583,9 @@ async fn scenario(
     let options = CheckOptions {
         objects_may_return: plan.selector.is_some(),
         uid_changes: if plan.client_go_uid_changes {
-            UidChanges::Update
+            UidChange::Update
         } else {
-            UidChanges::DeleteAndAdd
+            UidChange::DeleteAndAdd
         },
         ..CheckOptions::default()
     };
@@ -604,7 +605,7 @@ async fn scenario(
         handlers.all().iter().map(|r| &r.recording).collect();
     checks::initial_flags(&everyone).map_err(Failure::InitialFlag)?;
     checks::index_matches_cache(&informer).map_err(Failure::Index)?;
-    let cached = informer.reader().list();
+    let cached = informer.lister().list_all();
     let transformed_checked = checks::transform_everywhere(plan.transform, &cached, &everyone)
         .map_err(Failure::Transform)? as u64;
     let with_registrations: Vec<(&Recording<JsonObject>, &Registration)> = handlers
@@ -735,7 +736,7 @@ fn check_now(
     recordings: &[&Recording<JsonObject>],
     options: &CheckOptions,
 ) -> Result<CheckSummary, Failure> {
-    let store = informer.reader().list();
+    let store = informer.lister().list_all();
     let expected = expected_state(server, plan, recorded);
     check_convergence_with_content(&expected, &store, recordings, options, &|o| digest(o))
         .map_err(Failure::Diverged)
@@ -949,7 +950,7 @@ fn spawn_sync_probes(
                     .push("the informer synced without a first list".to_owned());
                 return;
             };
-            let cache = informer.reader();
+            let cache = informer.lister();
             let in_cache = |key: &str| cache.get_by_key(key);
             let mut wrong = Vec::new();
             for (key, rv) in &first {
@@ -1102,26 +1103,33 @@ fn build_informer(
     incidents: &Arc<Mutex<Vec<(String, String)>>>,
 ) -> (SharedIndexInformer<JsonObject>, Arc<ChaosQueue>) {
     let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
-    let indexer: Arc<dyn Indexer<JsonObject>> = Arc::new(
-        IndexedStore::builder()
-            .key_func(Arc::clone(&key_func))
-            .indexer(NAMESPACE_INDEX, namespace_index_func())
-            .indexer("tier", trap.index_func())
-            .build(),
-    );
-    let known: Arc<dyn informer::KnownObjects<JsonObject>> = indexer.clone();
-    let inner: Arc<dyn Queue<JsonObject>> = match plan.in_order_batch {
-        Some(batch) => Arc::new(InOrderFifo::new(InOrderFifoConfig {
-            key_func: Arc::clone(&key_func),
-            known_objects: Some(known),
-            max_batch_size: NonZeroUsize::new(batch).unwrap_or(NonZeroUsize::MIN),
-        })),
-        None => Arc::new(DeltaFifo::new(DeltaFifoConfig {
-            key_func: Arc::clone(&key_func),
-            known_objects: Some(known),
-        })),
+    let indexer = IndexedStore::builder()
+        .key_func(Arc::clone(&key_func))
+        .indexer(NAMESPACE_INDEX, namespace_index_func())
+        .indexer("tier", trap.index_func())
+        .build();
+    // The informer builds the queue with its own key function and indexer; the wrapper is
+    // kept here too, for the checks.
+    let built: Arc<OnceLock<Arc<ChaosQueue>>> = Arc::default();
+    let queue_builder: QueueBuilder<JsonObject> = {
+        let (built, plan) = (Arc::clone(&built), plan.clone());
+        Box::new(move |wiring: QueueWiring<JsonObject>| {
+            let inner: Arc<dyn Queue<JsonObject>> = match plan.in_order_batch {
+                Some(batch) => Arc::new(InOrderFifo::new(InOrderFifoConfig {
+                    key_func: Arc::clone(&wiring.key_func),
+                    known_objects: Some(Arc::clone(&wiring.known_objects)),
+                    max_batch_size: NonZeroUsize::new(batch).unwrap_or(NonZeroUsize::MIN),
+                })),
+                None => Arc::new(DeltaFifo::new(DeltaFifoConfig {
+                    key_func: Arc::clone(&wiring.key_func),
+                    known_objects: Some(Arc::clone(&wiring.known_objects)),
+                })),
+            };
+            let queue = Arc::new(ChaosQueue::new(inner, wiring.known_objects, &plan));
+            let _ = built.set(Arc::clone(&queue));
+            queue
+        })
     };
-    let queue = Arc::new(ChaosQueue::new(inner, Arc::clone(&indexer), plan));
     let mut config = InformerConfig::<JsonObject> {
         name: format!("chaos-{}", plan.seed),
         resync_period: plan.resync.map(|p| plan.resync_time(p)),
@@ -1130,32 +1138,32 @@ fn build_informer(
         } else {
             UidChange::DeleteAndAdd
         },
-        queue: QueueChoice::Custom(Arc::clone(&queue) as Arc<dyn Queue<JsonObject>>),
-        indexer: Some(indexer),
+        queue: QueueChoice::Custom(queue_builder),
+        indexer: Some(Box::new(indexer)),
         key_func,
         ..InformerConfig::default()
     };
-    config.reflector.page_size = plan.page_size;
-    config.reflector.watch_list = if plan.streaming {
+    config.list_watch.page_size = plan.page_size;
+    config.list_watch.watch_list = if plan.streaming {
         WatchListMode::On
     } else {
         WatchListMode::Off
     };
-    config.reflector.min_watch_timeout = plan
+    config.list_watch.min_watch_timeout = plan
         .time(plan.min_watch_timeout)
         .max(Duration::from_secs(1));
-    config.reflector.initial_events_timeout = plan.time(plan.initial_events_timeout);
+    config.list_watch.initial_events_timeout = plan.time(plan.initial_events_timeout);
     let backoff = BackoffConfig::default();
-    config.reflector.backoff = BackoffConfig {
+    config.list_watch.backoff = BackoffConfig {
         initial: plan.time(backoff.initial),
         max: plan.time(backoff.max),
         reset_after: plan.time(backoff.reset_after),
         ..backoff
     };
-    config.reflector.seed = Some(plan.seed);
-    config.reflector.label_selector = plan.selector.map(str::to_owned);
+    config.seed = Some(plan.seed);
+    config.list_watch.label_selector = plan.selector.map(str::to_owned);
     let errors = Arc::clone(errors);
-    config.reflector.watch_error_handler = Some(Arc::new(move |error, context| {
+    config.watch_error_handler = Some(Arc::new(move |error, context| {
         let key = format!("{:?}/{:?}", context.stage, error.class());
         *errors.lock().entry(key).or_default() += 1;
     }));
@@ -1176,6 +1184,7 @@ fn build_informer(
     }
     let informer =
         SharedIndexInformer::new(lister_watcher, config).expect("a valid informer config");
+    let queue = Arc::clone(built.get().expect("the informer built its queue"));
     (informer, queue)
 }
 

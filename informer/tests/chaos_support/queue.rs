@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use informer::{Delta, DeltaType, Indexer, Object, Queue, QueueError, key_of};
+use informer::{Delta, DeltaType, KnownObjects, Object, Queue, QueueError, key_of};
 use informer_core::ProcessFn;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
@@ -96,7 +96,7 @@ struct State {
 /// Once told to [`hurry`](Self::hurry) (quiescence) it neither pauses nor holds back.
 pub struct ChaosQueue {
     inner: Arc<dyn Queue<JsonObject>>,
-    cache: Arc<dyn Indexer<JsonObject>>,
+    cache: Arc<dyn KnownObjects<JsonObject>>,
     clock: super::plan::Clock,
     state: Mutex<State>,
     hurry: AtomicBool,
@@ -110,7 +110,7 @@ impl ChaosQueue {
     /// Wraps `inner`, whose popped deltas end up in `cache`.
     pub fn new(
         inner: Arc<dyn Queue<JsonObject>>,
-        cache: Arc<dyn Indexer<JsonObject>>,
+        cache: Arc<dyn KnownObjects<JsonObject>>,
         plan: &Plan,
     ) -> Self {
         Self {
@@ -360,7 +360,7 @@ pub fn rv_of(obj: &JsonObject) -> u64 {
 pub fn check_first_list(
     first: &FirstList,
     removable: &HashSet<String>,
-    cache: &dyn Indexer<JsonObject>,
+    cache: &dyn KnownObjects<JsonObject>,
 ) -> Result<(), String> {
     let mut wrong = Vec::new();
     for (key, rv) in first {

@@ -332,8 +332,8 @@ async fn transforming_informer() {
     running.synced(&server).await;
     let store = || -> BTreeSet<String> {
         informer
-            .reader()
-            .list()
+            .lister()
+            .list_all()
             .iter()
             .map(|o| format!("{}:{}", obj_name(o), o.metadata.labels["generation"]))
             .collect()
@@ -423,7 +423,7 @@ async fn transforming_informer_race() {
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..5)
         .map(|i| {
-            let (reader, stop) = (informer.reader(), Arc::clone(&stop));
+            let (reader, stop) = (informer.lister(), Arc::clone(&stop));
             tokio::spawn(async move {
                 let key = format!("{NS}/pod-{i}");
                 while !stop.load(Ordering::Acquire) {
@@ -522,7 +522,7 @@ fn deleted_object_get_key() {
 struct RefusingIndexer {
     inner: IndexedStore<JsonObject>,
     failing: BTreeSet<String>,
-    stored: AtomicUsize,
+    stored: Arc<AtomicUsize>,
 }
 
 impl RefusingIndexer {
@@ -597,11 +597,12 @@ impl Indexer<JsonObject> for RefusingIndexer {
 /// (the first list, through the in-order queue); the indexer refuses `failing`. Handlers hear
 /// only what was stored; the refused ones are counted as apply errors.
 async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[&str]) {
-    let indexer = Arc::new(RefusingIndexer {
+    let stored = Arc::new(AtomicUsize::new(0));
+    let indexer = RefusingIndexer {
         inner: IndexedStore::new(),
         failing: failing.iter().map(|s| (*s).to_owned()).collect(),
-        stored: AtomicUsize::new(0),
-    });
+        stored: Arc::clone(&stored),
+    };
     let items: Vec<JsonObject> = listed
         .iter()
         .enumerate()
@@ -611,11 +612,11 @@ async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[
         Ok(list_of(items.clone(), "10"))
     });
     let mut config = InformerConfig {
-        indexer: Some(indexer.clone() as Arc<dyn Indexer<JsonObject>>),
-        queue: QueueChoice::InOrder(InOrderFifoConfig::default()),
+        indexer: Some(Box::new(indexer)),
+        queue: QueueChoice::in_order(),
         ..InformerConfig::default()
     };
-    config.reflector = list_watch_config();
+    list_then_watch(&mut config);
     let informer = SharedIndexInformer::new(source, config).unwrap();
     let received = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&received);
@@ -628,7 +629,7 @@ async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[
     assert!(informer.wait_for_sync().await);
     tokio::time::sleep(millis(100)).await;
     assert_eq!(*received.lock(), expected);
-    assert_eq!(indexer.stored.load(Ordering::Acquire), expected.len());
+    assert_eq!(stored.load(Ordering::Acquire), expected.len());
     let stats = informer.stats();
     assert_eq!(stats.apply_errors as usize, failing.len());
     assert_eq!(stats.deltas as usize, expected.len());
@@ -679,33 +680,38 @@ struct DirectQueue {
 
 impl DirectQueue {
     async fn start(source: Arc<FakeSource>, atomic: bool) -> Self {
-        let store = Arc::new(IndexedStore::<JsonObject>::new());
-        let known: Arc<dyn KnownObjects<JsonObject>> = store.clone();
-        let queue: Arc<dyn Queue<JsonObject>> = if atomic {
-            Arc::new(InOrderFifo::new(InOrderFifoConfig {
-                known_objects: Some(known),
-                ..InOrderFifoConfig::default()
-            }))
-        } else {
-            Arc::new(DeltaFifo::new(DeltaFifoConfig {
-                known_objects: Some(known),
-                ..DeltaFifoConfig::default()
-            }))
-        };
+        // The informer builds the queue with its indexer; the test keeps a handle on it, to
+        // write to it directly.
+        let built: Arc<std::sync::OnceLock<Arc<dyn Queue<JsonObject>>>> = Arc::default();
+        let slot = Arc::clone(&built);
+        let build: informer::QueueBuilder<JsonObject> = Box::new(move |wiring| {
+            let known = Some(wiring.known_objects);
+            let queue: Arc<dyn Queue<JsonObject>> = if atomic {
+                Arc::new(InOrderFifo::new(InOrderFifoConfig {
+                    known_objects: known,
+                    ..InOrderFifoConfig::default()
+                }))
+            } else {
+                Arc::new(DeltaFifo::new(DeltaFifoConfig {
+                    known_objects: known,
+                    ..DeltaFifoConfig::default()
+                }))
+            };
+            let _ = slot.set(Arc::clone(&queue));
+            queue
+        });
         let mut config = InformerConfig {
-            indexer: Some(store.clone() as Arc<dyn Indexer<JsonObject>>),
-            queue: QueueChoice::Custom(Arc::clone(&queue)),
+            queue: QueueChoice::Custom(build),
             ..InformerConfig::default()
         };
-        config.reflector = list_watch_config();
+        list_then_watch(&mut config);
         let informer = SharedIndexInformer::new(source, config).unwrap();
+        let queue = Arc::clone(built.get().expect("the informer built its queue"));
         let history: Arc<Mutex<Vec<Record>>> = Arc::default();
         let record = {
-            let (history, store) = (Arc::clone(&history), Arc::clone(&store));
+            let (history, store) = (Arc::clone(&history), informer.lister());
             move |action: &str, key: String, obj: &JsonObject| {
-                let store_rv = KnownObjects::get_by_key(store.as_ref(), &key)
-                    .map(|o| rv(&o))
-                    .unwrap_or_default();
+                let store_rv = store.get_by_key(&key).map(|o| rv(&o)).unwrap_or_default();
                 history
                     .lock()
                     .push((action.to_owned(), key, rv(obj), store_rv));
@@ -779,8 +785,8 @@ async fn replace_events(
     assert_eq!(history, expected, "atomic {atomic}");
     let store: BTreeMap<String, String> = rig
         .informer
-        .reader()
-        .list()
+        .lister()
+        .list_all()
         .iter()
         .map(|o| (key(o), rv(o)))
         .collect();
@@ -887,13 +893,13 @@ async fn reset_watch(atomic: bool) {
     let source = state_source(Arc::clone(&state));
     let mut config = InformerConfig {
         queue: if atomic {
-            QueueChoice::InOrder(InOrderFifoConfig::default())
+            QueueChoice::in_order()
         } else {
             QueueChoice::DeltaFifo
         },
         ..InformerConfig::default()
     };
-    config.reflector = list_watch_config();
+    list_then_watch(&mut config);
     let informer = SharedIndexInformer::new(source.clone(), config).unwrap();
     let log = Log::default();
     informer.add_handler(log.handler()).unwrap();

@@ -139,12 +139,15 @@ async fn reflector_backoff_delays_hold_in_real_time() {
     answers.push(Answer::Watch(Ok(vec![Step::Hang])));
     let lw = ScriptedListerWatcher::new(answers);
     let config = ReflectorConfig {
-        backoff: BackoffConfig {
-            initial: millis(100),
-            factor: 2.0,
-            max: millis(400),
-            jitter: Jitter::None,
-            ..BackoffConfig::default()
+        list_watch: informer::reflector::ListWatchConfig {
+            backoff: BackoffConfig {
+                initial: millis(100),
+                factor: 2.0,
+                max: millis(400),
+                jitter: Jitter::None,
+                ..BackoffConfig::default()
+            },
+            ..list_watch_config().list_watch
         },
         ..list_watch_config()
     };
@@ -189,7 +192,10 @@ async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
             .unwrap(),
     );
     let config = ReflectorConfig {
-        min_watch_timeout: secs(1),
+        list_watch: informer::reflector::ListWatchConfig {
+            min_watch_timeout: secs(1),
+            ..list_watch_config().list_watch
+        },
         ..list_watch_config()
     };
     let reflector = Arc::new(Reflector::new(

@@ -452,7 +452,10 @@ fn refusing_source(failures: usize) -> Arc<FakeSource> {
 async fn time_to_watch(failures: usize, backoff: BackoffConfig) -> Duration {
     let source = refusing_source(failures);
     let config = ReflectorConfig {
-        backoff,
+        list_watch: informer::reflector::ListWatchConfig {
+            backoff,
+            ..list_watch_config().list_watch
+        },
         ..list_watch_config()
     };
     let r = reflector(&source, RecordingQueue::new(), config);
@@ -528,7 +531,7 @@ async fn backoff_on_too_many_requests() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let mut config = list_watch_config();
-    let failures = record_failures(&mut config);
+    let failures = record_failures(&mut config.watch_error_handler);
     let r = scripted_reflector(&lw, RecordingQueue::new(), config);
     run_for(&r, secs(60)).await;
     let failures = failures.lock().clone();
@@ -624,7 +627,10 @@ async fn reflector_watch_list_page_size() {
         Ok(page(items, "10", token))
     });
     let config = ReflectorConfig {
-        page_size: Some(4),
+        list_watch: informer::reflector::ListWatchConfig {
+            page_size: Some(4),
+            ..list_watch_config().list_watch
+        },
         ..list_watch_config()
     };
     let r = pipeline.reflector(source.clone(), config);
@@ -804,8 +810,11 @@ async fn reflector_full_list_if_expired() {
     });
     // client-go's `WatchListPageSize = 4`: every list is paged, relists included.
     let config = ReflectorConfig {
-        page_size: Some(4),
-        always_paginate: true,
+        list_watch: informer::reflector::ListWatchConfig {
+            page_size: Some(4),
+            always_paginate: true,
+            ..list_watch_config().list_watch
+        },
         ..list_watch_config()
     };
     let rvs = source.relist_rounds(&pipeline, config, 2).await;
@@ -880,7 +889,7 @@ async fn first_watch_timeout(min: Option<Duration>) -> u32 {
     let source = FakeSource::new(|_| Ok(list_of(vec![], "10")));
     let mut config = list_watch_config();
     if let Some(min) = min {
-        config.min_watch_timeout = min;
+        config.list_watch.min_watch_timeout = min;
     }
     let r = reflector(&source, RecordingQueue::new(), config);
     let running = RunningReflector::start(&r);

@@ -411,7 +411,7 @@ async fn watch_list_expiring_an_established_watcher() {
         },
     );
     let mut config = streaming_config();
-    let failures = record_failures(&mut config);
+    let failures = record_failures(&mut config.watch_error_handler);
     let rig = Rig::new(source.clone(), config);
     let running = RunningReflector::start(&rig.reflector);
     let first = source.next_watch().await;

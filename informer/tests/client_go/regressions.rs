@@ -83,8 +83,8 @@ async fn a_list_with_an_unkeyable_object_is_applied_without_it() {
             key_func: picky_key_func(),
             ..InformerConfig::default()
         };
-        config.reflector.watch_list = mode;
-        let failures = record_failures(&mut config.reflector);
+        config.list_watch.watch_list = mode;
+        let failures = record_failures(&mut config.watch_error_handler);
         let informer = informer(&server, config);
         let running = Running::start(&informer);
         running.watching(&server).await;
@@ -117,7 +117,7 @@ async fn a_list_the_queue_refuses_is_retried_and_never_reported_synced() {
     ]);
     let queue = RefusingQueue::new(1);
     let mut config = list_watch_config();
-    let failures = record_failures(&mut config);
+    let failures = record_failures(&mut config.watch_error_handler);
     let reflector = scripted_reflector(&lw, queue.clone(), config);
     let running = RunningReflector::start(&reflector);
     tokio::time::sleep(millis(1)).await;
@@ -176,7 +176,10 @@ async fn a_slow_streaming_list_that_makes_progress_completes() {
     ]))]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        initial_events_timeout: secs(10),
+        list_watch: informer::reflector::ListWatchConfig {
+            initial_events_timeout: secs(10),
+            ..streaming_config().list_watch
+        },
         ..streaming_config()
     };
     let reflector = scripted_reflector(&lw, queue.clone(), config);
@@ -220,7 +223,10 @@ async fn a_stalled_streaming_list_falls_back_once_and_streams_again_at_the_next_
     ]);
     let queue = RecordingQueue::new();
     let config = ReflectorConfig {
-        initial_events_timeout: secs(10),
+        list_watch: informer::reflector::ListWatchConfig {
+            initial_events_timeout: secs(10),
+            ..streaming_config().list_watch
+        },
         ..streaming_config()
     };
     let reflector = scripted_reflector(&lw, queue.clone(), config);
@@ -268,7 +274,7 @@ async fn an_undecodable_watch_line_relists_instead_of_meeting_it_again() {
     ]);
     let queue = RecordingQueue::new();
     let mut config = list_watch_config();
-    let failures = record_failures(&mut config);
+    let failures = record_failures(&mut config.watch_error_handler);
     let reflector = scripted_reflector(&lw, queue.clone(), config);
     run_for(&reflector, secs(60)).await;
     let requests = lw.requests();

@@ -81,7 +81,7 @@ async fn indexer() {
     running.synced(&server).await;
     let by_label = |index: &str| -> Vec<String> {
         let mut names: Vec<String> = informer
-            .reader()
+            .lister()
             .by_index(index, "a")
             .unwrap()
             .iter()
@@ -103,7 +103,7 @@ async fn indexer() {
     assert_eq!(by_label("labels-again"), ["pod1", "pod3"]);
     for index in ["labels", "labels-again"] {
         let values: BTreeSet<String> = informer
-            .reader()
+            .lister()
             .list_index_func_values(index)
             .unwrap()
             .into_iter()
@@ -267,8 +267,8 @@ async fn shared_informer_watch_disruption() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let mut config = one_second_resync();
-    config.reflector.watch_list = informer::reflector::WatchListMode::Off;
-    config.reflector.seed = Some(7);
+    config.list_watch.watch_list = informer::reflector::WatchListMode::Off;
+    config.seed = Some(7);
     let informer = SharedIndexInformer::new(lw.clone(), config).unwrap();
     let no_resync = Log::default();
     let resync = Log::default();
@@ -317,8 +317,8 @@ async fn shared_informer_watch_disruption() {
 async fn shared_informer_error_handling() {
     let source = FakeSource::new(|_| Err(api(Status::failure(403, "Forbidden", "Access Denied"))));
     let mut config = one_second_resync();
-    config.reflector = list_watch_config();
-    let failures = record_failures(&mut config.reflector);
+    list_then_watch(&mut config);
+    let failures = record_failures(&mut config.watch_error_handler);
     let informer = SharedIndexInformer::new(source, config).unwrap();
     let running = Running::start(&informer);
     eventually("the error handler is called", || {

@@ -29,17 +29,30 @@ pub fn millis(n: u64) -> Duration {
 /// `WatchListClient` gate off).
 pub fn list_watch_config() -> ReflectorConfig<JsonObject> {
     ReflectorConfig {
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::Off,
+            ..informer::reflector::ListWatchConfig::default()
+        },
         name: "test".into(),
         seed: Some(7),
-        watch_list: WatchListMode::Off,
         ..ReflectorConfig::default()
     }
+}
+
+/// An informer's share of [`list_watch_config`]: paginated list then watch, the fixed seed.
+pub fn list_then_watch(config: &mut informer::InformerConfig<JsonObject>) {
+    let reflector = list_watch_config();
+    config.list_watch = reflector.list_watch;
+    config.seed = reflector.seed;
 }
 
 /// The same with the streaming initial list (client-go with the gate on).
 pub fn streaming_config() -> ReflectorConfig<JsonObject> {
     ReflectorConfig {
-        watch_list: WatchListMode::On,
+        list_watch: informer::reflector::ListWatchConfig {
+            watch_list: WatchListMode::On,
+            ..list_watch_config().list_watch
+        },
         ..list_watch_config()
     }
 }
@@ -58,10 +71,10 @@ pub struct Failure {
 pub type Failures = Arc<Mutex<Vec<Failure>>>;
 
 /// Installs a watch-error handler recording every failure.
-pub fn record_failures(config: &mut ReflectorConfig<JsonObject>) -> Failures {
+pub fn record_failures(handler: &mut Option<informer::reflector::WatchErrorHandler>) -> Failures {
     let seen: Failures = Arc::default();
     let sink = Arc::clone(&seen);
-    config.watch_error_handler = Some(Arc::new(move |error: &Error, cx: &FailureContext<'_>| {
+    *handler = Some(Arc::new(move |error: &Error, cx: &FailureContext<'_>| {
         sink.lock().push(Failure {
             stage: cx.stage,
             class: error.class(),

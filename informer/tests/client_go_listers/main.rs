@@ -14,8 +14,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use informer::{
-    CacheReader, InformerConfig, KeyFunc, LabelSelector, Lister, NAMESPACE_INDEX, Object,
-    ObjectKey, SharedIndexInformer, Store,
+    InformerConfig, KeyFunc, LabelSelector, Lister, NAMESPACE_INDEX, Object, ObjectKey,
+    SharedIndexInformer, Store,
 };
 use informer_store::IndexedStore;
 use informer_support::Running;
@@ -23,7 +23,7 @@ use informer_testing::JsonObject;
 use informer_testing::fake::FakeApiServer;
 
 fn lister_over(store: IndexedStore<JsonObject>) -> Lister<JsonObject> {
-    Lister::new(CacheReader::new(Arc::new(store)))
+    Lister::new(store)
 }
 
 fn keys(objects: &[Arc<JsonObject>]) -> BTreeSet<String> {
@@ -137,10 +137,7 @@ fn cluster_scoped_objects_are_indexed_under_the_empty_namespace() {
         keys(&lister.by_index(NAMESPACE_INDEX, "").unwrap()),
         BTreeSet::from(["node-1", "node-2"].map(str::to_owned))
     );
-    let mut namespaces = lister
-        .reader()
-        .list_index_func_values(NAMESPACE_INDEX)
-        .unwrap();
+    let mut namespaces = lister.list_index_func_values(NAMESPACE_INDEX).unwrap();
     namespaces.sort();
     assert_eq!(namespaces, ["", "a", "b"]);
     // Gets by namespace and name still tell the two apart.

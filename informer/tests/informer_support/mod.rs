@@ -319,8 +319,8 @@ pub fn cache_state(
     informer: &SharedIndexInformer<JsonObject>,
 ) -> BTreeMap<String, (String, String)> {
     informer
-        .reader()
-        .list()
+        .lister()
+        .list_all()
         .iter()
         .map(|o| (key(o), (rv(o), uid(o))))
         .collect()
@@ -343,7 +343,7 @@ pub fn informer(
     if config.name.is_empty() {
         config.name = RESOURCE.into();
     }
-    config.reflector.seed = Some(7);
+    config.seed = Some(7);
     SharedIndexInformer::new(lw, config).unwrap()
 }
 
