@@ -65,7 +65,10 @@
 //! were allowed, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"` at the snapshot's
 //! resourceVersion. Bookmarks go only to watchers that asked (`allowWatchBookmarks`): about
 //! once a minute ([`ServerConfig::bookmark_interval`]), 2 s before the watch's timeout, and on
-//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally. Selectors work
+//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally: unset or 0
+//! means no timeout, a negative value ends the watch at once (as on the real server, whose
+//! deadline is then already past), and a value too far away for the clock saturates (at
+//! about 30 years) instead of overflowing. Selectors work
 //! like the watch cache's: an object leaving the selection is sent as `DELETED`, one entering
 //! it as `ADDED`.
 //!

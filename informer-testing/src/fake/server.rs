@@ -20,7 +20,9 @@ use super::faults::{FaultState, Faults, Scope};
 use super::lister_watcher::FakeListerWatcher;
 use super::object::Clock;
 use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
-use super::watch::{Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec};
+use super::watch::{
+    Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec, later,
+};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
 
 /// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
@@ -501,10 +503,7 @@ impl FakeApiServer {
             },
             (_, Some(rv)) => StartMode::After(rv),
         };
-        let timeout = query
-            .timeout_seconds
-            .filter(|t| *t > 0)
-            .map(|t| Duration::from_secs(u64::try_from(t).unwrap_or(0)));
+        let timeout = watch_timeout(query.timeout_seconds);
         let drop_after = self.shared.faults.lock().take_drop_after(&target.def);
         let spec = WatcherSpec {
             res: target.res,
@@ -512,7 +511,8 @@ impl FakeApiServer {
             allow_bookmarks: query.allow_watch_bookmarks,
             timeout,
             drop_after,
-            wait_for: requested.map(|rv| (rv, Instant::now() + self.shared.config.too_large_wait)),
+            wait_for: requested
+                .map(|rv| (rv, later(Instant::now(), self.shared.config.too_large_wait))),
             mode,
         };
         let watcher = {
@@ -550,7 +550,7 @@ impl FakeApiServer {
 
     async fn wait_for_rv(&self, rv: u64) -> Result<(), Status> {
         let mut rx = self.shared.store.lock().rv_tx.subscribe();
-        let deadline = Instant::now() + self.shared.config.too_large_wait;
+        let deadline = later(Instant::now(), self.shared.config.too_large_wait);
         loop {
             let current = *rx.borrow_and_update();
             if current >= rv {
@@ -1041,4 +1041,35 @@ fn to_body<T: Serialize + ?Sized>(object: &T) -> Result<Value, Status> {
 fn parse_rv(text: &str) -> Result<u64, Status> {
     text.parse::<u64>()
         .map_err(|_| status::bad_request(format!("invalid resource version: {text:?}")))
+}
+
+/// How long a watch with this `timeoutSeconds` lasts. Unset or 0: no timeout (the real
+/// server picks 30 to 60 minutes). Negative: none at all, the watch ends at once, as on the
+/// real server, whose watch deadline is then already past. Any positive value works: one too
+/// far away for the clock saturates to about 30 years (the real server's Go arithmetic would
+/// overflow).
+fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
+    match seconds {
+        None | Some(0) => None,
+        Some(t) if t < 0 => Some(Duration::ZERO),
+        Some(t) => Some(Duration::from_secs(t.unsigned_abs())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_timeouts_saturate_and_negative_ends_at_once() {
+        assert_eq!(watch_timeout(None), None);
+        assert_eq!(watch_timeout(Some(0)), None);
+        assert_eq!(watch_timeout(Some(-1)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(i64::MIN)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(300)), Some(Duration::from_secs(300)));
+        assert_eq!(
+            watch_timeout(Some(i64::MAX)),
+            Some(Duration::from_secs(i64::MAX.unsigned_abs()))
+        );
+    }
 }
