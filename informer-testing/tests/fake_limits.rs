@@ -1,10 +1,64 @@
-//! Fake API server: the engine's own limits. Watch timeouts of any size.
+//! Fake API server: the engine's own limits. resourceVersions that stop instead of wrapping,
+//! watch timeouts of any size.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::Duration;
 
-use informer_testing::fake::{FakeApiServer, Query, WatchFrame};
-use serde_json::json;
+use informer_testing::fake::{FakeApiServer, MAX_RESOURCE_VERSION, Query, WatchFrame};
+use serde_json::{Value, json};
+
+fn config_map(name: &str, data_bytes: usize) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "a"},
+        "data": {"blob": "x".repeat(data_bytes)},
+    })
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn resource_versions_stop_at_the_maximum_instead_of_wrapping() {
+    let server = FakeApiServer::new();
+    assert_eq!(MAX_RESOURCE_VERSION, i64::MAX as u64);
+    let beyond = server
+        .set_next_resource_version(MAX_RESOURCE_VERSION + 1)
+        .unwrap_err();
+    assert_eq!(beyond.code, 400, "{beyond:?}");
+    assert!(beyond.message.contains("at most"), "{}", beyond.message);
+    server
+        .set_next_resource_version(MAX_RESOURCE_VERSION)
+        .unwrap();
+    let last = server.create("configmaps", &config_map("last", 1)).unwrap();
+    assert_eq!(last.resource_version(), MAX_RESOURCE_VERSION);
+    // Every kind of write now fails with a 500 naming the cause, and changes nothing.
+    let create = server
+        .create("configmaps", &config_map("one-more", 1))
+        .unwrap_err();
+    let update = server
+        .patch(
+            "configmaps",
+            Some("a"),
+            "last",
+            &json!({"data": {"blob": "y"}}),
+        )
+        .unwrap_err();
+    let delete = server.delete("configmaps", Some("a"), "last").unwrap_err();
+    for s in [&create, &update, &delete] {
+        assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"), "{s:?}");
+        assert!(
+            s.message.contains("resourceVersion exhausted"),
+            "{}",
+            s.message
+        );
+    }
+    assert_eq!(server.resource_version(), MAX_RESOURCE_VERSION);
+    let objects = server.objects("configmaps", Some("a")).unwrap();
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0].resource_version(), MAX_RESOURCE_VERSION);
+    // A no-op update needs no resourceVersion and still succeeds.
+    let same = server.update("configmaps", &last.to_value()).unwrap();
+    assert_eq!(same.resource_version(), MAX_RESOURCE_VERSION);
+}
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn watch_timeouts_of_any_size_never_panic() {

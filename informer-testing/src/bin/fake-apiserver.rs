@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use informer_testing::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
-use informer_testing::fake::{FakeApiServer, HistoryConfig, ServerConfig};
+use informer_testing::fake::{FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, ServerConfig};
 use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig, served_summary};
 
 /// A fake Kubernetes API server with real list/watch semantics (resourceVersions, history,
@@ -61,8 +61,9 @@ struct Args {
     /// Seconds between bookmarks to watchers that asked for them.
     #[arg(long, default_value_t = 60.0)]
     bookmark_interval: f64,
-    /// The resourceVersion before the first write.
-    #[arg(long, default_value_t = 0)]
+    /// The resourceVersion before the first write (at most 9223372036854775806: writes stop
+    /// at 9223372036854775807 rather than wrap).
+    #[arg(long, default_value_t = 0, value_parser = parse_initial_rv)]
     initial_resource_version: u64,
     /// Let clients create objects in namespaces that do not exist. By default such a create
     /// is a 404, as on a real server (whose namespace lifecycle admission refuses it). The
@@ -102,6 +103,17 @@ fn parse_seed(text: &str) -> Result<(usize, usize), String> {
         }
     }
     Ok((pods, configmaps))
+}
+
+fn parse_initial_rv(text: &str) -> Result<u64, String> {
+    let rv: u64 = text.parse().map_err(|e| format!("{e}"))?;
+    if rv >= MAX_RESOURCE_VERSION {
+        return Err(format!(
+            "must be below {MAX_RESOURCE_VERSION}, the largest resourceVersion (leave room for \
+             a write)"
+        ));
+    }
+    Ok(rv)
 }
 
 fn seconds(name: &str, s: f64) -> Result<Duration, String> {
@@ -250,6 +262,18 @@ mod tests {
         assert!(parse_seed("secrets=1").is_err());
         assert!(parse_seed("pods").is_err());
         assert!(parse_seed("pods=x").is_err());
+    }
+
+    #[test]
+    fn the_initial_resource_version_leaves_room_for_a_write() {
+        assert_eq!(parse_initial_rv("0"), Ok(0));
+        assert_eq!(
+            parse_initial_rv("9223372036854775806"),
+            Ok(MAX_RESOURCE_VERSION - 1)
+        );
+        assert!(parse_initial_rv("9223372036854775807").is_err());
+        assert!(parse_initial_rv("18446744073709551615").is_err());
+        assert!(parse_initial_rv("-1").is_err());
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! resources, and produces exactly one history event. Updates that change nothing are skipped
 //! like on the real server (no new resourceVersion, no event).
 //! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
-//! written).
+//! written). The counter never wraps: it stops at [`MAX_RESOURCE_VERSION`] (`i64::MAX`, as
+//! etcd's revisions are signed 64-bit integers), and a write that would need a
+//! resourceVersion past it fails with 500 `InternalError` (`resourceVersion exhausted`).
 //!
 //! **Objects.** Each object version is serialized once ([`StoredObject`]: JSON bytes with
 //! `metadata.resourceVersion` set, plus the parsed metadata that selection needs) and shared
@@ -232,5 +234,5 @@ pub use patch::merge_patch;
 pub use query::Query;
 pub use resource::ResourceDef;
 pub use server::{FakeApiServer, ListResponse, ServerConfig, Target};
-pub use store::{DeleteOutcome, HistoryConfig, Preconditions};
+pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
 pub use watch::{WatchFrame, WatchSubscription};

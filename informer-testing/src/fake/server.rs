@@ -266,7 +266,8 @@ impl FakeApiServer {
     // ----- Resources -------------------------------------------------------------------
 
     /// Registers a resource (a CRD). Registering the same definition twice is a no-op; a
-    /// different definition for the same group and plural is a 409.
+    /// different definition for the same group and plural is a 409; names that break the
+    /// real server's grammars are a 422 (see [`ResourceDef::validate`]).
     pub fn register(&self, def: ResourceDef) -> Result<(), Status> {
         self.shared.store.lock().register(def).map(|_| ())
     }
@@ -902,7 +903,10 @@ impl FakeApiServer {
     }
 
     /// Makes the next write get resourceVersion `next`, which must be above the current one:
-    /// a jump, as when other resources are written in the same etcd.
+    /// a jump, as when other resources are written in the same etcd. `next` may be at most
+    /// [`MAX_RESOURCE_VERSION`](super::MAX_RESOURCE_VERSION) (400 otherwise); once a write has
+    /// that resourceVersion, every further write fails with 500 `InternalError` instead of
+    /// wrapping around.
     pub fn set_next_resource_version(&self, next: u64) -> Result<(), Status> {
         self.shared.store.lock().set_next_rv(next)
     }

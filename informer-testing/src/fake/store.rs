@@ -377,6 +377,10 @@ pub(crate) struct Store {
     clock: Clock,
 }
 
+/// The largest resourceVersion the server hands out: etcd's revisions (which the real
+/// server's resourceVersions are) are 64-bit signed integers.
+pub const MAX_RESOURCE_VERSION: u64 = i64::MAX.unsigned_abs();
+
 const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl Store {
@@ -399,6 +403,7 @@ impl Store {
     }
 
     pub(crate) fn register(&mut self, def: ResourceDef) -> Result<usize, Status> {
+        def.validate()?;
         if let Some(i) = self
             .resources
             .iter()
@@ -435,7 +440,8 @@ impl Store {
         self.history = history;
     }
 
-    /// Makes the next write get `next` (which must be above the current resourceVersion).
+    /// Makes the next write get `next` (which must be above the current resourceVersion and
+    /// at most [`MAX_RESOURCE_VERSION`]).
     pub(crate) fn set_next_rv(&mut self, next: u64) -> Result<(), Status> {
         if next <= self.rv {
             return Err(status::bad_request(format!(
@@ -443,9 +449,31 @@ impl Store {
                 self.rv
             )));
         }
+        if next > MAX_RESOURCE_VERSION {
+            return Err(status::bad_request(format!(
+                "the next resourceVersion must be at most {MAX_RESOURCE_VERSION} (etcd's \
+                 revisions are 64-bit signed integers), got {next}"
+            )));
+        }
         self.rv = next - 1;
         self.rv_tx.send_replace(self.rv);
         Ok(())
+    }
+
+    /// The resourceVersion the next write gets; a 500 `InternalError` once the counter has
+    /// reached [`MAX_RESOURCE_VERSION`] (the store never wraps around).
+    fn next_rv(&self) -> Result<u64, Status> {
+        self.rv
+            .checked_add(1)
+            .filter(|next| *next <= MAX_RESOURCE_VERSION)
+            .ok_or_else(|| {
+                status::internal_error(&format!(
+                    "resourceVersion exhausted: the current resourceVersion {} is the largest \
+                     this server hands out ({MAX_RESOURCE_VERSION}), so no further write is \
+                     possible",
+                    self.rv
+                ))
+            })
     }
 
     /// Drops every event at or below `rv` in every resource.
@@ -565,7 +593,7 @@ impl Store {
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
         }
-        let rv = self.rv + 1;
+        let rv = self.next_rv()?;
         let uid = self.new_uid();
         set_meta(&mut body, "name", Value::String(name));
         set_meta(&mut body, "uid", Value::String(uid));
@@ -690,7 +718,7 @@ impl Store {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);
         }
-        let rv = self.rv + 1;
+        let rv = self.next_rv()?;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         let kind = if obj.is_deleting() && !obj.has_finalizers() {
@@ -755,11 +783,11 @@ impl Store {
         {
             return Err(status::conflict(&def, name));
         }
-        let rv = self.rv + 1;
+        if existing.has_finalizers() && existing.is_deleting() {
+            return Ok(DeleteOutcome::Finalizing(existing));
+        }
+        let rv = self.next_rv()?;
         if existing.has_finalizers() {
-            if existing.is_deleting() {
-                return Ok(DeleteOutcome::Finalizing(existing));
-            }
             let mut value = existing.to_value();
             set_meta(
                 &mut value,

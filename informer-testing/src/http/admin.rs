@@ -179,7 +179,16 @@ async fn resource_version(State(app): State<App>, body: Bytes) -> Answer {
     let current = app.server.resource_version();
     let next = match (b.next, b.advance_by) {
         (Some(n), None) => n,
-        (None, Some(by)) => current.saturating_add(by).saturating_add(1),
+        (None, Some(by)) => current
+            .checked_add(by)
+            .and_then(|rv| rv.checked_add(1))
+            .ok_or_else(|| {
+                status::bad_request(format!(
+                    "advanceBy {by} from {current} leaves no room for a write (the largest \
+                     resourceVersion is {})",
+                    crate::fake::MAX_RESOURCE_VERSION
+                ))
+            })?,
         _ => {
             return Err(
                 status::bad_request("give exactly one of \"next\" and \"advanceBy\"").into(),
@@ -291,7 +300,7 @@ fn to_status(value: Option<&Value>, current_rv: u64) -> Result<Status, AdminErro
         429 => status::too_many_requests(spec.retry_after_seconds.unwrap_or(1)),
         410 => status::expired(status::LIST_EXPIRED_MESSAGE),
         500 => status::internal_error("injected by the fake API server"),
-        504 => status::resource_version_too_large(current_rv + 1, current_rv),
+        504 => status::resource_version_too_large(current_rv.saturating_add(1), current_rv),
         404 => status::resource_not_found(),
         400 => status::bad_request("injected by the fake API server"),
         c if (400..600).contains(&c) => Status::failure(c, "", "injected by the fake API server"),
