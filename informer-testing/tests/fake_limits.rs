@@ -1,10 +1,12 @@
 //! Fake API server: the engine's own limits. resourceVersions that stop instead of wrapping,
-//! watch timeouts of any size.
+//! history bounded by bytes, watch timeouts of any size.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::Duration;
 
-use informer_testing::fake::{FakeApiServer, MAX_RESOURCE_VERSION, Query, WatchFrame};
+use informer_testing::fake::{
+    FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, Query, ServerConfig, WatchFrame,
+};
 use serde_json::{Value, json};
 
 fn config_map(name: &str, data_bytes: usize) -> Value {
@@ -58,6 +60,84 @@ async fn resource_versions_stop_at_the_maximum_instead_of_wrapping() {
     // A no-op update needs no resourceVersion and still succeeds.
     let same = server.update("configmaps", &last.to_value()).unwrap();
     assert_eq!(same.resource_version(), MAX_RESOURCE_VERSION);
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn history_is_bounded_by_bytes_across_resources() {
+    const MAX: usize = 1 << 20;
+    let server = FakeApiServer::with_config(ServerConfig {
+        history_max_bytes: MAX,
+        ..ServerConfig::default()
+    });
+    assert_eq!(server.history_bytes(), 0);
+    let pod = server
+        .create(
+            "pods",
+            &json!({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "p", "namespace": "a", "annotations": {"pad": "x".repeat(100_000)}}}),
+        )
+        .unwrap();
+    let mut sizes = vec![pod.bytes().len()];
+    assert_eq!(server.history_bytes(), sizes[0]);
+    // 300 KB config maps: the bound keeps three of them, dropping the oldest events first,
+    // the pod's included.
+    let mut created = Vec::new();
+    for i in 0..8 {
+        let o = server
+            .create("configmaps", &config_map(&format!("c{i}"), 300_000))
+            .unwrap();
+        sizes.push(o.bytes().len());
+        created.push(o);
+        assert!(server.history_bytes() <= MAX, "{}", server.history_bytes());
+    }
+    let kept: usize = created[5..].iter().map(|o| o.bytes().len()).sum();
+    assert_eq!(server.history_bytes(), kept);
+    assert_eq!(
+        server.oldest_resource_version("configmaps").unwrap(),
+        created[4].resource_version()
+    );
+    assert_eq!(
+        server.oldest_resource_version("pods").unwrap(),
+        pod.resource_version()
+    );
+    // A watcher behind the dropped events gets 410, as for the other bounds.
+    let target = server.target("configmaps", Some("a")).unwrap();
+    let query = Query {
+        watch: true,
+        resource_version: Some(created[0].resource_version().to_string()),
+        ..Query::default()
+    };
+    let mut watch = server.watch(&target, &query).await.unwrap();
+    match watch.next().await {
+        Some(WatchFrame::Error(s)) => assert_eq!(s.code, 410, "{s:?}"),
+        other => panic!("expected ERROR 410, got {other:?}"),
+    }
+    // One object larger than the bound: only its own event stays (the newest event of the
+    // resource written is always kept, so caught-up watchers still see it).
+    let huge = server
+        .create("configmaps", &config_map("huge", 2 * MAX))
+        .unwrap();
+    assert_eq!(server.history_bytes(), huge.bytes().len());
+    // Deletes carry the last state: accounted like any event. Count eviction frees bytes too.
+    server.set_history(HistoryConfig {
+        min_events: 0,
+        max_events: 1,
+        min_age: Duration::ZERO,
+    });
+    let deleted = server.delete("configmaps", Some("a"), "c7").unwrap();
+    assert_eq!(server.history_bytes(), deleted.object().bytes().len());
+    // Lowering the bound applies at once (with no write to keep, down to nothing);
+    // compaction frees everything too.
+    server.set_history_max_bytes(0);
+    assert_eq!(server.history_bytes(), 0);
+    server.set_history(HistoryConfig::default());
+    server.set_history_max_bytes(MAX);
+    server
+        .create("configmaps", &config_map("small", 10))
+        .unwrap();
+    assert!(server.history_bytes() > 0);
+    server.compact_all();
+    assert_eq!(server.history_bytes(), 0);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]

@@ -1,5 +1,6 @@
 //! HTTP front end: what keeps the server safe from its clients: inputs that used to panic
-//! or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names).
+//! or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names), and the
+//! history's byte bound over the admin API.
 #![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
@@ -166,4 +167,29 @@ async fn registered_resource_names_follow_the_real_grammars() {
     )
     .await;
     assert_eq!(ok.status, 201, "{}", ok.body);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_history_byte_bound_over_the_admin_api() {
+    let (server, http) = start().await;
+    let put = send(
+        &http,
+        Method::PUT,
+        "/_fake/history",
+        Some(("application/json", &json!({"maxBytes": 10_000}))),
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    let mut last = 0;
+    for i in 0..5 {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("c{i}"), "namespace": "a"},
+                        "data": {"blob": "x".repeat(4_000)}});
+        last = server.create("configmaps", &cm).unwrap().bytes().len();
+    }
+    let state = get(&http, "/_fake/state").await;
+    let bytes = state.body["historyBytes"].as_u64().unwrap();
+    assert!(bytes <= 10_000, "{bytes}");
+    assert!(bytes >= last as u64, "{bytes}");
+    assert_eq!(bytes, server.history_bytes() as u64);
 }

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use informer_testing::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
-use informer_testing::fake::{FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, ServerConfig};
+use informer_testing::fake::{
+    DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, ServerConfig,
+};
 use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig, served_summary};
 
 /// A fake Kubernetes API server with real list/watch semantics (resourceVersions, history,
@@ -58,6 +60,10 @@ struct Args {
     /// History window: events younger than this many seconds are kept.
     #[arg(long, default_value_t = HistoryConfig::default().min_age.as_secs_f64())]
     history_min_age: f64,
+    /// History bound over all resources, in bytes of the object versions the events carry:
+    /// beyond it the oldest events are dropped (watchers behind them get ERROR 410).
+    #[arg(long, default_value_t = DEFAULT_HISTORY_MAX_BYTES, value_name = "BYTES")]
+    history_max_bytes: usize,
     /// Seconds between bookmarks to watchers that asked for them.
     #[arg(long, default_value_t = 60.0)]
     bookmark_interval: f64,
@@ -145,6 +151,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             max_events: args.history_max_events,
             min_age: seconds("history-min-age", args.history_min_age)?,
         },
+        history_max_bytes: args.history_max_bytes,
         bookmark_interval: seconds("bookmark-interval", args.bookmark_interval)?,
         initial_resource_version: args.initial_resource_version,
         require_namespaces: !args.allow_missing_namespaces,

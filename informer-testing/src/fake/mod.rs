@@ -38,7 +38,11 @@
 //! **History window.** Per resource, a history of events that watchers read, each with its own
 //! cursor; writers never wait for watchers. The window follows the API server's watch cache
 //! ([`HistoryConfig`]: at least 100 events, everything younger than 75 s, at most 102,400),
-//! trimmed when events are added. [`FakeApiServer::compact`] drops history up to a
+//! trimmed when events are added. The history of all resources together is also bounded by
+//! bytes ([`ServerConfig::history_max_bytes`], default 256 MiB, the serialized size of the
+//! object version each event carries; [`FakeApiServer::history_bytes`]): beyond it the
+//! oldest events go first, whatever the window says, except the newest event of the
+//! resource just written. [`FakeApiServer::compact`] drops history up to a
 //! resourceVersion in every resource, as etcd compaction does. Below the window:
 //!
 //! - a watch from an older resourceVersion gets HTTP 200 then `ERROR` 410
@@ -233,6 +237,6 @@ pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;
 pub use resource::ResourceDef;
-pub use server::{FakeApiServer, ListResponse, ServerConfig, Target};
+pub use server::{DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, ListResponse, ServerConfig, Target};
 pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
 pub use watch::{WatchFrame, WatchSubscription};

@@ -25,11 +25,23 @@ use super::watch::{
 };
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
 
+/// The default of [`ServerConfig::history_max_bytes`]: 256 MiB.
+pub const DEFAULT_HISTORY_MAX_BYTES: usize = 256 << 20;
+
 /// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// How much history is kept (the watch cache's window).
     pub history: HistoryConfig,
+    /// A bound on the bytes the history of every resource together accounts for (the
+    /// serialized size of the object version each event carries), default 256 MiB. Beyond
+    /// it the oldest events are dropped, across resources, whatever [`HistoryConfig`] says
+    /// (watchers that had not read them get `ERROR` 410, as for the other bounds); the newest
+    /// event of the resource just written is always kept. Without it, a few huge objects
+    /// written and deleted in a loop keep every version alive until the events age out.
+    /// (A field here rather than in [`HistoryConfig`], which other crates build field by
+    /// field.)
+    pub history_max_bytes: usize,
     /// How often watchers that asked for bookmarks get one (the real server: about a minute).
     pub bookmark_interval: Duration,
     /// How long a request for a resourceVersion the server has not reached waits before
@@ -58,6 +70,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             history: HistoryConfig::default(),
+            history_max_bytes: DEFAULT_HISTORY_MAX_BYTES,
             bookmark_interval: Duration::from_secs(60),
             too_large_wait: Duration::from_secs(3),
             initial_resource_version: 0,
@@ -238,6 +251,7 @@ impl FakeApiServer {
         let clock = Clock::new(config.wall_clock_start);
         let store = Store::new(
             config.history.clone(),
+            config.history_max_bytes,
             config.initial_resource_version,
             config.seed,
             clock,
@@ -943,6 +957,19 @@ impl FakeApiServer {
     /// Changes the history window (applies from the next write).
     pub fn set_history(&self, history: HistoryConfig) {
         self.shared.store.lock().set_history(history);
+    }
+
+    /// Changes [`ServerConfig::history_max_bytes`], applied at once (the oldest events
+    /// beyond the new bound are dropped now).
+    pub fn set_history_max_bytes(&self, max_bytes: usize) {
+        self.shared.store.lock().set_history_max_bytes(max_bytes);
+    }
+
+    /// The bytes the history of every resource accounts for now, which
+    /// [`ServerConfig::history_max_bytes`] bounds: the serialized size of the object version
+    /// each retained event carries.
+    pub fn history_bytes(&self) -> usize {
+        self.shared.store.lock().history_bytes
     }
 
     /// Sends a bookmark to every watcher in `scope` that asked for bookmarks, as soon as it

@@ -73,6 +73,9 @@ pub(crate) struct HistoryEvent {
     /// The state before (for `Added`: none).
     pub prev: Option<Arc<StoredObject>>,
     pub at: Instant,
+    /// The bytes this event accounts for in the history's byte bound: the serialized size of
+    /// `object` (`prev` is the object of the key's event before, accounted there).
+    bytes: usize,
     /// `prev` re-stamped with this event's resourceVersion, made once on first need (a
     /// watcher whose selector no longer matches gets it as a `DELETED`).
     prev_at_rv: OnceLock<Option<Arc<StoredObject>>>,
@@ -119,6 +122,15 @@ impl ResourceState {
 
     pub(crate) fn log_end(&self) -> u64 {
         self.log_start + self.log.len() as u64
+    }
+
+    /// Drops the oldest history event (watchers behind it get 410 from now on); returns the
+    /// bytes it accounted for.
+    fn pop_oldest(&mut self) -> Option<usize> {
+        let e = self.log.pop_front()?;
+        self.floor_rv = self.floor_rv.max(e.rv);
+        self.log_start += 1;
+        Some(e.bytes)
     }
 
     fn count(&self, namespace: Option<&str>) -> usize {
@@ -373,6 +385,10 @@ pub(crate) struct Store {
     pub resources: Vec<ResourceState>,
     pub rv_tx: watch::Sender<u64>,
     history: HistoryConfig,
+    /// The byte bound over the history of every resource together.
+    history_max_bytes: usize,
+    /// What the history of every resource accounts for now (see [`HistoryEvent`]).
+    pub history_bytes: usize,
     rng: StdRng,
     clock: Clock,
 }
@@ -384,7 +400,13 @@ pub const MAX_RESOURCE_VERSION: u64 = i64::MAX.unsigned_abs();
 const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl Store {
-    pub(crate) fn new(history: HistoryConfig, initial_rv: u64, seed: u64, clock: Clock) -> Self {
+    pub(crate) fn new(
+        history: HistoryConfig,
+        history_max_bytes: usize,
+        initial_rv: u64,
+        seed: u64,
+        clock: Clock,
+    ) -> Self {
         let mut store = Self {
             rv: initial_rv,
             compacted: 0,
@@ -392,6 +414,8 @@ impl Store {
             resources: Vec::new(),
             rv_tx: watch::channel(initial_rv).0,
             history,
+            history_max_bytes,
+            history_bytes: 0,
             rng: StdRng::seed_from_u64(seed),
             clock,
         };
@@ -438,6 +462,30 @@ impl Store {
 
     pub(crate) fn set_history(&mut self, history: HistoryConfig) {
         self.history = history;
+    }
+
+    /// Changes the byte bound of the history and applies it at once.
+    pub(crate) fn set_history_max_bytes(&mut self, max_bytes: usize) {
+        self.history_max_bytes = max_bytes;
+        self.trim_history_bytes(None);
+    }
+
+    /// Drops the oldest events, across resources, while the history accounts for more than
+    /// its byte bound; the newest event of `keep` (the resource just written) stays, so a
+    /// single object larger than the bound is still seen by the watchers that are caught up.
+    fn trim_history_bytes(&mut self, keep: Option<usize>) {
+        while self.history_bytes > self.history_max_bytes {
+            let oldest = self
+                .resources
+                .iter()
+                .enumerate()
+                .filter(|(i, r)| r.log.len() > usize::from(Some(*i) == keep))
+                .filter_map(|(i, r)| r.log.front().map(|e| (e.rv, i)))
+                .min();
+            let Some((_, i)) = oldest else { break };
+            let freed = self.resources[i].pop_oldest().unwrap_or(0);
+            self.history_bytes = self.history_bytes.saturating_sub(freed);
+        }
     }
 
     /// Makes the next write get `next` (which must be above the current resourceVersion and
@@ -487,8 +535,8 @@ impl Store {
         self.compacted = self.compacted.max(rv);
         for r in &mut self.resources {
             while r.log.front().is_some_and(|e| e.rv <= rv) {
-                r.log.pop_front();
-                r.log_start += 1;
+                let freed = r.pop_oldest().unwrap_or(0);
+                self.history_bytes = self.history_bytes.saturating_sub(freed);
             }
             r.floor_rv = r.floor_rv.max(rv);
         }
@@ -839,14 +887,17 @@ impl Store {
                 }
             }
         }
+        let bytes = object.bytes().len();
         state.log.push_back(Arc::new(HistoryEvent {
             rv,
             kind,
             object,
             prev,
             at: now,
+            bytes,
             prev_at_rv: OnceLock::new(),
         }));
+        let mut freed = 0;
         while state.log.len() > history.max_events
             || (state.log.len() > history.min_events
                 && state
@@ -854,11 +905,11 @@ impl Store {
                     .front()
                     .is_some_and(|e| now.duration_since(e.at) > history.min_age))
         {
-            if let Some(e) = state.log.pop_front() {
-                state.floor_rv = state.floor_rv.max(e.rv);
-                state.log_start += 1;
-            }
+            freed += state.pop_oldest().unwrap_or(0);
         }
+        self.history_bytes = (self.history_bytes + bytes).saturating_sub(freed);
+        self.trim_history_bytes(Some(res));
+        let state = &mut self.resources[res];
         let end = state.log_end();
         state.changed.send_replace(end);
         self.rv = rv;

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::App;
 use super::response::{json_value, status_response};
 use crate::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
-use crate::fake::{HistoryConfig, RawLine, ResourceDef, Scope, status};
+use crate::fake::{DEFAULT_HISTORY_MAX_BYTES, HistoryConfig, RawLine, ResourceDef, Scope, status};
 
 /// The endpoint table, served at `GET /_fake/`.
 pub(crate) const TABLE: &str = include_str!("admin_api.md");
@@ -143,6 +143,7 @@ async fn state(State(app): State<App>) -> Answer {
     ok(json!({
         "resourceVersion": server.resource_version(),
         "compactedResourceVersion": server.compacted_resource_version(),
+        "historyBytes": server.history_bytes(),
         "openWatches": server.open_watches(Scope::All),
         "resources": resources,
         "pendingFaults": pending,
@@ -205,6 +206,7 @@ struct HistoryBody {
     min_events: Option<usize>,
     max_events: Option<usize>,
     min_age_seconds: Option<f64>,
+    max_bytes: Option<usize>,
 }
 
 async fn history(State(app): State<App>, body: Bytes) -> Answer {
@@ -219,6 +221,8 @@ async fn history(State(app): State<App>, body: Bytes) -> Answer {
         max_events: b.max_events.unwrap_or(d.max_events),
         min_age,
     });
+    app.server
+        .set_history_max_bytes(b.max_bytes.unwrap_or(DEFAULT_HISTORY_MAX_BYTES));
     ok(json!({}))
 }
 
