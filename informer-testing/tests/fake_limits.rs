@@ -1,9 +1,10 @@
 //! Fake API server: the engine's own limits. resourceVersions that stop instead of wrapping,
-//! history bounded by bytes, watch timeouts of any size.
+//! history bounded by bytes, watch timeouts of any size, churn that cannot outrun the store.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::Duration;
 
+use informer_testing::fake::seed::{Churn, ChurnConfig};
 use informer_testing::fake::{
     FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, Query, ServerConfig, WatchFrame,
 };
@@ -183,4 +184,52 @@ async fn watch_timeouts_of_any_size_never_panic() {
             .unwrap();
         assert!(frame.is_none(), "timeoutSeconds={seconds}: {frame:?}");
     }
+}
+
+/// A rate far above what the store can write: the driver skips what it cannot catch up
+/// (counting it), keeps the runtime responsive, and stops at once. Real time, small objects
+/// and a small history window keep it short and small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churn_beyond_what_the_store_can_write_skips_and_stops_at_once() {
+    let server = FakeApiServer::with_config(ServerConfig {
+        history: HistoryConfig {
+            min_events: 0,
+            max_events: 1000,
+            min_age: Duration::ZERO,
+        },
+        ..ServerConfig::default()
+    });
+    let churn = Churn::start(
+        server.clone(),
+        ChurnConfig {
+            rate_per_second: 1e9,
+            resources: vec!["configmaps".into()],
+            ..ChurnConfig::default()
+        },
+    );
+    // The runtime stays responsive (timers fire while the churn runs) until the churn has
+    // both written and skipped.
+    let mut ticks = 0;
+    let running = loop {
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::time::sleep(Duration::from_millis(50)),
+        )
+        .await
+        .expect("a timer starved by the churn");
+        ticks += 1;
+        let stats = churn.stats();
+        if ticks >= 5 && stats.creates > 0 && stats.skipped > 0 {
+            break stats;
+        }
+        assert!(ticks < 1200, "no write or no skip in a minute: {stats:?}");
+    };
+    let stats = tokio::time::timeout(Duration::from_secs(5), churn.stop())
+        .await
+        .expect("stopping the churn hung");
+    assert!(stats.skipped >= running.skipped, "{stats:?}");
+    // Stopped means stopped: no write after `stop` returned.
+    let rv = server.resource_version();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(server.resource_version(), rv);
 }

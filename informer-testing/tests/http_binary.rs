@@ -5,8 +5,10 @@
 
 mod http_support;
 
-use http_support::{Binary, client};
-use serde_json::Value;
+use std::time::Duration;
+
+use http_support::{Binary, GUARD, client};
+use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn seeds_serves_writes_a_kubeconfig_and_stops_on_sigterm() {
@@ -113,4 +115,78 @@ async fn bad_arguments_fail_with_a_message() {
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(text.contains("/_fake/faults/fail-lists"), "{text}");
     assert!(text.contains("--kubeconfig-out"));
+}
+
+/// Flags that keep a churning binary's memory small: a short history window.
+const SMALL_HISTORY: &[&str] = &[
+    "--history-max-events",
+    "1000",
+    "--history-max-bytes",
+    "16777216",
+];
+
+async fn json_of(response: reqwest::Response) -> Value {
+    assert!(response.status().is_success(), "{response:?}");
+    response.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn churn_beyond_the_store_skips_writes_and_stops_at_once() {
+    let bin = Binary::start(SMALL_HISTORY).await;
+    let url = bin.url().to_owned();
+    let started = client()
+        .post(format!("{url}/_fake/churn"))
+        .json(&json!({"ratePerSecond": 1e9, "resources": ["configmaps"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 200);
+    // The server keeps answering, and the churn soon skips what it cannot write.
+    let deadline = tokio::time::Instant::now() + GUARD;
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let running = json_of(
+            tokio::time::timeout(GUARD, client().get(format!("{url}/_fake/churn")).send())
+                .await
+                .expect("the server stopped answering under churn")
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(running["running"], true, "{running}");
+        if running["skipped"].as_u64().unwrap() > 0 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no write skipped: {running}"
+        );
+    }
+    let stopped = json_of(
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            client().delete(format!("{url}/_fake/churn")).send(),
+        )
+        .await
+        .expect("DELETE /_fake/churn hung")
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(stopped["running"], false, "{stopped}");
+    assert!(stopped["creates"].as_u64().unwrap() > 0, "{stopped}");
+    // Stopped, not orphaned: nothing writes any more.
+    let rv = |state: Value| state["resourceVersion"].as_u64().unwrap();
+    let state = || async {
+        json_of(
+            client()
+                .get(format!("{url}/_fake/state"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    };
+    let before = rv(state().await);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(rv(state().await), before);
+    assert!(bin.terminate().await.success());
 }

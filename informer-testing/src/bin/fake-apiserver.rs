@@ -236,8 +236,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(c) = churn {
         let stats = c.stop().await;
         eprintln!(
-            "fake-apiserver: churn made {} creates, {} updates, {} deletes",
-            stats.creates, stats.updates, stats.deletes
+            "fake-apiserver: churn made {} creates, {} updates, {} deletes ({} skipped)",
+            stats.creates, stats.updates, stats.deletes, stats.skipped
         );
     }
     http.shutdown().await?;

@@ -640,6 +640,7 @@ fn churn_json(running: bool, stats: seed::ChurnStats) -> Value {
         "updates": stats.updates,
         "deletes": stats.deletes,
         "errors": stats.errors,
+        "skipped": stats.skipped,
     })
 }
 
