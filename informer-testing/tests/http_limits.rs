@@ -1,15 +1,230 @@
-//! HTTP front end: what keeps the server safe from its clients: inputs that used to panic
-//! or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names), and the
-//! history's byte bound over the admin API.
+//! HTTP front end: what keeps the server safe from its clients. Connection limits (header-read
+//! and idle timeouts, the connection cap, a bounded shutdown), and inputs that used to
+//! panic or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names).
+//!
+//! Timeouts are real time here (sockets): the settings are short (hundreds of
+//! milliseconds), assertions allow generous slack, and every wait is bounded.
 #![cfg(feature = "http")]
 #![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 mod http_support;
 
-use http_support::{Line, WatchLines, get, namespaces, pod, post, send, start};
-use informer_testing::fake::MAX_RESOURCE_VERSION;
+use std::time::{Duration, Instant};
+
+use http_support::{GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start};
+use informer_testing::fake::{FakeApiServer, MAX_RESOURCE_VERSION};
+use informer_testing::http::{FakeHttpServer, HttpConfig};
 use reqwest::Method;
 use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A server with these connection limits.
+async fn start_limited(config: HttpConfig) -> (FakeApiServer, FakeHttpServer) {
+    let server = FakeApiServer::new();
+    let http = FakeHttpServer::start(server.clone(), config).await.unwrap();
+    (server, http)
+}
+
+/// Reads until the server closes the connection (end of stream or reset); returns when that
+/// was, failing the test if it takes longer than `within`.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> Instant {
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(within, async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await
+    .expect("the server did not close the connection in time");
+    Instant::now()
+}
+
+/// Reads one complete response with a `Content-Length` body; returns its head.
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    tokio::time::timeout(GUARD, async {
+        loop {
+            if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .map_or(0, |v| v.trim().parse().unwrap());
+                if data.len() >= end + 4 + length {
+                    return head;
+                }
+            }
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed inside a response");
+            data.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("no complete response in time")
+}
+
+// ----- Connections ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_sent_too_slowly_is_cut_off_after_the_header_read_timeout() {
+    let timeout = Duration::from_millis(300);
+    let (_server, http) = start_limited(HttpConfig {
+        header_read_timeout: timeout,
+        idle_timeout: Duration::from_secs(60),
+        ..HttpConfig::default()
+    })
+    .await;
+    // Before any connection exists: no timeout can have started earlier.
+    let started = Instant::now();
+    // Half a request line, then nothing (slowloris).
+    let mut half = TcpStream::connect(http.addr()).await.unwrap();
+    half.write_all(b"GET /api/v1/pods HT").await.unwrap();
+    // Nothing at all after connecting.
+    let mut silent = TcpStream::connect(http.addr()).await.unwrap();
+    // A complete request, then half of the next one: the timeout counts from its first byte
+    // (not the 60 s idle timeout).
+    let mut second = TcpStream::connect(http.addr()).await.unwrap();
+    let full = format!("GET /version HTTP/1.1\r\nHost: {}\r\n\r\n", http.addr());
+    second.write_all(full.as_bytes()).await.unwrap();
+    assert!(read_response(&mut second).await.starts_with("http/1.1 200"));
+    second
+        .write_all(b"GET /version HTTP/1.1\r\nHo")
+        .await
+        .unwrap();
+    for (name, stream) in [
+        ("half a request line", &mut half),
+        ("nothing", &mut silent),
+        ("half of a second request", &mut second),
+    ] {
+        let took = closed_within(stream, GUARD).await - started;
+        eprintln!("{name}: closed after {took:?}");
+        assert!(took >= timeout / 2, "{name}: closed after {took:?}");
+        assert!(
+            took < Duration::from_secs(20),
+            "{name}: closed after {took:?}"
+        );
+    }
+    // The server still serves.
+    assert_eq!(get(&http, "/version").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_connection_is_closed_but_a_quiet_watch_is_not() {
+    let timeout = Duration::from_millis(300);
+    let (server, http) = start_limited(HttpConfig {
+        header_read_timeout: Duration::from_secs(60),
+        idle_timeout: timeout,
+        ..HttpConfig::default()
+    })
+    .await;
+    let mut idle = TcpStream::connect(http.addr()).await.unwrap();
+    let full = format!("GET /version HTTP/1.1\r\nHost: {}\r\n\r\n", http.addr());
+    // Before the request: the idle time cannot have started earlier.
+    let sent = Instant::now();
+    idle.write_all(full.as_bytes()).await.unwrap();
+    assert!(read_response(&mut idle).await.starts_with("http/1.1 200"));
+    let took = closed_within(&mut idle, GUARD).await - sent;
+    assert!(took >= timeout / 2, "closed after {took:?}");
+    assert!(took < Duration::from_secs(20), "closed after {took:?}");
+    // A watch is a request in flight for as long as it streams: quiet for well over the
+    // idle timeout, it still delivers.
+    let rv = server.resource_version();
+    let mut watch =
+        WatchLines::open(&http, &format!("/api/v1/pods?watch=1&resourceVersion={rv}")).await;
+    tokio::time::timeout(GUARD, server.wait_for_open_watches("pods", 1))
+        .await
+        .unwrap();
+    tokio::time::sleep(timeout * 4).await;
+    server.create("pods", &pod("a", "late", json!({}))).unwrap();
+    assert_eq!(watch.show_next().await, "ADDED late");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_cap_are_closed_at_once_until_others_end() {
+    let (_server, http) = start_limited(HttpConfig {
+        max_connections: 3,
+        header_read_timeout: Duration::from_secs(60),
+        idle_timeout: Duration::from_secs(60),
+        ..HttpConfig::default()
+    })
+    .await;
+    let mut idle = Vec::new();
+    for _ in 0..3 {
+        idle.push(TcpStream::connect(http.addr()).await.unwrap());
+    }
+    // Let the server accept all three before the fourth arrives.
+    let mut first = TcpStream::connect(http.addr()).await.unwrap();
+    let full = format!("GET /version HTTP/1.1\r\nHost: {}\r\n\r\n", http.addr());
+    let _ = first.write_all(full.as_bytes()).await;
+    let sent = Instant::now();
+    let took = closed_within(&mut first, Duration::from_secs(10)).await - sent;
+    eprintln!("the connection over the cap was closed after {took:?}");
+    // Requests over the cap fail fast instead of hanging.
+    let refused = tokio::time::timeout(
+        GUARD,
+        client().get(format!("{}/version", http.url())).send(),
+    )
+    .await
+    .expect("a request over the cap hung");
+    assert!(refused.is_err(), "{refused:?}");
+    // Once the idle connections are gone, requests are served again.
+    drop(idle);
+    tokio::time::timeout(GUARD, async {
+        loop {
+            match client().get(format!("{}/version", http.url())).send().await {
+                Ok(r) if r.status() == 200 => return,
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .expect("requests were not served again after the idle connections closed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_is_bounded_with_stalled_readers_and_half_sent_requests() {
+    let (server, http) = start().await;
+    let mut rng = <rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(3);
+    for i in 0..2000 {
+        server
+            .create(
+                "pods",
+                &informer_testing::fake::seed::pod("a", &format!("p{i:04}"), &mut rng),
+            )
+            .unwrap();
+    }
+    // A watch (12 MB of initial events) whose reader never reads: the server's writes block.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(http.addr()).await.unwrap();
+    let request = format!(
+        "GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: {}\r\n\r\n",
+        http.addr()
+    );
+    stalled.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::timeout(GUARD, server.wait_for_open_watches("pods", 1))
+        .await
+        .unwrap();
+    let mut half = TcpStream::connect(http.addr()).await.unwrap();
+    half.write_all(b"POST /api/v1/namespaces/a/pods HTTP/1.1\r\nContent-Le")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), http.shutdown())
+        .await
+        .expect("shutdown hung")
+        .unwrap();
+    eprintln!("shutdown took {:?}", started.elapsed());
+    closed_within(&mut half, GUARD).await;
+    closed_within(&mut stalled, GUARD).await;
+}
+
+// ----- Inputs that used to panic or wrap ---------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_timeout_seconds_gets_an_answer() {

@@ -239,4 +239,5 @@ pub use query::Query;
 pub use resource::ResourceDef;
 pub use server::{DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, ListResponse, ServerConfig, Target};
 pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
+pub(crate) use watch::later;
 pub use watch::{WatchFrame, WatchSubscription};

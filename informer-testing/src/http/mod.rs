@@ -106,6 +106,7 @@ mod protobuf;
 mod resources;
 mod response;
 mod scale;
+mod serve;
 mod served;
 mod table;
 
@@ -113,6 +114,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::middleware;
@@ -132,7 +134,7 @@ pub const ADMIN_API_TABLE: &str = admin::TABLE;
 pub use served::served_summary;
 
 /// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no
-/// token.
+/// token, and the connection limits of a real API server (see each field).
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The address to listen on (port 0: any free port).
@@ -140,6 +142,19 @@ pub struct HttpConfig {
     /// The bearer token clients must send. `None`: none on a loopback address, a generated one
     /// elsewhere. A token set here is required even on loopback.
     pub token: Option<String>,
+    /// How long a client may take to send a complete request head, counted from the
+    /// connection's accept or from the first byte of a later request; then the connection
+    /// is closed (against slowloris clients). Default 32 s, the real API server's
+    /// `ReadHeaderTimeout`.
+    pub header_read_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request before it is closed.
+    /// It applies between requests only: an open watch, however quiet, is a request in
+    /// flight. Default 90 s, the real API server's `IdleTimeout`.
+    pub idle_timeout: Duration,
+    /// The most connections open at once; a connection beyond it is closed as soon as it is
+    /// accepted. Default 512 (below the common limit of 1,024 open files, so that a flood of
+    /// connections meets this cap, not a server that can no longer accept).
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -147,9 +162,19 @@ impl Default for HttpConfig {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             token: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
+
+/// The default [`HttpConfig::header_read_timeout`]: 32 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// The default [`HttpConfig::idle_timeout`]: 90 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// The default [`HttpConfig::max_connections`]: 512.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// What can go wrong starting, running or stopping the HTTP front end.
 #[derive(Debug, thiserror::Error)]
@@ -241,12 +266,12 @@ impl FakeHttpServer {
             server_address: addr.to_string(),
         };
         let router = router(app, policy.clone());
-        let stop = shutdown.clone();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        });
+        let limits = serve::Limits {
+            header_read_timeout: config.header_read_timeout,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_connections,
+        };
+        let task = tokio::spawn(serve::serve(listener, router, limits, shutdown.clone()));
         Ok(Self {
             addr,
             policy,
@@ -304,8 +329,9 @@ impl FakeHttpServer {
         })
     }
 
-    /// Stops accepting connections, ends every open watch, waits for requests in flight, and
-    /// returns once the server has stopped.
+    /// Stops accepting connections, ends every open watch, gives other requests in flight
+    /// half a second to finish, closes every connection left (a client that stopped reading,
+    /// a request head half sent), and returns once the server has stopped.
     pub async fn shutdown(mut self) -> Result<(), HttpError> {
         self.shutdown.cancel();
         match self.task.take() {
