@@ -1,6 +1,7 @@
 //! HTTP front end: what keeps the server safe from its clients. Connection limits (header-read
-//! and idle timeouts, the connection cap, a bounded shutdown), and inputs that used to
-//! panic or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names).
+//! and idle timeouts, the connection cap, a bounded shutdown), requests from web pages
+//! (foreign `Origin`, DNS-rebinding `Host`), and inputs that used to panic or wrap (huge
+//! `timeoutSeconds`, the last resourceVersion, resource names).
 //!
 //! Timeouts are real time here (sockets): the settings are short (hundreds of
 //! milliseconds), assertions allow generous slack, and every wait is bounded.
@@ -9,13 +10,14 @@
 
 mod http_support;
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use http_support::{GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start};
 use informer_testing::fake::{FakeApiServer, MAX_RESOURCE_VERSION};
 use informer_testing::http::{FakeHttpServer, HttpConfig};
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -66,6 +68,15 @@ async fn read_response(stream: &mut TcpStream) -> String {
     })
     .await
     .expect("no complete response in time")
+}
+
+/// A raw request for `path` with these extra header lines, answered by its status line.
+async fn raw_status(addr: SocketAddr, path: &str, headers: &str) -> String {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\n{headers}Connection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let head = read_response(&mut stream).await;
+    head.lines().next().unwrap_or_default().to_owned()
 }
 
 // ----- Connections ------------------------------------------------------------------
@@ -222,6 +233,84 @@ async fn shutdown_is_bounded_with_stalled_readers_and_half_sent_requests() {
     eprintln!("shutdown took {:?}", started.elapsed());
     closed_within(&mut half, GUARD).await;
     closed_within(&mut stalled, GUARD).await;
+}
+
+// ----- Requests from web pages ------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_from_other_origins_and_hosts_are_refused() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let url = http.url();
+    // A page's cross-site "simple" request: text/plain, no preflight, foreign Origin.
+    let churn = client()
+        .post(format!("{url}/_fake/churn"))
+        .header("Origin", "http://evil.example")
+        .header("Content-Type", "text/plain")
+        .body(r#"{"ratePerSecond": 1000}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(churn.status(), 403);
+    let body: Value = churn.json().await.unwrap();
+    assert_eq!(body["kind"], "Status");
+    assert_eq!(body["reason"], "Forbidden");
+    assert!(
+        body["message"].as_str().unwrap().contains("cross-origin"),
+        "{body}"
+    );
+    assert_eq!(get(&http, "/_fake/churn").await.body["running"], false);
+    let create = |origin: &str, name: &str| {
+        client()
+            .post(format!("{url}/api/v1/namespaces/a/configmaps"))
+            .header("Origin", origin)
+            .json(&json!({"metadata": {"name": name}}))
+            .send()
+    };
+    for origin in [
+        "http://evil.example",
+        "null",
+        "https://127.0.0.1",
+        "http://localhost:1",
+    ] {
+        assert_eq!(
+            create(origin, "evil").await.unwrap().status(),
+            403,
+            "{origin}"
+        );
+    }
+    assert!(server.objects("configmaps", Some("a")).unwrap().is_empty());
+    // The server's own origin, in each loopback spelling, is served.
+    let port = http.addr().port();
+    for (i, origin) in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://localhost:{port}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let answer = create(origin, &format!("own-{i}")).await.unwrap();
+        assert_eq!(answer.status(), 201, "{origin}");
+    }
+    // DNS rebinding: a page's own name resolved to 127.0.0.1 carries that name as Host.
+    let addr = http.addr();
+    let refused = raw_status(
+        addr,
+        "/api/v1/pods",
+        &format!("Host: evil.example:{port}\r\n"),
+    )
+    .await;
+    assert!(refused.starts_with("http/1.1 403"), "{refused}");
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LOCALHOST:{port}"),
+    ] {
+        let ok = raw_status(addr, "/api/v1/pods", &format!("Host: {host}\r\n")).await;
+        assert!(ok.starts_with("http/1.1 200"), "{host}: {ok}");
+    }
+    // Clients send no Origin and the kubeconfig's host: served, as every other test shows.
+    assert_eq!(get(&http, "/api/v1/pods").await.status, 200);
 }
 
 // ----- Inputs that used to panic or wrap ---------------------------------------------

@@ -66,6 +66,13 @@
 //!   `Authorization: Bearer <token>` ([`HttpConfig::token`], or a generated one, see
 //!   [`FakeHttpServer::token`]); requests without it get a 401 Status. On loopback no token is
 //!   needed unless one is configured.
+//! - **Web pages**: a request whose `Origin` is not the server's own (`http://` + the
+//!   listener's IP, a loopback IP or `localhost` + its port) gets a 403 `Forbidden` Status, so
+//!   that a page the developer visits cannot create objects or start churn with a
+//!   cross-site request; so does a `Host` naming anything but the listener's IP, a loopback
+//!   IP or `localhost` (DNS rebinding). A listener on `0.0.0.0` or `::` that requires a token
+//!   takes any host. kubectl and the client libraries send no `Origin` and the kubeconfig's
+//!   host.
 //! - **Request log**: resource requests are recorded by the engine
 //!   ([`FakeApiServer::requests`]); discovery and OpenAPI requests are recorded too; admin
 //!   requests are not.
@@ -101,6 +108,7 @@ mod discovery;
 mod kubeconfig;
 mod negotiate;
 mod openapi;
+mod origin;
 mod patch;
 mod protobuf;
 mod resources;
@@ -126,6 +134,7 @@ use tokio_util::sync::CancellationToken;
 use crate::fake::FakeApiServer;
 use crate::fake::seed::Churn;
 use auth::AuthPolicy;
+use origin::SitePolicy;
 
 /// The admin API's endpoint table (Markdown), as documented above; the binary prints it in
 /// its `--help`.
@@ -255,6 +264,7 @@ impl FakeHttpServer {
             source,
         })?;
         let policy = AuthPolicy::for_listener(&addr, config.token.as_deref(), auth::generate_token);
+        let site = SitePolicy::for_listener(addr, policy.token().is_some());
         // Registering the same definition again is a no-op; a conflicting one (a test that
         // registered its own `customresourcedefinitions`) keeps the test's.
         let _ = server.register(crd::crd_resource());
@@ -265,7 +275,7 @@ impl FakeHttpServer {
             churn: Arc::new(Mutex::new(None)),
             server_address: addr.to_string(),
         };
-        let router = router(app, policy.clone());
+        let router = router(app, policy.clone(), site);
         let limits = serve::Limits {
             header_read_timeout: config.header_read_timeout,
             idle_timeout: config.idle_timeout,
@@ -356,11 +366,16 @@ impl Drop for FakeHttpServer {
     }
 }
 
-fn router(app: App, policy: AuthPolicy) -> Router {
+fn router(app: App, policy: AuthPolicy, site: SitePolicy) -> Router {
     Router::new()
         .route("/_fake/", axum::routing::get(admin::index))
         .nest("/_fake", admin::router())
         .fallback(resources::dispatch)
         .with_state(app)
         .layer(middleware::from_fn_with_state(policy, auth::require_auth))
+        // Outermost: web pages are refused before anything else.
+        .layer(middleware::from_fn_with_state(
+            site,
+            origin::require_same_site,
+        ))
 }
