@@ -64,6 +64,12 @@ async fn seeds_serves_writes_a_kubeconfig_and_stops_on_sigterm() {
     assert!(bin.url().starts_with("http://127.0.0.1:"), "{}", bin.ready);
     assert_eq!(bin.ready["token"], Value::Null);
     assert_eq!(bin.ready["kubeconfig"], kubeconfig.to_str().unwrap());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&kubeconfig).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the kubeconfig is readable by others");
+    }
     let text = std::fs::read_to_string(&kubeconfig).unwrap();
     assert!(
         text.contains(&format!("server: \"{}\"", bin.url())),

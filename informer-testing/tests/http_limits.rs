@@ -1,7 +1,7 @@
 //! HTTP front end: what keeps the server safe from its clients. Connection limits (header-read
 //! and idle timeouts, the connection cap, a bounded shutdown), requests from web pages
-//! (foreign `Origin`, DNS-rebinding `Host`), and inputs that used to panic or wrap (huge
-//! `timeoutSeconds`, the last resourceVersion, resource names).
+//! (foreign `Origin`, DNS-rebinding `Host`), bearer tokens in any case, and inputs that
+//! used to panic or wrap (huge `timeoutSeconds`, the last resourceVersion, resource names).
 //!
 //! Timeouts are real time here (sockets): the settings are short (hundreds of
 //! milliseconds), assertions allow generous slack, and every wait is bounded.
@@ -311,6 +311,67 @@ async fn requests_from_other_origins_and_hosts_are_refused() {
     }
     // Clients send no Origin and the kubeconfig's host: served, as every other test shows.
     assert_eq!(get(&http, "/api/v1/pods").await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bearer_scheme_is_case_insensitive() {
+    let server = FakeApiServer::new();
+    let http = FakeHttpServer::start(
+        server,
+        HttpConfig {
+            token: Some("t0ken".into()),
+            ..HttpConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let url = format!("{}/api/v1/pods", http.url());
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let answer = client()
+            .get(&url)
+            .header("Authorization", format!("{scheme} t0ken"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{scheme}");
+    }
+    for value in ["bearer t0ke", "Basic t0ken", "bearert0ken"] {
+        let answer = client()
+            .get(&url)
+            .header("Authorization", value)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401, "{value}");
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_with_a_token_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let server = FakeApiServer::new();
+    let http = FakeHttpServer::start(
+        server,
+        HttpConfig {
+            token: Some("s3cret".into()),
+            ..HttpConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kubeconfig");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    http.write_kubeconfig(&path, None).unwrap();
+    assert_eq!(mode(&path), 0o600);
+    // Overwriting a world-readable file makes it private too.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    http.write_kubeconfig(&path, Some("prod")).unwrap();
+    assert_eq!(mode(&path), 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("token: \"s3cret\""), "{text}");
+    assert!(text.contains("namespace: \"prod\""), "{text}");
 }
 
 // ----- Inputs that used to panic or wrap ---------------------------------------------

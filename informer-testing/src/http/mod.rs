@@ -64,8 +64,10 @@
 //!   `ERROR` 410 and the end of the stream when it reads again (as a real server drops it).
 //! - **Authentication**: a server listening on a non-loopback address requires
 //!   `Authorization: Bearer <token>` ([`HttpConfig::token`], or a generated one, see
-//!   [`FakeHttpServer::token`]); requests without it get a 401 Status. On loopback no token is
-//!   needed unless one is configured.
+//!   [`FakeHttpServer::token`]; the scheme in any case, `bearer` too, the token compared in
+//!   constant time); requests without it get a 401 Status. On loopback no token is needed
+//!   unless one is configured. [`FakeHttpServer::write_kubeconfig`] writes the file with mode
+//!   0600 (also over an existing file), as it may hold the token.
 //! - **Web pages**: a request whose `Origin` is not the server's own (`http://` + the
 //!   listener's IP, a loopback IP or `localhost` + its port) gets a 403 `Forbidden` Status, so
 //!   that a page the developer visits cannot create objects or start churn with a
@@ -329,9 +331,10 @@ impl FakeHttpServer {
         kubeconfig::render(&self.url(), self.token(), namespace)
     }
 
-    /// Writes [`kubeconfig`](Self::kubeconfig) to `path`.
+    /// Writes [`kubeconfig`](Self::kubeconfig) to `path`, readable and writable by its owner
+    /// only (mode 0600 on Unix, also when the file existed: it may hold the token).
     pub fn write_kubeconfig(&self, path: &Path, namespace: Option<&str>) -> Result<(), HttpError> {
-        std::fs::write(path, self.kubeconfig(namespace)).map_err(|source| {
+        kubeconfig::write_private(path, self.kubeconfig(namespace).as_bytes()).map_err(|source| {
             HttpError::WriteKubeconfig {
                 path: path.to_owned(),
                 source,
