@@ -98,6 +98,25 @@
 //! The `fake-apiserver` binary (`cargo run -p informer-testing --bin fake-apiserver --
 //! --help`) runs the same server with seeding, churn and a kubeconfig file.
 //!
+//! # Limits
+//!
+//! What keeps a client from hanging or exhausting the server, with its default (the real
+//! API server's where it has one) and the `fake-apiserver` flag:
+//!
+//! | limit | default | setting | flag |
+//! | --- | --- | --- | --- |
+//! | request body (413 beyond; the rest is read and discarded up to 256 MiB) | 3 MiB | fixed | |
+//! | time to send a request head, from the accept or the first byte of a later request (then the connection is closed) | 32 s | [`HttpConfig::header_read_timeout`] | `--header-read-timeout` |
+//! | time a keep-alive connection waits for its next request (never applies to an open watch: it is a request in flight) | 90 s | [`HttpConfig::idle_timeout`] | `--idle-timeout` |
+//! | connections open at once (one beyond is closed as soon as it is accepted) | 512 | [`HttpConfig::max_connections`] | `--max-connections` |
+//! | time requests in flight get to finish at shutdown (watches end at once; then every connection is closed, also those of clients that stopped reading) | 0.5 s | fixed | |
+//! | history bytes over all resources | 256 MiB | [`ServerConfig::history_max_bytes`](crate::fake::ServerConfig::history_max_bytes) | `--history-max-bytes` |
+//! | churn backlog (writes owed beyond it are skipped and counted) | 100 ms of writes, at most 10,000 per tick | [`MAX_CHURN_BACKLOG`](crate::fake::seed::MAX_CHURN_BACKLOG) | |
+//!
+//! `timeoutSeconds` of any value is served (a huge one saturates, a negative one ends the
+//! watch at once), and resourceVersions stop at `i64::MAX` instead of wrapping (see
+//! [`crate::fake`]). The binary stops within a second of SIGTERM or SIGINT in every state.
+//!
 #![doc = include_str!("admin_api.md")]
 // Handlers answer with `Status` values by design, like the engine's request layer: they are
 // the wire's error type, rendered as they are, and occur only on error paths.
