@@ -481,6 +481,7 @@ async fn a_non_loopback_listener_generates_a_token() {
     let config = HttpConfig {
         listen: "0.0.0.0:0".parse().unwrap(),
         token: None,
+        ..HttpConfig::default()
     };
     let http = FakeHttpServer::start(server, config).await.unwrap();
     let token = http.token().expect("a generated token").to_owned();

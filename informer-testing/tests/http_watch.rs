@@ -345,7 +345,11 @@ async fn a_stalled_reader_is_dropped_with_410_while_others_go_on() {
     let mut stalled = socket.connect(http.addr()).await.unwrap();
     stalled
         .write_all(
-            format!("GET {path} HTTP/1.1\r\nHost: fake\r\nConnection: close\r\n\r\n").as_bytes(),
+            format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                http.addr()
+            )
+            .as_bytes(),
         )
         .await
         .unwrap();

@@ -4,7 +4,8 @@
 //! `/_fake/` admin API on `--listen`, optionally seeded with realistic objects and churning.
 //! The first line on stdout is a JSON object telling where it listens:
 //! `{"url":"http://127.0.0.1:40123","address":"127.0.0.1:40123","token":null,"kubeconfig":null}`.
-//! Ctrl-C or SIGTERM stops it cleanly. Run with `--help` for the options and the admin API.
+//! Ctrl-C or SIGTERM stops it within a second in every state (heavy churn, open watches,
+//! clients that stopped reading). Run with `--help` for the options and the admin API.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
@@ -14,8 +15,13 @@ use std::time::Duration;
 
 use clap::Parser;
 use informer_testing::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
-use informer_testing::fake::{FakeApiServer, HistoryConfig, ServerConfig};
-use informer_testing::http::{ADMIN_API_TABLE, FakeHttpServer, HttpConfig, served_summary};
+use informer_testing::fake::{
+    DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, HistoryConfig, MAX_RESOURCE_VERSION, ServerConfig,
+};
+use informer_testing::http::{
+    ADMIN_API_TABLE, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
+    FakeHttpServer, HttpConfig, served_summary,
+};
 
 /// A fake Kubernetes API server with real list/watch semantics (resourceVersions, history,
 /// compaction, paging, bookmarks, streaming lists) and scriptable faults.
@@ -58,11 +64,16 @@ struct Args {
     /// History window: events younger than this many seconds are kept.
     #[arg(long, default_value_t = HistoryConfig::default().min_age.as_secs_f64())]
     history_min_age: f64,
+    /// History bound over all resources, in bytes of the object versions the events carry:
+    /// beyond it the oldest events are dropped (watchers behind them get ERROR 410).
+    #[arg(long, default_value_t = DEFAULT_HISTORY_MAX_BYTES, value_name = "BYTES")]
+    history_max_bytes: usize,
     /// Seconds between bookmarks to watchers that asked for them.
     #[arg(long, default_value_t = 60.0)]
     bookmark_interval: f64,
-    /// The resourceVersion before the first write.
-    #[arg(long, default_value_t = 0)]
+    /// The resourceVersion before the first write (at most 9223372036854775806: writes stop
+    /// at 9223372036854775807 rather than wrap).
+    #[arg(long, default_value_t = 0, value_parser = parse_initial_rv)]
     initial_resource_version: u64,
     /// Let clients create objects in namespaces that do not exist. By default such a create
     /// is a 404, as on a real server (whose namespace lifecycle admission refuses it). The
@@ -76,6 +87,17 @@ struct Args {
     /// Default namespace of the kubeconfig's context.
     #[arg(long, value_name = "NS")]
     kubeconfig_namespace: Option<String>,
+    /// Seconds a client may take to send a request head (from the connection's accept or the
+    /// first byte of a later request) before its connection is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64())]
+    header_read_timeout: f64,
+    /// Seconds a keep-alive connection may wait between requests before it is closed (never
+    /// applies to an open watch).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs_f64())]
+    idle_timeout: f64,
+    /// Connections open at once; one beyond it is closed as soon as it is accepted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
 }
 
 /// The namespaces a new cluster has.
@@ -104,14 +126,41 @@ fn parse_seed(text: &str) -> Result<(usize, usize), String> {
     Ok((pods, configmaps))
 }
 
+fn parse_initial_rv(text: &str) -> Result<u64, String> {
+    let rv: u64 = text.parse().map_err(|e| format!("{e}"))?;
+    if rv >= MAX_RESOURCE_VERSION {
+        return Err(format!(
+            "must be below {MAX_RESOURCE_VERSION}, the largest resourceVersion (leave room for \
+             a write)"
+        ));
+    }
+    Ok(rv)
+}
+
 fn seconds(name: &str, s: f64) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|e| format!("invalid --{name} {s}: {e}"))
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// How long, after the server has stopped, the runtime waits for blocking work (a seeding
+/// request in progress) before the process exits anyway.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_millis(200);
+
+fn main() -> ExitCode {
     let args = Args::parse();
-    match run(args).await {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fake-apiserver: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(args));
+    // Dropping the runtime would wait for blocking tasks without end; a stop must be prompt.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let mut message = format!("fake-apiserver: {e}");
@@ -133,6 +182,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             max_events: args.history_max_events,
             min_age: seconds("history-min-age", args.history_min_age)?,
         },
+        history_max_bytes: args.history_max_bytes,
         bookmark_interval: seconds("bookmark-interval", args.bookmark_interval)?,
         initial_resource_version: args.initial_resource_version,
         require_namespaces: !args.allow_missing_namespaces,
@@ -177,6 +227,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         HttpConfig {
             listen: args.listen,
             token: args.token.clone(),
+            header_read_timeout: seconds("header-read-timeout", args.header_read_timeout)?,
+            idle_timeout: seconds("idle-timeout", args.idle_timeout)?,
+            max_connections: args.max_connections,
         },
     )
     .await?;
@@ -214,16 +267,26 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     wait_for_signal().await?;
     eprintln!("fake-apiserver: stopping");
-    if let Some(c) = churn {
-        let stats = c.stop().await;
-        eprintln!(
-            "fake-apiserver: churn made {} creates, {} updates, {} deletes",
-            stats.creates, stats.updates, stats.deletes
-        );
+    let stop = async {
+        if let Some(c) = churn {
+            let stats = c.stop().await;
+            eprintln!(
+                "fake-apiserver: churn made {} creates, {} updates, {} deletes ({} skipped)",
+                stats.creates, stats.updates, stats.deletes, stats.skipped
+            );
+        }
+        http.shutdown().await
+    };
+    match tokio::time::timeout(STOP_DEADLINE, stop).await {
+        Ok(result) => result?,
+        Err(_) => eprintln!("fake-apiserver: the server did not stop in time; exiting anyway"),
     }
-    http.shutdown().await?;
     Ok(())
 }
+
+/// How long stopping (churn, then the HTTP server, whose own grace is half a second) may
+/// take after a signal before the process exits anyway.
+const STOP_DEADLINE: Duration = Duration::from_millis(800);
 
 #[cfg(unix)]
 async fn wait_for_signal() -> std::io::Result<()> {
@@ -250,6 +313,18 @@ mod tests {
         assert!(parse_seed("secrets=1").is_err());
         assert!(parse_seed("pods").is_err());
         assert!(parse_seed("pods=x").is_err());
+    }
+
+    #[test]
+    fn the_initial_resource_version_leaves_room_for_a_write() {
+        assert_eq!(parse_initial_rv("0"), Ok(0));
+        assert_eq!(
+            parse_initial_rv("9223372036854775806"),
+            Ok(MAX_RESOURCE_VERSION - 1)
+        );
+        assert!(parse_initial_rv("9223372036854775807").is_err());
+        assert!(parse_initial_rv("18446744073709551615").is_err());
+        assert!(parse_initial_rv("-1").is_err());
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! resources, and produces exactly one history event. Updates that change nothing are skipped
 //! like on the real server (no new resourceVersion, no event).
 //! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
-//! written).
+//! written). The counter never wraps: it stops at [`MAX_RESOURCE_VERSION`] (`i64::MAX`, as
+//! etcd's revisions are signed 64-bit integers), and a write that would need a
+//! resourceVersion past it fails with 500 `InternalError` (`resourceVersion exhausted`).
 //!
 //! **Objects.** Each object version is serialized once ([`StoredObject`]: JSON bytes with
 //! `metadata.resourceVersion` set, plus the parsed metadata that selection needs) and shared
@@ -36,7 +38,11 @@
 //! **History window.** Per resource, a history of events that watchers read, each with its own
 //! cursor; writers never wait for watchers. The window follows the API server's watch cache
 //! ([`HistoryConfig`]: at least 100 events, everything younger than 75 s, at most 102,400),
-//! trimmed when events are added. [`FakeApiServer::compact`] drops history up to a
+//! trimmed when events are added. The history of all resources together is also bounded by
+//! bytes ([`ServerConfig::history_max_bytes`], default 256 MiB, the serialized size of the
+//! object version each event carries; [`FakeApiServer::history_bytes`]): beyond it the
+//! oldest events go first, whatever the window says, except the newest event of the
+//! resource just written. [`FakeApiServer::compact`] drops history up to a
 //! resourceVersion in every resource, as etcd compaction does. Below the window:
 //!
 //! - a watch from an older resourceVersion gets HTTP 200 then `ERROR` 410
@@ -65,7 +71,10 @@
 //! were allowed, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"` at the snapshot's
 //! resourceVersion. Bookmarks go only to watchers that asked (`allowWatchBookmarks`): about
 //! once a minute ([`ServerConfig::bookmark_interval`]), 2 s before the watch's timeout, and on
-//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally. Selectors work
+//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally: unset or 0
+//! means no timeout, a negative value ends the watch at once (as on the real server, whose
+//! deadline is then already past), and a value too far away for the clock saturates (at
+//! about 30 years) instead of overflowing. Selectors work
 //! like the watch cache's: an object leaving the selection is sent as `DELETED`, one entering
 //! it as `ADDED`.
 //!
@@ -228,6 +237,7 @@ pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;
 pub use resource::ResourceDef;
-pub use server::{FakeApiServer, ListResponse, ServerConfig, Target};
-pub use store::{DeleteOutcome, HistoryConfig, Preconditions};
+pub use server::{DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, ListResponse, ServerConfig, Target};
+pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
+pub(crate) use watch::later;
 pub use watch::{WatchFrame, WatchSubscription};

@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+use informer_core::Status;
+
+use super::status;
+
 /// One kind of resource the fake server serves: `group/version`, plural name, kind, scope.
 ///
 /// The built-in set ([`ResourceDef::builtins`]) is every resource a Kubernetes 1.37 API server
@@ -164,6 +168,111 @@ impl ResourceDef {
     pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
         format!("{}/{name}", self.collection_path(namespace))
     }
+
+    /// Checks the names against the grammars the real server enforces on a
+    /// CustomResourceDefinition: the group empty (the core group) or a DNS-1123 subdomain
+    /// (`example.com`), the version, plural, singular and short names DNS-1035 labels (`v1`,
+    /// `widgets`), the kind and list kind DNS-1035 labels once lowercased (`Widget`). A 422
+    /// `Invalid` Status (as for a CRD, field names from its spec) with one cause per problem
+    /// otherwise: names end up in URL paths, so `../x` or `a/b` must never be served.
+    pub fn validate(&self) -> Result<(), Status> {
+        let mut causes: Vec<(String, &str, String)> = Vec::new();
+        let mut check = |field: &str, value: &str, problem: Option<&'static str>| {
+            if let Some(p) = problem {
+                causes.push((
+                    field.to_owned(),
+                    "FieldValueInvalid",
+                    format!("{value:?}: {p}"),
+                ));
+            }
+        };
+        if !self.group.is_empty() {
+            check(
+                "spec.group",
+                &self.group,
+                dns1123_subdomain_problem(&self.group),
+            );
+        }
+        check(
+            "spec.version",
+            &self.version,
+            dns1035_label_problem(&self.version),
+        );
+        check(
+            "spec.names.plural",
+            &self.plural,
+            dns1035_label_problem(&self.plural),
+        );
+        check(
+            "spec.names.singular",
+            &self.singular,
+            dns1035_label_problem(&self.singular),
+        );
+        let kind = self.kind.to_ascii_lowercase();
+        check("spec.names.kind", &self.kind, dns1035_label_problem(&kind));
+        let list_kind = self.list_kind.to_ascii_lowercase();
+        check(
+            "spec.names.listKind",
+            &self.list_kind,
+            dns1035_label_problem(&list_kind),
+        );
+        for short in &self.short_names {
+            check("spec.names.shortNames", short, dns1035_label_problem(short));
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            &self.qualified_name(),
+            &causes,
+        ))
+    }
+}
+
+/// Why `s` is not a DNS-1123 subdomain (at most 253 characters of dot-separated labels of
+/// lowercase alphanumerics and `-`, each starting and ending alphanumeric).
+fn dns1123_subdomain_problem(s: &str) -> Option<&'static str> {
+    let labels_ok = s.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+    });
+    if s.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !labels_ok {
+        Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+             characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}
+
+/// Why `s` is not a DNS-1035 label (at most 63 lowercase alphanumerics and `-`, starting
+/// with a letter and ending alphanumeric).
+fn dns1035_label_problem(s: &str) -> Option<&'static str> {
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0].is_ascii_lowercase()
+        && b[b.len() - 1].is_ascii_alphanumeric();
+    if b.len() > 63 {
+        Some("must be no more than 63 characters")
+    } else if !ok {
+        Some(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', \
+             start with an alphabetic character, and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
 }
 
 impl fmt::Display for ResourceDef {
@@ -192,5 +301,49 @@ mod tests {
         assert_eq!(deploy.qualified_name(), "deployments.apps");
         let ns = defs.iter().find(|d| d.plural == "namespaces").unwrap();
         assert_eq!(ns.collection_path(Some("ignored")), "/api/v1/namespaces");
+    }
+
+    #[test]
+    fn names_follow_the_crd_grammars() {
+        assert!(
+            ResourceDef::namespaced("example.com", "v1alpha1", "widgets", "Widget")
+                .validate()
+                .is_ok()
+        );
+        assert!(
+            ResourceDef::cluster_scoped("", "v1", "things", "Thing")
+                .validate()
+                .is_ok()
+        );
+        for def in ResourceDef::builtins() {
+            assert!(def.validate().is_ok(), "{def}");
+        }
+        let bad = [
+            ("../x", "v1", "widgets", "Widget", "spec.group"),
+            ("Example.com", "v1", "widgets", "Widget", "spec.group"),
+            ("example..com", "v1", "widgets", "Widget", "spec.group"),
+            ("example.com", "V1", "widgets", "Widget", "spec.version"),
+            ("example.com", "1", "widgets", "Widget", "spec.version"),
+            ("example.com", "v1", "a/b", "Widget", "spec.names.plural"),
+            ("example.com", "v1", "", "Widget", "spec.names.plural"),
+            ("example.com", "v1", "widgets", "Wid get", "spec.names.kind"),
+        ];
+        for (group, version, plural, kind, field) in bad {
+            let s = ResourceDef::namespaced(group, version, plural, kind)
+                .validate()
+                .unwrap_err();
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+            let causes = &s.details.as_ref().unwrap().causes;
+            assert!(causes.iter().any(|c| c.field == field), "{field}: {s:?}");
+        }
+        let long = "a".repeat(64);
+        assert!(
+            ResourceDef::namespaced("", "v1", &long, "Widget")
+                .validate()
+                .is_err()
+        );
+        let mut shorts = ResourceDef::namespaced("", "v1", "widgets", "Widget");
+        shorts.short_names = vec!["w/".into()];
+        assert!(shorts.validate().is_err());
     }
 }

@@ -19,7 +19,7 @@
 //! ```
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use informer_core::Status;
@@ -417,7 +417,10 @@ pub fn seed(server: &FakeApiServer, config: &SeedConfig) -> Result<SeedReport, S
 /// Settings of a [`Churn`] driver.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChurnConfig {
-    /// Writes per second (tokio time); many writes are batched per tick above 1000/s.
+    /// Writes per second (tokio time), between 0.001 and 10^9; many writes are batched per
+    /// tick above 1000/s. A rate the store cannot keep up with is not caught up without end:
+    /// at most [`MAX_CHURN_BACKLOG`] worth of writes (and at most 10,000) are made per tick,
+    /// the rest is skipped and counted in [`ChurnStats::skipped`].
     pub rate_per_second: f64,
     /// RNG seed: the same seed gives the same sequence of writes.
     pub seed: u64,
@@ -441,6 +444,21 @@ impl Default for ChurnConfig {
     }
 }
 
+/// How far behind its rate a [`Churn`] may fall before it skips writes instead of catching
+/// up: writes owed for longer than this are dropped (and counted in [`ChurnStats::skipped`]).
+pub const MAX_CHURN_BACKLOG: Duration = Duration::from_millis(100);
+
+/// The most writes one tick of a [`Churn`] makes, whatever the rate and backlog.
+const MAX_WRITES_PER_TICK: f64 = 10_000.0;
+
+/// Writes a [`Churn`] makes between two yields to the runtime (and checks of the stop
+/// signal): a churn never holds a worker thread for long, so that stopping it, the server's
+/// other requests and signal handling go on under any rate.
+const WRITES_PER_YIELD: u32 = 32;
+
+/// The accepted range of [`ChurnConfig::rate_per_second`].
+const RATE_RANGE: (f64, f64) = (0.001, 1e9);
+
 /// Counts of writes a [`Churn`] made.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChurnStats {
@@ -452,6 +470,9 @@ pub struct ChurnStats {
     pub deletes: u64,
     /// Writes the server refused (for example a conflict with the test's own writes).
     pub errors: u64,
+    /// Writes not made because the churn fell more than [`MAX_CHURN_BACKLOG`] behind its
+    /// rate (the store could not write that fast).
+    pub skipped: u64,
 }
 
 #[derive(Default)]
@@ -460,6 +481,7 @@ struct Counters {
     updates: AtomicU64,
     deletes: AtomicU64,
     errors: AtomicU64,
+    skipped: AtomicU64,
 }
 
 impl Counters {
@@ -469,12 +491,23 @@ impl Counters {
             updates: self.updates.load(Ordering::Relaxed),
             deletes: self.deletes.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            skipped: self.skipped.load(Ordering::Relaxed),
         }
+    }
+
+    fn skip(&self, n: u64) {
+        // `fetch_update` with a closure that always answers `Some` cannot fail.
+        let _ = self
+            .skipped
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_add(n))
+            });
     }
 }
 
 /// A running churn driver: random creates, updates and deletes at a steady rate, on tokio
-/// time. Stop it with [`Churn::stop`]; dropping it stops it too.
+/// time. Stop it with [`Churn::stop`], which returns at once whatever the rate (the driver
+/// checks for it between writes); dropping it stops it too.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
@@ -487,10 +520,12 @@ impl Counters {
 /// tokio::time::sleep(Duration::from_secs(1)).await;
 /// let stats = churn.stop().await;
 /// assert!(stats.creates + stats.updates + stats.deletes >= 90);
+/// assert_eq!(stats.skipped, 0);
 /// # }
 /// ```
 pub struct Churn {
-    stop: Option<oneshot::Sender<()>>,
+    stop: Arc<AtomicBool>,
+    wake: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
     counters: Arc<Counters>,
 }
@@ -498,33 +533,58 @@ pub struct Churn {
 impl Churn {
     /// Starts churning on `server` (needs a tokio runtime).
     pub fn start(server: FakeApiServer, config: ChurnConfig) -> Self {
-        let (stop_tx, mut stop_rx) = oneshot::channel();
+        let (wake_tx, mut wake_rx) = oneshot::channel();
         let counters = Arc::new(Counters::default());
+        let stop = Arc::new(AtomicBool::new(false));
         let c = Arc::clone(&counters);
+        let stopping = Arc::clone(&stop);
         let task = tokio::spawn(async move {
             let mut driver = Driver::new(server, config);
-            let rate = driver.config.rate_per_second.max(0.001);
+            let rate = driver.config.rate_per_second;
+            let rate = if rate.is_nan() {
+                RATE_RANGE.0
+            } else {
+                rate.clamp(RATE_RANGE.0, RATE_RANGE.1)
+            };
             let tick = Duration::from_secs_f64((1.0 / rate).max(0.001));
+            let max_owed = (rate * MAX_CHURN_BACKLOG.as_secs_f64()).clamp(1.0, MAX_WRITES_PER_TICK);
             let mut interval = tokio::time::interval(tick);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             let mut last = tokio::time::Instant::now();
             let mut owed = 0.0f64;
-            loop {
+            'ticks: loop {
                 tokio::select! {
-                    _ = &mut stop_rx => break,
+                    biased;
+                    _ = &mut wake_rx => break,
                     _ = interval.tick() => {}
                 }
                 let now = tokio::time::Instant::now();
                 owed += rate * now.duration_since(last).as_secs_f64();
                 last = now;
+                if owed > max_owed {
+                    let skipped = (owed - max_owed).floor();
+                    owed -= skipped;
+                    // A finite, non-negative whole number: the cast saturates at u64::MAX.
+                    c.skip(skipped as u64);
+                }
+                let mut since_yield = 0;
                 while owed >= 1.0 {
+                    if stopping.load(Ordering::Relaxed) {
+                        break 'ticks;
+                    }
                     owed -= 1.0;
                     driver.step(&c);
+                    since_yield += 1;
+                    if since_yield == WRITES_PER_YIELD {
+                        since_yield = 0;
+                        tokio::task::yield_now().await;
+                    }
                 }
             }
         });
         Self {
-            stop: Some(stop_tx),
+            stop,
+            wake: Some(wake_tx),
             task,
             counters,
         }
@@ -535,9 +595,11 @@ impl Churn {
         self.counters.snapshot()
     }
 
-    /// Stops churning and waits for the driver to finish; returns what it did.
+    /// Stops churning and waits for the driver to finish (at most the few writes between two
+    /// checks of the stop signal); returns what it did.
     pub async fn stop(mut self) -> ChurnStats {
-        if let Some(tx) = self.stop.take() {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(tx) = self.wake.take() {
             let _ = tx.send(());
         }
         let _ = (&mut self.task).await;
@@ -547,6 +609,7 @@ impl Churn {
 
 impl Drop for Churn {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         self.task.abort();
     }
 }

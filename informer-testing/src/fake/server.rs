@@ -20,14 +20,28 @@ use super::faults::{FaultState, Faults, Scope};
 use super::lister_watcher::FakeListerWatcher;
 use super::object::Clock;
 use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
-use super::watch::{Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec};
+use super::watch::{
+    Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec, later,
+};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
+
+/// The default of [`ServerConfig::history_max_bytes`]: 256 MiB.
+pub const DEFAULT_HISTORY_MAX_BYTES: usize = 256 << 20;
 
 /// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// How much history is kept (the watch cache's window).
     pub history: HistoryConfig,
+    /// A bound on the bytes the history of every resource together accounts for (the
+    /// serialized size of the object version each event carries), default 256 MiB. Beyond
+    /// it the oldest events are dropped, across resources, whatever [`HistoryConfig`] says
+    /// (watchers that had not read them get `ERROR` 410, as for the other bounds); the newest
+    /// event of the resource just written is always kept. Without it, a few huge objects
+    /// written and deleted in a loop keep every version alive until the events age out.
+    /// (A field here rather than in [`HistoryConfig`], which other crates build field by
+    /// field.)
+    pub history_max_bytes: usize,
     /// How often watchers that asked for bookmarks get one (the real server: about a minute).
     pub bookmark_interval: Duration,
     /// How long a request for a resourceVersion the server has not reached waits before
@@ -56,6 +70,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         Self {
             history: HistoryConfig::default(),
+            history_max_bytes: DEFAULT_HISTORY_MAX_BYTES,
             bookmark_interval: Duration::from_secs(60),
             too_large_wait: Duration::from_secs(3),
             initial_resource_version: 0,
@@ -236,6 +251,7 @@ impl FakeApiServer {
         let clock = Clock::new(config.wall_clock_start);
         let store = Store::new(
             config.history.clone(),
+            config.history_max_bytes,
             config.initial_resource_version,
             config.seed,
             clock,
@@ -264,7 +280,8 @@ impl FakeApiServer {
     // ----- Resources -------------------------------------------------------------------
 
     /// Registers a resource (a CRD). Registering the same definition twice is a no-op; a
-    /// different definition for the same group and plural is a 409.
+    /// different definition for the same group and plural is a 409; names that break the
+    /// real server's grammars are a 422 (see [`ResourceDef::validate`]).
     pub fn register(&self, def: ResourceDef) -> Result<(), Status> {
         self.shared.store.lock().register(def).map(|_| ())
     }
@@ -501,10 +518,7 @@ impl FakeApiServer {
             },
             (_, Some(rv)) => StartMode::After(rv),
         };
-        let timeout = query
-            .timeout_seconds
-            .filter(|t| *t > 0)
-            .map(|t| Duration::from_secs(u64::try_from(t).unwrap_or(0)));
+        let timeout = watch_timeout(query.timeout_seconds);
         let drop_after = self.shared.faults.lock().take_drop_after(&target.def);
         let spec = WatcherSpec {
             res: target.res,
@@ -512,7 +526,8 @@ impl FakeApiServer {
             allow_bookmarks: query.allow_watch_bookmarks,
             timeout,
             drop_after,
-            wait_for: requested.map(|rv| (rv, Instant::now() + self.shared.config.too_large_wait)),
+            wait_for: requested
+                .map(|rv| (rv, later(Instant::now(), self.shared.config.too_large_wait))),
             mode,
         };
         let watcher = {
@@ -550,7 +565,7 @@ impl FakeApiServer {
 
     async fn wait_for_rv(&self, rv: u64) -> Result<(), Status> {
         let mut rx = self.shared.store.lock().rv_tx.subscribe();
-        let deadline = Instant::now() + self.shared.config.too_large_wait;
+        let deadline = later(Instant::now(), self.shared.config.too_large_wait);
         loop {
             let current = *rx.borrow_and_update();
             if current >= rv {
@@ -902,7 +917,10 @@ impl FakeApiServer {
     }
 
     /// Makes the next write get resourceVersion `next`, which must be above the current one:
-    /// a jump, as when other resources are written in the same etcd.
+    /// a jump, as when other resources are written in the same etcd. `next` may be at most
+    /// [`MAX_RESOURCE_VERSION`](super::MAX_RESOURCE_VERSION) (400 otherwise); once a write has
+    /// that resourceVersion, every further write fails with 500 `InternalError` instead of
+    /// wrapping around.
     pub fn set_next_resource_version(&self, next: u64) -> Result<(), Status> {
         self.shared.store.lock().set_next_rv(next)
     }
@@ -939,6 +957,19 @@ impl FakeApiServer {
     /// Changes the history window (applies from the next write).
     pub fn set_history(&self, history: HistoryConfig) {
         self.shared.store.lock().set_history(history);
+    }
+
+    /// Changes [`ServerConfig::history_max_bytes`], applied at once (the oldest events
+    /// beyond the new bound are dropped now).
+    pub fn set_history_max_bytes(&self, max_bytes: usize) {
+        self.shared.store.lock().set_history_max_bytes(max_bytes);
+    }
+
+    /// The bytes the history of every resource accounts for now, which
+    /// [`ServerConfig::history_max_bytes`] bounds: the serialized size of the object version
+    /// each retained event carries.
+    pub fn history_bytes(&self) -> usize {
+        self.shared.store.lock().history_bytes
     }
 
     /// Sends a bookmark to every watcher in `scope` that asked for bookmarks, as soon as it
@@ -1041,4 +1072,35 @@ fn to_body<T: Serialize + ?Sized>(object: &T) -> Result<Value, Status> {
 fn parse_rv(text: &str) -> Result<u64, Status> {
     text.parse::<u64>()
         .map_err(|_| status::bad_request(format!("invalid resource version: {text:?}")))
+}
+
+/// How long a watch with this `timeoutSeconds` lasts. Unset or 0: no timeout (the real
+/// server picks 30 to 60 minutes). Negative: none at all, the watch ends at once, as on the
+/// real server, whose watch deadline is then already past. Any positive value works: one too
+/// far away for the clock saturates to about 30 years (the real server's Go arithmetic would
+/// overflow).
+fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
+    match seconds {
+        None | Some(0) => None,
+        Some(t) if t < 0 => Some(Duration::ZERO),
+        Some(t) => Some(Duration::from_secs(t.unsigned_abs())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_timeouts_saturate_and_negative_ends_at_once() {
+        assert_eq!(watch_timeout(None), None);
+        assert_eq!(watch_timeout(Some(0)), None);
+        assert_eq!(watch_timeout(Some(-1)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(i64::MIN)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(300)), Some(Duration::from_secs(300)));
+        assert_eq!(
+            watch_timeout(Some(i64::MAX)),
+            Some(Duration::from_secs(i64::MAX.unsigned_abs()))
+        );
+    }
 }

@@ -73,6 +73,9 @@ pub(crate) struct HistoryEvent {
     /// The state before (for `Added`: none).
     pub prev: Option<Arc<StoredObject>>,
     pub at: Instant,
+    /// The bytes this event accounts for in the history's byte bound: the serialized size of
+    /// `object` (`prev` is the object of the key's event before, accounted there).
+    bytes: usize,
     /// `prev` re-stamped with this event's resourceVersion, made once on first need (a
     /// watcher whose selector no longer matches gets it as a `DELETED`).
     prev_at_rv: OnceLock<Option<Arc<StoredObject>>>,
@@ -119,6 +122,15 @@ impl ResourceState {
 
     pub(crate) fn log_end(&self) -> u64 {
         self.log_start + self.log.len() as u64
+    }
+
+    /// Drops the oldest history event (watchers behind it get 410 from now on); returns the
+    /// bytes it accounted for.
+    fn pop_oldest(&mut self) -> Option<usize> {
+        let e = self.log.pop_front()?;
+        self.floor_rv = self.floor_rv.max(e.rv);
+        self.log_start += 1;
+        Some(e.bytes)
     }
 
     fn count(&self, namespace: Option<&str>) -> usize {
@@ -373,14 +385,28 @@ pub(crate) struct Store {
     pub resources: Vec<ResourceState>,
     pub rv_tx: watch::Sender<u64>,
     history: HistoryConfig,
+    /// The byte bound over the history of every resource together.
+    history_max_bytes: usize,
+    /// What the history of every resource accounts for now (see [`HistoryEvent`]).
+    pub history_bytes: usize,
     rng: StdRng,
     clock: Clock,
 }
 
+/// The largest resourceVersion the server hands out: etcd's revisions (which the real
+/// server's resourceVersions are) are 64-bit signed integers.
+pub const MAX_RESOURCE_VERSION: u64 = i64::MAX.unsigned_abs();
+
 const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 impl Store {
-    pub(crate) fn new(history: HistoryConfig, initial_rv: u64, seed: u64, clock: Clock) -> Self {
+    pub(crate) fn new(
+        history: HistoryConfig,
+        history_max_bytes: usize,
+        initial_rv: u64,
+        seed: u64,
+        clock: Clock,
+    ) -> Self {
         let mut store = Self {
             rv: initial_rv,
             compacted: 0,
@@ -388,6 +414,8 @@ impl Store {
             resources: Vec::new(),
             rv_tx: watch::channel(initial_rv).0,
             history,
+            history_max_bytes,
+            history_bytes: 0,
             rng: StdRng::seed_from_u64(seed),
             clock,
         };
@@ -399,6 +427,7 @@ impl Store {
     }
 
     pub(crate) fn register(&mut self, def: ResourceDef) -> Result<usize, Status> {
+        def.validate()?;
         if let Some(i) = self
             .resources
             .iter()
@@ -435,7 +464,32 @@ impl Store {
         self.history = history;
     }
 
-    /// Makes the next write get `next` (which must be above the current resourceVersion).
+    /// Changes the byte bound of the history and applies it at once.
+    pub(crate) fn set_history_max_bytes(&mut self, max_bytes: usize) {
+        self.history_max_bytes = max_bytes;
+        self.trim_history_bytes(None);
+    }
+
+    /// Drops the oldest events, across resources, while the history accounts for more than
+    /// its byte bound; the newest event of `keep` (the resource just written) stays, so a
+    /// single object larger than the bound is still seen by the watchers that are caught up.
+    fn trim_history_bytes(&mut self, keep: Option<usize>) {
+        while self.history_bytes > self.history_max_bytes {
+            let oldest = self
+                .resources
+                .iter()
+                .enumerate()
+                .filter(|(i, r)| r.log.len() > usize::from(Some(*i) == keep))
+                .filter_map(|(i, r)| r.log.front().map(|e| (e.rv, i)))
+                .min();
+            let Some((_, i)) = oldest else { break };
+            let freed = self.resources[i].pop_oldest().unwrap_or(0);
+            self.history_bytes = self.history_bytes.saturating_sub(freed);
+        }
+    }
+
+    /// Makes the next write get `next` (which must be above the current resourceVersion and
+    /// at most [`MAX_RESOURCE_VERSION`]).
     pub(crate) fn set_next_rv(&mut self, next: u64) -> Result<(), Status> {
         if next <= self.rv {
             return Err(status::bad_request(format!(
@@ -443,9 +497,31 @@ impl Store {
                 self.rv
             )));
         }
+        if next > MAX_RESOURCE_VERSION {
+            return Err(status::bad_request(format!(
+                "the next resourceVersion must be at most {MAX_RESOURCE_VERSION} (etcd's \
+                 revisions are 64-bit signed integers), got {next}"
+            )));
+        }
         self.rv = next - 1;
         self.rv_tx.send_replace(self.rv);
         Ok(())
+    }
+
+    /// The resourceVersion the next write gets; a 500 `InternalError` once the counter has
+    /// reached [`MAX_RESOURCE_VERSION`] (the store never wraps around).
+    fn next_rv(&self) -> Result<u64, Status> {
+        self.rv
+            .checked_add(1)
+            .filter(|next| *next <= MAX_RESOURCE_VERSION)
+            .ok_or_else(|| {
+                status::internal_error(&format!(
+                    "resourceVersion exhausted: the current resourceVersion {} is the largest \
+                     this server hands out ({MAX_RESOURCE_VERSION}), so no further write is \
+                     possible",
+                    self.rv
+                ))
+            })
     }
 
     /// Drops every event at or below `rv` in every resource.
@@ -459,8 +535,8 @@ impl Store {
         self.compacted = self.compacted.max(rv);
         for r in &mut self.resources {
             while r.log.front().is_some_and(|e| e.rv <= rv) {
-                r.log.pop_front();
-                r.log_start += 1;
+                let freed = r.pop_oldest().unwrap_or(0);
+                self.history_bytes = self.history_bytes.saturating_sub(freed);
             }
             r.floor_rv = r.floor_rv.max(rv);
         }
@@ -565,7 +641,7 @@ impl Store {
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
         }
-        let rv = self.rv + 1;
+        let rv = self.next_rv()?;
         let uid = self.new_uid();
         set_meta(&mut body, "name", Value::String(name));
         set_meta(&mut body, "uid", Value::String(uid));
@@ -690,7 +766,7 @@ impl Store {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);
         }
-        let rv = self.rv + 1;
+        let rv = self.next_rv()?;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         let kind = if obj.is_deleting() && !obj.has_finalizers() {
@@ -755,11 +831,11 @@ impl Store {
         {
             return Err(status::conflict(&def, name));
         }
-        let rv = self.rv + 1;
+        if existing.has_finalizers() && existing.is_deleting() {
+            return Ok(DeleteOutcome::Finalizing(existing));
+        }
+        let rv = self.next_rv()?;
         if existing.has_finalizers() {
-            if existing.is_deleting() {
-                return Ok(DeleteOutcome::Finalizing(existing));
-            }
             let mut value = existing.to_value();
             set_meta(
                 &mut value,
@@ -811,14 +887,17 @@ impl Store {
                 }
             }
         }
+        let bytes = object.bytes().len();
         state.log.push_back(Arc::new(HistoryEvent {
             rv,
             kind,
             object,
             prev,
             at: now,
+            bytes,
             prev_at_rv: OnceLock::new(),
         }));
+        let mut freed = 0;
         while state.log.len() > history.max_events
             || (state.log.len() > history.min_events
                 && state
@@ -826,11 +905,11 @@ impl Store {
                     .front()
                     .is_some_and(|e| now.duration_since(e.at) > history.min_age))
         {
-            if let Some(e) = state.log.pop_front() {
-                state.floor_rv = state.floor_rv.max(e.rv);
-                state.log_start += 1;
-            }
+            freed += state.pop_oldest().unwrap_or(0);
         }
+        self.history_bytes = (self.history_bytes + bytes).saturating_sub(freed);
+        self.trim_history_bytes(Some(res));
+        let state = &mut self.resources[res];
         let end = state.log_end();
         state.changed.send_replace(end);
         self.rv = rv;

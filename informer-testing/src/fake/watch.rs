@@ -292,7 +292,7 @@ impl Watcher {
         let state = &store.resources[spec.res];
         let def = Arc::clone(&state.def);
         let now = Instant::now();
-        let deadline = spec.timeout.map(|t| now + t);
+        let deadline = spec.timeout.map(|t| later(now, t));
         let mut w = Self {
             res: spec.res,
             handle: Arc::new(WatcherHandle::new(def, spec.allow_bookmarks)),
@@ -329,10 +329,12 @@ impl Watcher {
 
     fn bookmark_after(&self, now: Instant) -> Instant {
         let interval = *self.shared.bookmark_interval.lock();
-        let periodic = now + interval;
+        let periodic = later(now, interval);
         // Like the real server, also one bookmark shortly before the watch times out.
         match self.deadline {
-            Some(d) if d > now + Duration::from_secs(2) => periodic.min(d - Duration::from_secs(2)),
+            Some(d) if d > later(now, Duration::from_secs(2)) => {
+                periodic.min(d - Duration::from_secs(2))
+            }
             _ => periodic,
         }
     }
@@ -577,6 +579,13 @@ impl Drop for Watcher {
         self.handle.closed.store(true, Ordering::Release);
         self.shared.activity.send_modify(|n| *n += 1);
     }
+}
+
+/// `now + d`, saturated at about 30 years from `now` (tokio's own "far future"): no setting,
+/// however large, makes the server panic on an `Instant` overflow.
+pub(crate) fn later(now: Instant, d: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+    now.checked_add(d.min(FAR)).unwrap_or(now)
 }
 
 async fn sleep_until_opt(t: Option<Instant>) {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::App;
 use super::response::{json_value, status_response};
 use crate::fake::seed::{self, Churn, ChurnConfig, SeedConfig};
-use crate::fake::{HistoryConfig, RawLine, ResourceDef, Scope, status};
+use crate::fake::{DEFAULT_HISTORY_MAX_BYTES, HistoryConfig, RawLine, ResourceDef, Scope, status};
 
 /// The endpoint table, served at `GET /_fake/`.
 pub(crate) const TABLE: &str = include_str!("admin_api.md");
@@ -143,6 +143,7 @@ async fn state(State(app): State<App>) -> Answer {
     ok(json!({
         "resourceVersion": server.resource_version(),
         "compactedResourceVersion": server.compacted_resource_version(),
+        "historyBytes": server.history_bytes(),
         "openWatches": server.open_watches(Scope::All),
         "resources": resources,
         "pendingFaults": pending,
@@ -179,7 +180,16 @@ async fn resource_version(State(app): State<App>, body: Bytes) -> Answer {
     let current = app.server.resource_version();
     let next = match (b.next, b.advance_by) {
         (Some(n), None) => n,
-        (None, Some(by)) => current.saturating_add(by).saturating_add(1),
+        (None, Some(by)) => current
+            .checked_add(by)
+            .and_then(|rv| rv.checked_add(1))
+            .ok_or_else(|| {
+                status::bad_request(format!(
+                    "advanceBy {by} from {current} leaves no room for a write (the largest \
+                     resourceVersion is {})",
+                    crate::fake::MAX_RESOURCE_VERSION
+                ))
+            })?,
         _ => {
             return Err(
                 status::bad_request("give exactly one of \"next\" and \"advanceBy\"").into(),
@@ -196,6 +206,7 @@ struct HistoryBody {
     min_events: Option<usize>,
     max_events: Option<usize>,
     min_age_seconds: Option<f64>,
+    max_bytes: Option<usize>,
 }
 
 async fn history(State(app): State<App>, body: Bytes) -> Answer {
@@ -210,6 +221,8 @@ async fn history(State(app): State<App>, body: Bytes) -> Answer {
         max_events: b.max_events.unwrap_or(d.max_events),
         min_age,
     });
+    app.server
+        .set_history_max_bytes(b.max_bytes.unwrap_or(DEFAULT_HISTORY_MAX_BYTES));
     ok(json!({}))
 }
 
@@ -291,7 +304,7 @@ fn to_status(value: Option<&Value>, current_rv: u64) -> Result<Status, AdminErro
         429 => status::too_many_requests(spec.retry_after_seconds.unwrap_or(1)),
         410 => status::expired(status::LIST_EXPIRED_MESSAGE),
         500 => status::internal_error("injected by the fake API server"),
-        504 => status::resource_version_too_large(current_rv + 1, current_rv),
+        504 => status::resource_version_too_large(current_rv.saturating_add(1), current_rv),
         404 => status::resource_not_found(),
         400 => status::bad_request("injected by the fake API server"),
         c if (400..600).contains(&c) => Status::failure(c, "", "injected by the fake API server"),
@@ -627,6 +640,7 @@ fn churn_json(running: bool, stats: seed::ChurnStats) -> Value {
         "updates": stats.updates,
         "deletes": stats.deletes,
         "errors": stats.errors,
+        "skipped": stats.skipped,
     })
 }
 

@@ -44,15 +44,27 @@ impl AuthPolicy {
         }
     }
 
-    /// Whether a request with this `Authorization` header value may pass.
+    /// Whether a request with this `Authorization` header value may pass: `Bearer`, in any
+    /// case (auth schemes are case-insensitive, RFC 7235), then the token, compared in
+    /// constant time.
     pub(crate) fn allows(&self, authorization: Option<&[u8]>) -> bool {
         match self {
             Self::Open => true,
             Self::Bearer(token) => authorization
-                .and_then(|h| h.strip_prefix(b"Bearer "))
-                .is_some_and(|given| constant_time_eq(given.trim_ascii(), token.as_bytes())),
+                .and_then(bearer_credentials)
+                .is_some_and(|given| constant_time_eq(given, token.as_bytes())),
         }
     }
+}
+
+/// The credentials of a `Bearer` authorization (`<scheme> 1*SP <token>`, the scheme in any
+/// case), trimmed.
+fn bearer_credentials(authorization: &[u8]) -> Option<&[u8]> {
+    let split = authorization.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = authorization.split_at(split);
+    scheme
+        .eq_ignore_ascii_case(b"bearer")
+        .then(|| rest.trim_ascii())
 }
 
 /// A random token: 32 lowercase hex digits.
@@ -122,6 +134,30 @@ mod tests {
         assert!(!p.allows(None));
         assert!(p.allows(Some(b"Bearer s3cret")));
         assert!(!p.allows(Some(b"Bearer s3cre")));
+    }
+
+    #[test]
+    fn the_scheme_is_case_insensitive() {
+        let p = AuthPolicy::for_listener(&addr("127.0.0.1:0"), Some("s3cret"), || unreachable!());
+        for ok in [
+            &b"Bearer s3cret"[..],
+            b"bearer s3cret",
+            b"BEARER s3cret",
+            b"bEaReR   s3cret ",
+        ] {
+            assert!(p.allows(Some(ok)), "{}", String::from_utf8_lossy(ok));
+        }
+        for bad in [
+            &b"Bearers3cret"[..],
+            b"Bearer",
+            b"Bearer ",
+            b"Basic s3cret",
+            b"bearer s3cre",
+            b"bearer s3cret2",
+            b"xbearer s3cret",
+        ] {
+            assert!(!p.allows(Some(bad)), "{}", String::from_utf8_lossy(bad));
+        }
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! Kubeconfig files pointing kubectl and kube-client at the fake server.
 
+use std::io::{self, Write as _};
+use std::path::Path;
+
 use serde_json::Value;
 
 /// The context, cluster and user name in generated kubeconfigs.
@@ -52,6 +55,31 @@ pub(crate) fn render(url: &str, token: Option<&str>, namespace: Option<&str>) ->
     )
 }
 
+/// Writes `contents` to `path`, creating or truncating it, readable and writable by its
+/// owner only (mode 0600 on Unix): a kubeconfig may hold the server's token. The mode is set
+/// before anything is written, also on a file that existed with a wider one.
+pub(crate) fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        write_all(file, contents)
+    }
+    #[cfg(not(unix))]
+    {
+        write_all(options.open(path)?, contents)
+    }
+}
+
+fn write_all(mut file: std::fs::File, contents: &[u8]) -> io::Result<()> {
+    file.write_all(contents)?;
+    file.flush()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +109,21 @@ mod tests {
         let text = render("http://[::1]:80", None, None);
         assert!(text.contains("  user:\n    {}\n"), "{text}");
         assert!(!text.contains("namespace"), "{text}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn written_for_the_owner_only_also_over_a_wider_file() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        write_private(&path, b"token: a\n").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_private(&path, b"b").unwrap();
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(std::fs::read(&path).unwrap(), b"b");
     }
 
     #[test]

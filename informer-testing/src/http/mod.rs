@@ -64,8 +64,17 @@
 //!   `ERROR` 410 and the end of the stream when it reads again (as a real server drops it).
 //! - **Authentication**: a server listening on a non-loopback address requires
 //!   `Authorization: Bearer <token>` ([`HttpConfig::token`], or a generated one, see
-//!   [`FakeHttpServer::token`]); requests without it get a 401 Status. On loopback no token is
-//!   needed unless one is configured.
+//!   [`FakeHttpServer::token`]; the scheme in any case, `bearer` too, the token compared in
+//!   constant time); requests without it get a 401 Status. On loopback no token is needed
+//!   unless one is configured. [`FakeHttpServer::write_kubeconfig`] writes the file with mode
+//!   0600 (also over an existing file), as it may hold the token.
+//! - **Web pages**: a request whose `Origin` is not the server's own (`http://` + the
+//!   listener's IP, a loopback IP or `localhost` + its port) gets a 403 `Forbidden` Status, so
+//!   that a page the developer visits cannot create objects or start churn with a
+//!   cross-site request; so does a `Host` naming anything but the listener's IP, a loopback
+//!   IP or `localhost` (DNS rebinding). A listener on `0.0.0.0` or `::` that requires a token
+//!   takes any host. kubectl and the client libraries send no `Origin` and the kubeconfig's
+//!   host.
 //! - **Request log**: resource requests are recorded by the engine
 //!   ([`FakeApiServer::requests`]); discovery and OpenAPI requests are recorded too; admin
 //!   requests are not.
@@ -89,6 +98,25 @@
 //! The `fake-apiserver` binary (`cargo run -p informer-testing --bin fake-apiserver --
 //! --help`) runs the same server with seeding, churn and a kubeconfig file.
 //!
+//! # Limits
+//!
+//! What keeps a client from hanging or exhausting the server, with its default (the real
+//! API server's where it has one) and the `fake-apiserver` flag:
+//!
+//! | limit | default | setting | flag |
+//! | --- | --- | --- | --- |
+//! | request body (413 beyond; the rest is read and discarded up to 256 MiB) | 3 MiB | fixed | |
+//! | time to send a request head, from the accept or the first byte of a later request (then the connection is closed) | 32 s | [`HttpConfig::header_read_timeout`] | `--header-read-timeout` |
+//! | time a keep-alive connection waits for its next request (never applies to an open watch: it is a request in flight) | 90 s | [`HttpConfig::idle_timeout`] | `--idle-timeout` |
+//! | connections open at once (one beyond is closed as soon as it is accepted) | 512 | [`HttpConfig::max_connections`] | `--max-connections` |
+//! | time requests in flight get to finish at shutdown (watches end at once; then every connection is closed, also those of clients that stopped reading) | 0.5 s | fixed | |
+//! | history bytes over all resources | 256 MiB | [`ServerConfig::history_max_bytes`](crate::fake::ServerConfig::history_max_bytes) | `--history-max-bytes` |
+//! | churn backlog (writes owed beyond it are skipped and counted) | 100 ms of writes, at most 10,000 per tick | [`MAX_CHURN_BACKLOG`](crate::fake::seed::MAX_CHURN_BACKLOG) | |
+//!
+//! `timeoutSeconds` of any value is served (a huge one saturates, a negative one ends the
+//! watch at once), and resourceVersions stop at `i64::MAX` instead of wrapping (see
+//! [`crate::fake`]). The binary stops within a second of SIGTERM or SIGINT in every state.
+//!
 #![doc = include_str!("admin_api.md")]
 // Handlers answer with `Status` values by design, like the engine's request layer: they are
 // the wire's error type, rendered as they are, and occur only on error paths.
@@ -101,11 +129,13 @@ mod discovery;
 mod kubeconfig;
 mod negotiate;
 mod openapi;
+mod origin;
 mod patch;
 mod protobuf;
 mod resources;
 mod response;
 mod scale;
+mod serve;
 mod served;
 mod table;
 
@@ -113,6 +143,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::middleware;
@@ -124,6 +155,7 @@ use tokio_util::sync::CancellationToken;
 use crate::fake::FakeApiServer;
 use crate::fake::seed::Churn;
 use auth::AuthPolicy;
+use origin::SitePolicy;
 
 /// The admin API's endpoint table (Markdown), as documented above; the binary prints it in
 /// its `--help`.
@@ -132,7 +164,7 @@ pub const ADMIN_API_TABLE: &str = admin::TABLE;
 pub use served::served_summary;
 
 /// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no
-/// token.
+/// token, and the connection limits of a real API server (see each field).
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
     /// The address to listen on (port 0: any free port).
@@ -140,6 +172,19 @@ pub struct HttpConfig {
     /// The bearer token clients must send. `None`: none on a loopback address, a generated one
     /// elsewhere. A token set here is required even on loopback.
     pub token: Option<String>,
+    /// How long a client may take to send a complete request head, counted from the
+    /// connection's accept or from the first byte of a later request; then the connection
+    /// is closed (against slowloris clients). Default 32 s, the real API server's
+    /// `ReadHeaderTimeout`.
+    pub header_read_timeout: Duration,
+    /// How long a keep-alive connection may wait for its next request before it is closed.
+    /// It applies between requests only: an open watch, however quiet, is a request in
+    /// flight. Default 90 s, the real API server's `IdleTimeout`.
+    pub idle_timeout: Duration,
+    /// The most connections open at once; a connection beyond it is closed as soon as it is
+    /// accepted. Default 512 (below the common limit of 1,024 open files, so that a flood of
+    /// connections meets this cap, not a server that can no longer accept).
+    pub max_connections: usize,
 }
 
 impl Default for HttpConfig {
@@ -147,9 +192,19 @@ impl Default for HttpConfig {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             token: None,
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }
+
+/// The default [`HttpConfig::header_read_timeout`]: 32 s.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// The default [`HttpConfig::idle_timeout`]: 90 s.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// The default [`HttpConfig::max_connections`]: 512.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// What can go wrong starting, running or stopping the HTTP front end.
 #[derive(Debug, thiserror::Error)]
@@ -230,6 +285,7 @@ impl FakeHttpServer {
             source,
         })?;
         let policy = AuthPolicy::for_listener(&addr, config.token.as_deref(), auth::generate_token);
+        let site = SitePolicy::for_listener(addr, policy.token().is_some());
         // Registering the same definition again is a no-op; a conflicting one (a test that
         // registered its own `customresourcedefinitions`) keeps the test's.
         let _ = server.register(crd::crd_resource());
@@ -240,13 +296,13 @@ impl FakeHttpServer {
             churn: Arc::new(Mutex::new(None)),
             server_address: addr.to_string(),
         };
-        let router = router(app, policy.clone());
-        let stop = shutdown.clone();
-        let task = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(stop.cancelled_owned())
-                .await
-        });
+        let router = router(app, policy.clone(), site);
+        let limits = serve::Limits {
+            header_read_timeout: config.header_read_timeout,
+            idle_timeout: config.idle_timeout,
+            max_connections: config.max_connections,
+        };
+        let task = tokio::spawn(serve::serve(listener, router, limits, shutdown.clone()));
         Ok(Self {
             addr,
             policy,
@@ -294,9 +350,10 @@ impl FakeHttpServer {
         kubeconfig::render(&self.url(), self.token(), namespace)
     }
 
-    /// Writes [`kubeconfig`](Self::kubeconfig) to `path`.
+    /// Writes [`kubeconfig`](Self::kubeconfig) to `path`, readable and writable by its owner
+    /// only (mode 0600 on Unix, also when the file existed: it may hold the token).
     pub fn write_kubeconfig(&self, path: &Path, namespace: Option<&str>) -> Result<(), HttpError> {
-        std::fs::write(path, self.kubeconfig(namespace)).map_err(|source| {
+        kubeconfig::write_private(path, self.kubeconfig(namespace).as_bytes()).map_err(|source| {
             HttpError::WriteKubeconfig {
                 path: path.to_owned(),
                 source,
@@ -304,8 +361,9 @@ impl FakeHttpServer {
         })
     }
 
-    /// Stops accepting connections, ends every open watch, waits for requests in flight, and
-    /// returns once the server has stopped.
+    /// Stops accepting connections, ends every open watch, gives other requests in flight
+    /// half a second to finish, closes every connection left (a client that stopped reading,
+    /// a request head half sent), and returns once the server has stopped.
     pub async fn shutdown(mut self) -> Result<(), HttpError> {
         self.shutdown.cancel();
         match self.task.take() {
@@ -330,11 +388,16 @@ impl Drop for FakeHttpServer {
     }
 }
 
-fn router(app: App, policy: AuthPolicy) -> Router {
+fn router(app: App, policy: AuthPolicy, site: SitePolicy) -> Router {
     Router::new()
         .route("/_fake/", axum::routing::get(admin::index))
         .nest("/_fake", admin::router())
         .fallback(resources::dispatch)
         .with_state(app)
         .layer(middleware::from_fn_with_state(policy, auth::require_auth))
+        // Outermost: web pages are refused before anything else.
+        .layer(middleware::from_fn_with_state(
+            site,
+            origin::require_same_site,
+        ))
 }

@@ -7,7 +7,8 @@ use crate::fake::ResourceDef;
 
 /// A plain-text summary of what the fake API server serves: every built-in resource by group
 /// version (with its subresources), the field selectors beyond `metadata.name` and
-/// `metadata.namespace`, admission, content types, and what is not served.
+/// `metadata.namespace`, admission, content types, limits and safety (with the flags that
+/// change them), and what is not served.
 pub fn served_summary() -> String {
     let defs = ResourceDef::builtins();
     let mut out = String::from("What is served (Kubernetes 1.37's stable API, as JSON objects):\n");
@@ -77,8 +78,34 @@ pub fn served_summary() -> String {
          produced); watches in JSON lines or length-delimited protobuf; Tables and \
          PartialObjectMetadata for kubectl. PATCH: merge, JSON, strategic merge (approximated: \
          merge keys of well-known lists) and server-side apply (create or strategic merge, no \
-         field ownership).\n\n\
-         Not served: alpha and beta API versions, older stable versions of a resource \
+         field ownership).\n\n",
+    );
+    let _ = write!(
+        out,
+        "Limits and safety (defaults; the flags change them):\n  \
+         a request head must arrive within {header} s of the accept or of its first byte \
+         (--header-read-timeout); a keep-alive connection waits at most {idle} s for its next \
+         request (--idle-timeout; never applies to an open watch); at most {conns} connections \
+         at once, one more is closed as soon as it is accepted (--max-connections); the \
+         history of all resources holds at most {history} MiB of objects, oldest events first \
+         out, watchers behind them get ERROR 410 (--history-max-bytes); churn never falls more \
+         than {backlog} ms behind its rate (writes owed beyond that are skipped and counted, \
+         GET /_fake/churn). timeoutSeconds: any value (negative ends the watch at once); \
+         resourceVersions stop at {max_rv} (a write past it is a 500), never wrap. Requests \
+         with a foreign Origin, or a Host other than the listener's address or localhost (DNS \
+         rebinding), get a 403. Bearer tokens: the scheme in any case. --kubeconfig-out writes \
+         mode 0600. SIGTERM or Ctrl-C stops the server within a second (requests in flight \
+         get {grace} ms).\n\n",
+        header = super::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64(),
+        idle = super::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
+        conns = super::DEFAULT_MAX_CONNECTIONS,
+        history = crate::fake::DEFAULT_HISTORY_MAX_BYTES >> 20,
+        backlog = crate::fake::seed::MAX_CHURN_BACKLOG.as_millis(),
+        max_rv = crate::fake::MAX_RESOURCE_VERSION,
+        grace = super::serve::SHUTDOWN_GRACE.as_millis(),
+    );
+    out.push_str(
+        "Not served: alpha and beta API versions, older stable versions of a resource \
          (autoscaling/v1 HPAs), other subresources (log, exec, eviction, binding, token, ...), \
          the create-only review APIs (TokenReview, SubjectAccessReview, ...), aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
@@ -104,5 +131,13 @@ mod tests {
             text.contains("application/vnd.kubernetes.protobuf"),
             "{text}"
         );
+        for flag in [
+            "--header-read-timeout",
+            "--idle-timeout",
+            "--max-connections",
+            "--history-max-bytes",
+        ] {
+            assert!(text.contains(flag), "{flag} is not documented: {text}");
+        }
     }
 }

@@ -282,16 +282,30 @@ impl Binary {
     }
 
     /// Sends SIGTERM (to this child, by its pid) and waits for it to exit.
-    pub async fn terminate(mut self) -> std::process::ExitStatus {
+    pub async fn terminate(self) -> std::process::ExitStatus {
+        self.stop_with("TERM", GUARD).await.0
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) to this child, by its pid, and waits for it to exit,
+    /// at most `within`; returns its status and how long it took.
+    pub async fn stop_with(
+        mut self,
+        signal: &str,
+        within: Duration,
+    ) -> (std::process::ExitStatus, Duration) {
         let pid = self.child.id().expect("still running").to_string();
+        let started = std::time::Instant::now();
         let sent = std::process::Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([&format!("-{signal}"), &pid])
             .status()
             .unwrap();
         assert!(sent.success());
-        tokio::time::timeout(GUARD, self.child.wait())
+        let status = tokio::time::timeout(within, self.child.wait())
             .await
-            .expect("fake-apiserver did not stop after SIGTERM")
-            .unwrap()
+            .unwrap_or_else(|_| {
+                panic!("fake-apiserver did not stop within {within:?} of SIG{signal}")
+            })
+            .unwrap();
+        (status, started.elapsed())
     }
 }
