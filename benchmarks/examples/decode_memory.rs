@@ -42,7 +42,7 @@ fn main() {
     let items: Vec<String> = (0..pods)
         .map(|i| {
             let ns = format!("ns-{}", i % 100);
-            let mut pod = informer_testing::fake::seed::pod(&ns, &format!("pod-{i}"), &mut rng);
+            let mut pod = fake_apiserver::seed::pod(&ns, &format!("pod-{i}"), &mut rng);
             pod["metadata"]["resourceVersion"] = i.to_string().into();
             pod["metadata"]["uid"] = format!("uid-{i}").into();
             serde_json::to_string(&pod).unwrap()

@@ -5,7 +5,7 @@
 //! Two binaries:
 //!
 //! - `informer-bench`, the orchestrator ([`suite`]): starts the `fake-apiserver` binary of
-//!   `informer-testing` as its own process, seeds it through the `/_fake/` admin API, then for
+//!   `fake-apiserver` as its own process, seeds it through the `/_fake/` admin API, then for
 //!   each size and each contender runs fresh contender processes one after another, drives them
 //!   through the phases ([`protocol`]), reads their memory and CPU time from `/proc`
 //!   ([`procfs`]), writes stamped pod updates ([`writer`]) and renders the report ([`report`]).

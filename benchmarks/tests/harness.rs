@@ -10,12 +10,12 @@ fn every_contender_goes_through_every_phase_at_a_tiny_size() {
     use std::path::PathBuf;
     use std::time::Duration;
 
+    use fake_apiserver::FakeApiServer;
+    use fake_apiserver::http::{FakeHttpServer, HttpConfig};
     use informer_benchmarks::contender::ContenderKind;
     use informer_benchmarks::machine::Machine;
     use informer_benchmarks::report::{ReportContext, render, targets};
     use informer_benchmarks::suite::{self, ServerSource, SuiteConfig};
-    use informer_testing::fake::FakeApiServer;
-    use informer_testing::http::{FakeHttpServer, HttpConfig};
 
     const PODS: usize = 200;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -4,9 +4,9 @@
 
 use std::sync::OnceLock;
 
+use fake_apiserver::{FakeApiServer, FakeListerWatcher};
 use informer_core::{ErrorClass, ListOptions, ListerWatcher};
 use informer_testing::JsonObject;
-use informer_testing::fake::{FakeApiServer, FakeListerWatcher};
 use libfuzzer_sys::fuzz_target;
 
 struct Rig {

@@ -12,7 +12,7 @@ pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, Error>
 
 /// Lists and watches one kind of object: the reflector's only view of the server.
 ///
-/// Backends: `informer-kube` (kube-client's `Api<K>`), `informer-testing` (the in-process fake API
+/// Backends: `informer-kube` (kube-client's `Api<K>`), `fake-apiserver` (the in-process fake API
 /// server), or your own.
 ///
 /// # Contract

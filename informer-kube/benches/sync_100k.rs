@@ -29,12 +29,12 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
+use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
 use informer::{InformerConfig, SharedIndexInformer};
 use informer_kube::{KubeListerWatcher, client_for_informers, drop_managed_fields};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::fake::seed::{SeedConfig, seed};
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 

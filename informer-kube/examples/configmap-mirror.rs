@@ -27,11 +27,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
+use fake_apiserver::{FakeApiServer, status};
 use informer::InformerMetrics;
 use informer_kube::client_for_informers;
 use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorStats, divergences};
-use informer_testing::fake::{FakeApiServer, status};
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use informer_workqueue::WorkQueueMetrics;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};

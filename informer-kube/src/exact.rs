@@ -509,7 +509,7 @@ mod tests {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         (0..n)
             .map(|i| {
-                let pod = informer_testing::fake::seed::pod("ns", &format!("p-{i}"), &mut rng);
+                let pod = fake_apiserver::seed::pod("ns", &format!("p-{i}"), &mut rng);
                 serde_json::from_value(pod).unwrap()
             })
             .collect()

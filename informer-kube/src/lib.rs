@@ -44,16 +44,16 @@
 //!
 //! # Against the fake API server
 //!
-//! The same code runs against `informer-testing`'s fake API server over HTTP (a real socket
+//! The same code runs against the `fake-apiserver` crate's fake API server over HTTP (a real socket
 //! and a real kube-client):
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use informer_kube::{KubeInformerFactory, client_for_informers};
-//! use informer_testing::fake::FakeApiServer;
-//! use informer_testing::fake::seed::{SeedConfig, seed};
-//! use informer_testing::http::{FakeHttpServer, HttpConfig};
+//! use fake_apiserver::FakeApiServer;
+//! use fake_apiserver::seed::{SeedConfig, seed};
+//! use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 //! use k8s_openapi::api::core::v1::Pod;
 //!
 //! let engine = FakeApiServer::new();

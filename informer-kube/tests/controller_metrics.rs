@@ -6,9 +6,9 @@
 mod controller_support;
 
 use controller_support::{Cluster, GUARD};
+use fake_apiserver::status;
 use informer::InformerMetrics;
 use informer_kube::sample::{MirrorConfig, QUEUE_NAME};
-use informer_testing::fake::status;
 use informer_testing::metrics::{scrape, value};
 use informer_workqueue::WorkQueueMetrics;
 use prometheus_client::registry::Registry;

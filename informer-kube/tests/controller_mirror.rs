@@ -9,8 +9,8 @@
 mod controller_support;
 
 use controller_support::{Cluster, GUARD, check, mirror_data};
+use fake_apiserver::status;
 use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorError};
-use informer_testing::fake::status;
 use serde_json::json;
 
 fn config() -> MirrorConfig {

@@ -40,9 +40,9 @@ mod hostile_support;
 
 use std::time::{Duration, Instant};
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use hostile_support::{Behaviour, Hostile};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 
 /// `--duration` bounds the initial sync too: against a server that answers every list with
 /// `429 Retry-After: 0` (the informer never syncs), the demo ends by itself at the duration,

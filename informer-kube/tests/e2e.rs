@@ -14,17 +14,17 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use fake_apiserver::seed::{Churn, ChurnConfig, SeedConfig, seed};
+use fake_apiserver::{RawLine, status};
 use informer::reflector::{Stage, WatchListMode};
 use informer::{ErrorClass, NAMESPACE_INDEX, SharedIndexInformer};
-use informer_testing::fake::seed::{Churn, ChurnConfig, SeedConfig, seed};
-use informer_testing::fake::{RawLine, status};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde_json::json;
 use support::{
     Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, wait_until, watching,
 };
 
-fn lists_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRecord> {
+fn lists_of(env: &Env, plural: &str) -> Vec<fake_apiserver::RequestRecord> {
     env.engine
         .requests()
         .into_iter()
@@ -32,7 +32,7 @@ fn lists_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRecor
         .collect()
 }
 
-fn watches_of(env: &Env, plural: &str) -> Vec<informer_testing::fake::RequestRecord> {
+fn watches_of(env: &Env, plural: &str) -> Vec<fake_apiserver::RequestRecord> {
     env.engine
         .requests()
         .into_iter()
@@ -243,7 +243,7 @@ async fn compaction_and_broken_watches_lose_nothing() {
     let faults = env.engine.faults();
     let pod = |name: &str| {
         let mut rng = rand::rng();
-        informer_testing::fake::seed::pod("ns-0", name, &mut rng)
+        fake_apiserver::seed::pod("ns-0", name, &mut rng)
     };
 
     // A connection broken mid-stream: re-watch from the last resourceVersion, no relist.
@@ -380,7 +380,7 @@ async fn gone_as_http_status_and_as_error_event_both_relist() {
     .await;
 
     let mut rng = rand::rng();
-    let pod = informer_testing::fake::seed::pod("ns-0", "after-410", &mut rng);
+    let pod = fake_apiserver::seed::pod("ns-0", "after-410", &mut rng);
     env.engine.create("pods", &pod).unwrap();
     converge(&env, &pods, "pods", None, Some(changes)).await;
     assert!(faults.pending().is_empty());
@@ -514,7 +514,7 @@ async fn undecodable_lines_are_reported_and_the_informer_goes_on() {
     )
     .await;
     let mut rng = rand::rng();
-    let pod = informer_testing::fake::seed::pod("ns-0", "after-garbage", &mut rng);
+    let pod = fake_apiserver::seed::pod("ns-0", "after-garbage", &mut rng);
     env.engine.create("pods", &pod).unwrap();
     converge(&env, &pods, "pods", None, Some(changes)).await;
     // Issue 10 changed the rule: an undecodable line relists (as client-go does), where
@@ -577,7 +577,7 @@ async fn streaming_initial_list_and_fallback_when_the_server_ignores_it() {
     let stats = pods.stats().reflector.unwrap();
     assert!(stats.streaming);
     let mut rng = rand::rng();
-    let pod = informer_testing::fake::seed::pod("ns-3", "streamed-later", &mut rng);
+    let pod = fake_apiserver::seed::pod("ns-3", "streamed-later", &mut rng);
     env.engine.create("pods", &pod).unwrap();
     converge(&env, &pods, "pods", None, Some(changes)).await;
 

@@ -18,15 +18,15 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
+use fake_apiserver::seed::{SeedConfig, seed};
 use hostile_support::{Behaviour, Hostile, Kind};
 use informer::reflector::{BackoffConfig, Jitter, ListLimits, Stage, WatchListMode};
 use informer::{
     ErrorClass, InformerConfig, Limit, ListOptions, ListerWatcher, SharedIndexInformer,
 };
 use informer_kube::{ClientLimits, KubeListerWatcher, client_for_informers};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::fake::seed::{SeedConfig, seed};
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 use serde_json::json;

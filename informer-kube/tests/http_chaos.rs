@@ -30,10 +30,10 @@ use chaos_support::plan::{Clock, Plan};
 use chaos_support::{
     Connection, RESOURCE, SeedStats, Transport, quiet_deliberate_panics, run_plan,
 };
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use informer_kube::{KubeListerWatcher, client_for_informers};
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use parking_lot::Mutex;
 
 /// Seeds of the default (CI) run.

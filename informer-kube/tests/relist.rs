@@ -11,12 +11,12 @@ mod support;
 
 use std::sync::Arc;
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
+use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
 use informer::{InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer};
 use informer_kube::{KubeListerWatcher, client_for_informers};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::fake::seed::{SeedConfig, seed};
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use k8s_openapi::api::core::v1::Pod;
 use support::{GUARD, State, cache_state, diff, wait_until};
 use tokio_util::sync::CancellationToken;

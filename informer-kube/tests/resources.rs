@@ -7,8 +7,8 @@
 
 mod support;
 
+use fake_apiserver::seed::{SeedConfig, seed};
 use informer::{LabelSelector, Object, SharedIndexInformer};
-use informer_testing::fake::seed::{SeedConfig, seed};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Api;
@@ -55,7 +55,7 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     // The server refuses creates in namespaces that do not exist, as a real one does.
     for ns in ["a", "b"] {
         env.engine
-            .create("namespaces", &informer_testing::fake::seed::namespace(ns))
+            .create("namespaces", &fake_apiserver::seed::namespace(ns))
             .unwrap();
     }
     // Register the CRD the way kubectl apply does: POST the definition.

@@ -1,19 +1,22 @@
-//! Test tools for informer-rs: a fake Kubernetes API server with real list/watch semantics,
-//! conformance suites for `Indexer` and `Queue` backends, and a schemaless object type.
+//! Test tools for informer-rs, small enough for any backend crate's dev-dependencies:
+//!
+//! - [`conformance`]: the `Indexer` and `Queue` conformance suites (and model-based property
+//!   tests) every backend of the workspace runs, and yours can with one call;
+//! - [`convergence`]: the chaos test's checker: a cache and every handler's notifications
+//!   against the server's truth (identity, versions, deletions exactly once, content);
+//! - [`JsonObject`]: a schemaless Kubernetes object for tests;
+//! - [`metrics`] (feature `metrics`): a prometheus-client registry scraped into series and
+//!   values for assertions.
+//!
+//! The fake Kubernetes API server is its own crate, `fake-apiserver`; nothing here depends on
+//! it (nor on a runtime beyond tokio's sync and time, nor on an HTTP stack).
 //!
 //! # Features
 //!
-//! - `http` (default): the HTTP front end of the fake API server ([`http`]: Kubernetes REST +
-//!   JSON, discovery, OpenAPI, the `/_fake/` admin API) and the `fake-apiserver` binary. Off,
-//!   only the in-process front end remains, without axum, hyper or clap.
-//! - `metrics`: [`metrics`], a prometheus-client registry scraped into series and values for
-//!   assertions.
+//! - `metrics`: [`metrics`].
 
 pub mod conformance;
 pub mod convergence;
-pub mod fake;
-#[cfg(feature = "http")]
-pub mod http;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 mod object;

@@ -30,13 +30,13 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use fake_apiserver::{FakeApiServer, seed};
 use futures::StreamExt;
 use informer::{
     Error, InformerConfig, ListOptions, ListPage, ListerWatcher, SharedIndexInformer, WatchEvent,
     WatchOptions, WatchStream, handler,
 };
 use informer_testing::JsonObject;
-use informer_testing::fake::{FakeApiServer, seed};
 use parking_lot::Mutex;
 use rand::SeedableRng;
 use rand::rngs::StdRng;

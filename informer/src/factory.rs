@@ -87,7 +87,7 @@ impl fmt::Display for InformerSpec {
 ///
 /// Selectors of the spec are applied by the informer's reflector to every request; the
 /// provider only needs the resource and the namespace. `informer-kube` provides one over
-/// kube-client; tests use one over `informer-testing`'s fake server. Any
+/// kube-client; tests use one over the `fake-apiserver` crate's in-process fake server. Any
 /// `Fn(&InformerSpec) -> Result<Arc<dyn ListerWatcher<K>>, ProviderError>` is one.
 pub trait ListerWatcherProvider<K: Object>: Send + Sync + 'static {
     /// The lister-watcher for `spec`.
@@ -202,7 +202,7 @@ struct FactoryState {
 /// use std::time::Duration;
 /// use informer::{FactoryConfig, InformerFactory, InformerSpec, ListerWatcher, ProviderError};
 /// use informer_testing::JsonObject;
-/// use informer_testing::fake::FakeApiServer;
+/// use fake_apiserver::FakeApiServer;
 ///
 /// let server = FakeApiServer::new();
 /// server.create("pods", &JsonObject::new(Some("a"), "web-0")).unwrap();

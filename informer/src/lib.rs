@@ -8,7 +8,7 @@
 //!
 //! # Quick start
 //!
-//! Against the in-process fake API server of `informer-testing`; with a cluster, the
+//! Against the in-process fake API server of the `fake-apiserver` crate; with a cluster, the
 //! `ListerWatcher` comes from `informer-kube` instead.
 //!
 //! ```
@@ -21,7 +21,7 @@
 //!     label_index_func, wait_for_cache_sync,
 //! };
 //! use informer_testing::JsonObject;
-//! use informer_testing::fake::FakeApiServer;
+//! use fake_apiserver::FakeApiServer;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! // A server with one pod.

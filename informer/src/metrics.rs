@@ -160,7 +160,7 @@ mod enabled {
     /// use std::time::Duration;
     /// use informer::{InformerConfig, InformerMetrics, SharedIndexInformer, wait_for_cache_sync};
     /// use informer_testing::JsonObject;
-    /// use informer_testing::fake::FakeApiServer;
+    /// use fake_apiserver::FakeApiServer;
     /// use prometheus_client::registry::Registry;
     /// use tokio_util::sync::CancellationToken;
     ///

@@ -27,7 +27,7 @@ use crate::registration::Registration;
 /// use futures::StreamExt;
 /// use informer::{InformerConfig, Notification, SharedIndexInformer};
 /// use informer_testing::JsonObject;
-/// use informer_testing::fake::FakeApiServer;
+/// use fake_apiserver::FakeApiServer;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// let server = FakeApiServer::new();

@@ -75,7 +75,7 @@ impl<K: Object> SyncSource for EventStream<K> {
 /// use std::time::Duration;
 /// use informer::{InformerConfig, SharedIndexInformer, handler, wait_for_cache_sync};
 /// use informer_testing::JsonObject;
-/// use informer_testing::fake::FakeApiServer;
+/// use fake_apiserver::FakeApiServer;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// let server = FakeApiServer::new();

@@ -722,13 +722,13 @@ fn assert_sabotage_caught(sabotage: Sabotage) {
 /// object again, backed off, and so on for ever, never applying what followed.
 #[tokio::test(start_paused = true)]
 async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
+    use fake_apiserver::FakeApiServer;
     use informer::reflector::Stage;
     use informer::{
         ErrorClass, InformerConfig, ListOptions, ListPage, ListerWatcher, SharedIndexInformer,
         WatchEvent, WatchOptions, WatchStream,
     };
     use informer_testing::JsonObject;
-    use informer_testing::fake::FakeApiServer;
 
     struct ResendsNameless(Arc<dyn ListerWatcher<JsonObject>>);
 
@@ -825,12 +825,12 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
 /// 18275 of `CHAOS_SEEDS=0..20000`.
 #[tokio::test(start_paused = true)]
 async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
+    use fake_apiserver::FakeApiServer;
     use informer::{InformerConfig, SharedIndexInformer};
     use informer_testing::JsonObject;
     use informer_testing::convergence::{
         CheckOptions, Expected, Recording, ViolationKind, check_convergence,
     };
-    use informer_testing::fake::FakeApiServer;
 
     const RESOURCE: &str = chaos_support::RESOURCE;
     let server = FakeApiServer::new();
@@ -882,7 +882,13 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
     .await
     .unwrap();
 
-    let expected = Expected::from_fake_server(&server, RESOURCE, None).unwrap();
+    let live: Vec<JsonObject> = server
+        .objects(RESOURCE, None)
+        .unwrap()
+        .iter()
+        .map(|o| o.decode().unwrap())
+        .collect();
+    let expected = Expected::from_objects(&live).unwrap();
     let store = informer.lister().list_all();
     let result = check_convergence(&expected, &store, &[&recording], &CheckOptions::default());
     if let Err(report) = &result {

@@ -8,13 +8,13 @@ mod informer_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::{FakeApiServer, status};
 use informer::{
     FactoryConfig, FactoryError, InformerFactory, InformerSpec, LabelSelector, ListerWatcher,
     ProviderError, StoreError, label_index_func, wait_for_cache_sync,
 };
 use informer_support::*;
 use informer_testing::JsonObject;
-use informer_testing::fake::{FakeApiServer, status};
 
 type Provider = Box<
     dyn Fn(&InformerSpec) -> Result<Arc<dyn ListerWatcher<JsonObject>>, ProviderError>

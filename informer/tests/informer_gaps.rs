@@ -6,13 +6,13 @@
 
 mod informer_support;
 
+use fake_apiserver::FakeApiServer;
 use informer::{InformerConfig, QueueChoice, UidChange};
 use informer_support::*;
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 
 /// A full list: paginated, or streamed (the default since issue 10).
-fn is_relist(r: &informer_testing::fake::RequestRecord) -> bool {
+fn is_relist(r: &fake_apiserver::RequestRecord) -> bool {
     r.is_list_of(RESOURCE)
         || (r.is_watch_of(RESOURCE) && r.param("sendInitialEvents") == Some("true"))
 }

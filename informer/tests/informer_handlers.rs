@@ -9,6 +9,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use futures::StreamExt;
 use informer::{
     Delivery, HandlerOptions, Incident, IncidentKind, InformerConfig, InformerError, Notification,
@@ -16,7 +17,6 @@ use informer::{
 };
 use informer_support::*;
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -7,9 +7,9 @@ mod informer_support;
 
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::{HandlerOptions, InformerConfig};
 use informer_support::*;
-use informer_testing::fake::FakeApiServer;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::{
     Delivery, HandlerOptions, InformerConfig, InformerMetrics, Object, SharedIndexInformer,
     handler, wait_for_cache_sync,
 };
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use informer_testing::metrics::{scrape, value};
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;

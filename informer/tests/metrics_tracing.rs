@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::{
     Delivery, HandlerOptions, InformerConfig, SharedIndexInformer, handler, wait_for_cache_sync,
 };
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::{FakeApiServer, RawLine, RequestRecord, status};
 use informer::reflector::{
     BackoffConfig, FailureContext, Reflector, ReflectorConfig, RestartReason, Stage, Then,
     WatchListMode,
@@ -18,7 +19,6 @@ use informer_core::{DeltaType, Error, ErrorClass, KnownObjects, Queue};
 use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
-use informer_testing::fake::{FakeApiServer, RawLine, RequestRecord, status};
 use parking_lot::Mutex;
 use reflector_support::*;
 use tokio_util::sync::CancellationToken;
@@ -71,7 +71,7 @@ type Failures = Arc<Mutex<Vec<(Stage, ErrorClass, Option<Then>)>>>;
 /// A server, a reflector over it feeding a `DeltaFifo`, and a consumer popping into a store.
 struct Rig {
     server: FakeApiServer,
-    lw: Arc<TimedListerWatcher<informer_testing::fake::FakeListerWatcher<JsonObject>>>,
+    lw: Arc<TimedListerWatcher<fake_apiserver::FakeListerWatcher<JsonObject>>>,
     reflector: Arc<Reflector<JsonObject>>,
     consumer: Consumer,
     failures: Failures,

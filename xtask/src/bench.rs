@@ -19,7 +19,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "informer-benchmarks",
         "--bins",
         "--package",
-        "informer-testing",
+        "fake-apiserver",
         "--bin",
         "fake-apiserver",
     ])?;

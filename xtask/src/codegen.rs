@@ -2,14 +2,14 @@
 //! sources of the crates that describe the Kubernetes API, so that nothing about the built-in
 //! resources is typed by hand.
 //!
-//! - `informer-testing/src/fake/builtin_resources.txt`: every built-in resource of the
+//! - `fake-apiserver/src/builtin_resources.txt`: every built-in resource of the
 //!   Kubernetes version we target, read from k8s-openapi's `Resource` and `ListableResource`
 //!   impls (group, version, kind, list kind, plural, scope) plus whether the type has a
 //!   `status` field (then the real server has a `status` subresource) and its OpenAPI
 //!   definition name. Only stable versions (`v1`, `v2`, ...); of a resource served in two
 //!   stable versions (HPAs: autoscaling/v1 and v2) only the newest, because the fake server
 //!   does not convert between versions.
-//! - `informer-testing/src/http/protobuf/schema.txt`: the protobuf schema of those resources
+//! - `fake-apiserver/src/http/protobuf/schema.txt`: the protobuf schema of those resources
 //!   (and of their lists, `Status`, `DeleteOptions` and autoscaling/v1 `Scale`): every
 //!   message reachable from them with each field's number, wire type and JSON name. Field
 //!   numbers and types come from k8s-pb's prost attributes, JSON names from k8s-openapi's
@@ -69,11 +69,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let schema_txt = render_schema(&resources, &api, &messages, &openapi, &pb)?;
     let outputs = [
         (
-            root.join("informer-testing/src/fake/builtin_resources.txt"),
+            root.join("fake-apiserver/src/builtin_resources.txt"),
             resources_txt,
         ),
         (
-            root.join("informer-testing/src/http/protobuf/schema.txt"),
+            root.join("fake-apiserver/src/http/protobuf/schema.txt"),
             schema_txt,
         ),
     ];

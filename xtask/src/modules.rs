@@ -595,11 +595,7 @@ fn statement_end(tokens: &[Token], i: usize) -> usize {
 }
 
 /// Flattens a use tree into (segments, alias) leaves; `*` is a segment.
-fn use_tree(
-    tokens: &[Token],
-    prefix: &[String],
-    out: &mut Vec<(Vec<String>, Option<String>)>,
-) {
+fn use_tree(tokens: &[Token], prefix: &[String], out: &mut Vec<(Vec<String>, Option<String>)>) {
     let mut i = 0;
     let mut segments = prefix.to_vec();
     while i < tokens.len() {

@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clap::Parser;
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
+use fake_apiserver::seed::{Churn, ChurnConfig, ChurnStats, SeedConfig, seed};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use informer::reflector::WatchListMode;
 use informer::{
@@ -23,9 +26,6 @@ use informer::{
     SharedIndexInformer, WatchOptions, WatchStream,
 };
 use informer_kube::{KubeError, KubeListerWatcher, client_for_informers, drop_managed_fields};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::fake::seed::{Churn, ChurnConfig, ChurnStats, SeedConfig, seed};
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

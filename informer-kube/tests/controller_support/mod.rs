@@ -7,13 +7,13 @@
 
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use informer_kube::client_for_informers;
 use informer_kube::sample::{
     ConfigMapMirror, MANAGED_BY_LABEL, MANAGER, MirrorConfig, MirrorError, MirrorReport,
     MirrorStats, SOURCE_ANNOTATION,
 };
-use informer_testing::fake::FakeApiServer;
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use kube_client::Client;
 use serde_json::{Value, json};
 use tokio::sync::watch;

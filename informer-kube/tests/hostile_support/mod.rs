@@ -3,7 +3,7 @@
 //! broken proxy, an overloaded API server or a malicious aggregated API would: endless
 //! `Retry-After`, lists that never end, silence, stalls after the headers, lying
 //! `Content-Length`s, watch lines without end. Told to behave, it passes requests through to
-//! the real fake API server (informer-testing's HTTP front end), so that a test can check that
+//! the real fake API server (the `fake-apiserver` crate's HTTP front end), so that a test can check that
 //! the informer recovers and ends up equal to the server's state.
 //!
 //! Every response says `Connection: close` and every connection carries one request, so that

@@ -9,11 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use informer::reflector::{FailureContext, Stage, WatchErrorHandler};
 use informer::{ErrorClass, Object, ObjectOrTombstone, ResourceEventHandler, SharedIndexInformer};
 use informer_kube::{KubeInformerFactory, client_for_informers};
-use informer_testing::fake::FakeApiServer;
-use informer_testing::http::{FakeHttpServer, HttpConfig};
 use kube_client::Client;
 use parking_lot::Mutex;
 use tokio::sync::watch;

@@ -88,13 +88,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use informer_core::{
-    KeyError, Notification, Object, ObjectOrTombstone, ResourceEventHandler, Status, UidChange,
-    key_of,
+    KeyError, Notification, Object, ObjectOrTombstone, ResourceEventHandler, UidChange, key_of,
 };
 use parking_lot::Mutex;
 use tokio::time::Instant;
-
-use crate::fake::{DeleteOutcome, FakeApiServer};
 
 pub use cadence::{CadenceSummary, ResyncCadence, check_resync_cadence};
 pub use report::{ConvergenceReport, Subject, Violation, ViolationKind};
@@ -192,22 +189,6 @@ impl Expected {
         Self::default()
     }
 
-    /// The live objects of `resource` in `namespace` (`None`: all namespaces) on a fake server.
-    // The fake server's own error type, passed through as is (see `fake`'s module note).
-    #[allow(clippy::result_large_err)]
-    pub fn from_fake_server(
-        server: &FakeApiServer,
-        resource: &str,
-        namespace: Option<&str>,
-    ) -> Result<Self, Status> {
-        let mut expected = Self::new();
-        for obj in server.objects(resource, namespace)? {
-            let rv = obj.resource_version().to_string();
-            expected.insert(obj.key(), Some(obj.uid()), Some(&rv));
-        }
-        Ok(expected)
-    }
-
     /// The given objects as the live state. Objects without a key are reported as the error.
     pub fn from_objects<'a, K: Object>(
         objects: impl IntoIterator<Item = &'a K>,
@@ -272,15 +253,14 @@ impl Expected {
         );
     }
 
-    /// Records what a fake server's delete returned: a deletion when the object is gone (a
-    /// [`DeleteOutcome::Finalizing`] object still lives and is not recorded). Turns deletion
-    /// tracking on.
-    pub fn record_delete_outcome(&mut self, outcome: &DeleteOutcome) {
-        self.track_deletions();
-        if let DeleteOutcome::Deleted(obj) = outcome {
-            let rv = obj.resource_version().to_string();
-            self.record_deletion(obj.uid(), obj.key(), Some(&rv));
-        }
+    /// Records the deletion of `obj` (its final state: the object a delete returned, or the
+    /// `DELETED` event's object). Turns deletion tracking on. An object without a key is
+    /// reported as the error.
+    pub fn record_deleted<K: Object>(&mut self, obj: &K) -> Result<(), KeyError> {
+        let key = key_of(obj)?;
+        let uid = obj.uid().unwrap_or_default();
+        self.record_deletion(uid, key.as_str(), obj.resource_version());
+        Ok(())
     }
 
     /// The live objects, by key.

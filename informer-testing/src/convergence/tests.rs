@@ -530,28 +530,27 @@ fn long_traces_are_cut_to_the_last_ones() {
 }
 
 #[test]
-fn expected_state_comes_from_objects_or_a_fake_server() {
+fn expected_state_comes_from_objects_and_recorded_deletions() {
     let e = Expected::from_objects(story_store().iter().map(AsRef::as_ref)).unwrap();
     assert_eq!(e.objects().len(), 2);
     assert!(Expected::from_objects([&JsonObject::default()]).is_err());
 
-    let server = FakeApiServer::new();
-    let a = server
-        .create("configmaps", &JsonObject::new(Some("ns"), "a"))
-        .unwrap();
-    server
-        .create("configmaps", &JsonObject::new(Some("ns"), "b"))
-        .unwrap();
-    let outcome = server.delete("configmaps", Some("ns"), "b").unwrap();
-    let mut e = Expected::from_fake_server(&server, "configmaps", None).unwrap();
-    e.record_delete_outcome(&outcome);
+    let a = JsonObject::new(Some("ns"), "a")
+        .with_uid("u-a")
+        .with_resource_version("1");
+    let b = JsonObject::new(Some("ns"), "b")
+        .with_uid("u-b")
+        .with_resource_version("3");
+    let mut e = Expected::from_objects([&a]).unwrap();
+    e.record_deleted(&b).unwrap();
+    assert!(e.record_deleted(&JsonObject::default()).is_err());
     assert_eq!(
         e.objects().get("ns/a"),
-        Some(&Version::new(Some(a.uid()), Some("1")))
+        Some(&Version::new(Some("u-a"), Some("1")))
     );
     let deletions = e.deletions().unwrap();
     assert_eq!(deletions.len(), 1);
-    let deletion = deletions.get(outcome.object().uid()).unwrap();
+    let deletion = deletions.get("u-b").unwrap();
     assert_eq!(deletion.key, "ns/b");
     assert_eq!(deletion.final_resource_version.as_deref(), Some("3"));
 }

@@ -5,7 +5,7 @@
 //! The engine is shared by the chaos test of the `informer` crate (in-process fake server,
 //! mostly paused time) and the HTTP chaos test of `informer-kube` (the HTTP fake server through
 //! kube-client, real time), which includes this module by path: the `informer` crate cannot
-//! depend on `informer-kube`, and `informer-testing` may not depend on `informer`. The
+//! depend on `informer-kube`, and neither `informer-testing` nor `fake-apiserver` may depend on `informer`. The
 //! [`Transport`] is what differs.
 //!
 //! On paused time everything the schedule does is drawn from RNGs seeded by the seed, so the
@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use fake_apiserver::{FakeApiServer, ServerConfig, StoredObject};
 use futures::StreamExt;
 use informer::reflector::{BackoffConfig, ReflectorStats, WatchListMode};
 use informer::{
@@ -46,7 +47,6 @@ use informer_testing::convergence::{
     CheckOptions, CheckSummary, ConvergenceReport, Expected, Recording,
     check_convergence_with_content, digest,
 };
-use informer_testing::fake::{FakeApiServer, ServerConfig, StoredObject};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -378,7 +378,7 @@ async fn scenario(
 ) -> Result<SeedStats, Failure> {
     let started = tokio::time::Instant::now();
     let server = FakeApiServer::with_config(ServerConfig {
-        history: informer_testing::fake::HistoryConfig {
+        history: fake_apiserver::HistoryConfig {
             min_age: plan.time(plan.history.min_age),
             ..plan.history.clone()
         },

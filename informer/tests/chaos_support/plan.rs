@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use informer_testing::fake::HistoryConfig;
+use fake_apiserver::HistoryConfig;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 

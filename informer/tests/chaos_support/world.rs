@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use fake_apiserver::{
+    DeleteOutcome, FakeApiServer, Faults, RawLine, StoredObject, UnseenAnnouncement, status,
+};
 use informer::IndexFunc;
 use informer_testing::JsonObject;
 use informer_testing::convergence::Expected;
-use informer_testing::fake::{
-    DeleteOutcome, FakeApiServer, Faults, RawLine, StoredObject, UnseenAnnouncement, status,
-};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use fake_apiserver::FakeApiServer;
 use informer::reflector::Reflector;
 use informer::{
     InformerConfig, Object, ObjectKey, ObjectOrTombstone, QueueChoice, SharedIndexInformer,
@@ -19,7 +20,6 @@ use informer_core::{
 use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 
 use crate::informer_support::*;

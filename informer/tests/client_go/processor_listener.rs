@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use fake_apiserver::FakeApiServer;
 use informer::{InformerConfig, handler};
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 
 use crate::informer_support::*;
 use crate::support::*;

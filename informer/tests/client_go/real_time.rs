@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fake_apiserver::FakeApiServer;
 use informer::{HandlerOptions, InformerConfig, handler};
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 
 use crate::informer_support::*;

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use fake_apiserver::FakeApiServer;
 use informer::reflector::{Reflector, ReflectorConfig, RestartReason};
 use informer_core::{
     Error, KnownObjects, ListOptions, Queue, ResourceVersionMatch, Status, WatchOptions,
@@ -12,7 +13,6 @@ use informer_core::{
 use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 
 use crate::reflector_support::{Consumer, RecordingQueue, Request};
 use crate::support::*;

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::reflector::{ReflectorConfig, Stage, Then, WatchListMode};
 use informer::{HandlerOptions, InformerConfig, Object};
 use informer_core::{ErrorClass, KeyError, WatchEvent};
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 
 use crate::informer_support::*;
 use crate::support::*;

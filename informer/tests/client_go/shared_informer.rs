@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::{
     Delivery, HandlerOptions, IncidentKind, InformerConfig, InformerError, Object, Registration,
     SharedIndexInformer, handler,
 };
 use informer_core::{IndexFunc, Indexers, Status, WatchEvent};
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 
 use crate::informer_support::*;

@@ -13,6 +13,7 @@ mod informer_support;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use fake_apiserver::FakeApiServer;
 use informer::{
     InformerConfig, KeyFunc, LabelSelector, Lister, NAMESPACE_INDEX, Object, ObjectKey,
     SharedIndexInformer, Store,
@@ -20,7 +21,6 @@ use informer::{
 use informer_store::IndexedStore;
 use informer_support::Running;
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 
 fn lister_over(store: IndexedStore<JsonObject>) -> Lister<JsonObject> {
     Lister::new(store)

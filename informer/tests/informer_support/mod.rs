@@ -8,12 +8,12 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fake_apiserver::FakeApiServer;
 use informer::{
     InformerConfig, Notification, Object, ObjectOrTombstone, ResourceEventHandler,
     SharedIndexInformer, ShutdownReport,
 };
 use informer_testing::JsonObject;
-use informer_testing::fake::FakeApiServer;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;

@@ -1,0 +1,198 @@
+//! `CustomResourceDefinition`s posted to `apiextensions.k8s.io/v1`: each registers its
+//! resource with the engine, so `kubectl apply -f crd.yaml` then `kubectl get <plural>` works.
+
+use informer_core::Status;
+use serde_json::{Value, json};
+
+use crate::{ResourceDef, status};
+
+/// The built-in definition of the CRD resource itself.
+pub(crate) fn crd_resource() -> ResourceDef {
+    ResourceDef::builtins()
+        .into_iter()
+        .find(|d| d.group == "apiextensions.k8s.io" && d.plural == "customresourcedefinitions")
+        .unwrap_or_else(|| {
+            ResourceDef::cluster_scoped(
+                "apiextensions.k8s.io",
+                "v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+            )
+            .with_short_names(&["crd", "crds"])
+        })
+}
+
+fn invalid(name: &str, field: &str, message: &str) -> Status {
+    status::invalid(
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io",
+        name,
+        &[(field.to_owned(), "FieldValueRequired", message.to_owned())],
+    )
+}
+
+/// The resource a CRD defines: its group, names, scope, and the storage version (else the
+/// first served one). Other versions are not served (the engine keeps one version per
+/// resource).
+pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let text = |ptr: &str| {
+        crd.pointer(ptr)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let field = |ptr: &str| {
+        text(ptr).ok_or_else(|| {
+            let f = ptr.trim_start_matches('/').replace('/', ".");
+            invalid(name, &f, "Required value")
+        })
+    };
+    let group = field("/spec/group")?;
+    let plural = field("/spec/names/plural")?;
+    let kind = field("/spec/names/kind")?;
+    if !name.is_empty() && name != format!("{plural}.{group}") {
+        return Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            &[(
+                "metadata.name".into(),
+                "FieldValueInvalid",
+                format!("must be spec.names.plural+\".\"+spec.group ({plural}.{group})"),
+            )],
+        ));
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let stored = versions
+        .iter()
+        .find(|v| flag(v, "storage"))
+        .or_else(|| versions.iter().find(|v| flag(v, "served")));
+    let status_subresource = stored.is_some_and(|v| v.pointer("/subresources/status").is_some());
+    let version = stored
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .ok_or_else(|| {
+            invalid(
+                name,
+                "spec.versions",
+                "must have exactly one version marked as storage version",
+            )
+        })?;
+    let mut def = match text("/spec/scope") {
+        Some("Cluster") => ResourceDef::cluster_scoped(group, version, plural, kind),
+        _ => ResourceDef::namespaced(group, version, plural, kind),
+    };
+    def.status_subresource = status_subresource;
+    if let Some(s) = text("/spec/names/singular") {
+        s.clone_into(&mut def.singular);
+    }
+    if let Some(l) = text("/spec/names/listKind") {
+        l.clone_into(&mut def.list_kind);
+    }
+    if let Some(shorts) = crd
+        .pointer("/spec/names/shortNames")
+        .and_then(Value::as_array)
+    {
+        def.short_names = shorts
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+    }
+    Ok(def)
+}
+
+/// Sets the status a real server reports once the CRD is served (`Established`,
+/// `NamesAccepted`), so `kubectl wait --for=condition=Established` returns at once.
+pub(crate) fn mark_established(crd: &mut Value) {
+    let names = crd.pointer("/spec/names").cloned().unwrap_or(json!({}));
+    let stored: Vec<Value> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+                .filter_map(|v| v.get("name").cloned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let condition = |ty: &str, reason: &str, message: &str| {
+        json!({"type": ty, "status": "True", "reason": reason, "message": message,
+               "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    };
+    if let Some(obj) = crd.as_object_mut() {
+        obj.insert(
+            "status".into(),
+            json!({
+                "acceptedNames": names,
+                "storedVersions": stored,
+                "conditions": [
+                    condition("NamesAccepted", "NoConflicts", "no conflicts found"),
+                    condition("Established", "InitialNamesAccepted", "the initial names have been accepted"),
+                ],
+            }),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd() -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [
+                    {"name": "v1alpha1", "served": true, "storage": false},
+                    {"name": "v1", "served": true, "storage": true},
+                ],
+            },
+        })
+    }
+
+    #[test]
+    fn defines_the_storage_version() {
+        let def = resource_def(&crd()).unwrap();
+        assert_eq!(def.api_version(), "example.com/v1");
+        assert!(def.namespaced);
+        assert_eq!(def.short_names, vec!["wd".to_owned()]);
+        assert_eq!(def.list_kind, "WidgetList");
+    }
+
+    #[test]
+    fn rejects_incomplete_or_misnamed_definitions() {
+        let mut bad = crd();
+        bad["spec"]["names"]
+            .as_object_mut()
+            .unwrap()
+            .remove("plural");
+        assert_eq!(resource_def(&bad).unwrap_err().code, 422);
+        let mut misnamed = crd();
+        misnamed["metadata"]["name"] = json!("gadgets.example.com");
+        assert_eq!(resource_def(&misnamed).unwrap_err().code, 422);
+        let mut unversioned = crd();
+        unversioned["spec"]["versions"] = json!([]);
+        assert_eq!(resource_def(&unversioned).unwrap_err().code, 422);
+    }
+
+    #[test]
+    fn established_status() {
+        let mut c = crd();
+        mark_established(&mut c);
+        assert_eq!(c["status"]["conditions"][1]["type"], "Established");
+        assert_eq!(c["status"]["storedVersions"], json!(["v1"]));
+    }
+}

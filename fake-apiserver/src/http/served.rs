@@ -1,0 +1,143 @@
+//! What the fake API server serves and what it does not, as text for `fake-apiserver --help`
+//! (built from the same tables the server uses, so it cannot drift from them).
+
+use std::fmt::Write as _;
+
+use crate::ResourceDef;
+
+/// A plain-text summary of what the fake API server serves: every built-in resource by group
+/// version (with its subresources), the field selectors beyond `metadata.name` and
+/// `metadata.namespace`, admission, content types, limits and safety (with the flags that
+/// change them), and what is not served.
+pub fn served_summary() -> String {
+    let defs = ResourceDef::builtins();
+    let mut out = String::from("What is served (Kubernetes 1.37's stable API, as JSON objects):\n");
+    let mut groups: Vec<(String, Vec<&ResourceDef>)> = Vec::new();
+    for def in &defs {
+        let gv = def.api_version();
+        match groups.iter_mut().find(|(g, _)| *g == gv) {
+            Some((_, list)) => list.push(def),
+            None => groups.push((gv, vec![def])),
+        }
+    }
+    for (gv, list) in &groups {
+        let names: Vec<String> = list
+            .iter()
+            .map(|d| {
+                let mut name = d.plural.clone();
+                let mut subs = Vec::new();
+                if d.status_subresource {
+                    subs.push("status");
+                }
+                if d.scale_subresource {
+                    subs.push("scale");
+                }
+                if !subs.is_empty() {
+                    let _ = write!(name, "[{}]", subs.join(","));
+                }
+                name
+            })
+            .collect();
+        let _ = writeln!(out, "  {gv}: {}", names.join(" "));
+    }
+    out.push_str(
+        "  [status]: writes to the resource ignore .status, writes to <object>/status change \
+         only .status. [scale]: autoscaling/v1 Scale over .spec.replicas (kubectl scale).\n  \
+         Custom resources: POST a CustomResourceDefinition (its storage version is served), or \
+         POST /_fake/resources.\n\nField selectors (every resource: metadata.name, and \
+         metadata.namespace except nodes and namespaces):\n",
+    );
+    for def in &defs {
+        let extra: Vec<&str> = def
+            .field_labels()
+            .into_iter()
+            .filter(|l| !matches!(*l, "metadata.name" | "metadata.namespace"))
+            .collect();
+        if !extra.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                def.plural,
+                def.api_version(),
+                extra.join(", ")
+            );
+        }
+    }
+    out.push_str(
+        "  Other labels are a 400 \"field label not supported\". Lists, watches and both front \
+         ends honour them.\n\n\
+         Admission and validation (requests only; the admin API and seeding write directly):\n  \
+         a create in a namespace that does not exist is a 404 (--allow-missing-namespaces turns \
+         this off); names must be DNS subdomains, label keys and values and annotation keys \
+         valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
+         (`name: 5`) are a 400. No defaulting, no controllers, no webhooks, no RBAC, no \
+         field-level schema validation (any fields are stored), no dryRun (400).\n\n\
+         Content types: request bodies in application/json, application/yaml and \
+         application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
+         3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \
+         produced); watches in JSON lines or length-delimited protobuf; Tables and \
+         PartialObjectMetadata for kubectl. PATCH: merge, JSON, strategic merge (approximated: \
+         merge keys of well-known lists) and server-side apply (create or strategic merge, no \
+         field ownership).\n\n",
+    );
+    let _ = write!(
+        out,
+        "Limits and safety (defaults; the flags change them):\n  \
+         a request head must arrive within {header} s of the accept or of its first byte \
+         (--header-read-timeout); a keep-alive connection waits at most {idle} s for its next \
+         request (--idle-timeout; never applies to an open watch); at most {conns} connections \
+         at once, one more is closed as soon as it is accepted (--max-connections); the \
+         history of all resources holds at most {history} MiB of objects, oldest events first \
+         out, watchers behind them get ERROR 410 (--history-max-bytes); churn never falls more \
+         than {backlog} ms behind its rate (writes owed beyond that are skipped and counted, \
+         GET /_fake/churn). timeoutSeconds: any value (negative ends the watch at once); \
+         resourceVersions stop at {max_rv} (a write past it is a 500), never wrap. Requests \
+         with a foreign Origin, or a Host other than the listener's address or localhost (DNS \
+         rebinding), get a 403. Bearer tokens: the scheme in any case. --kubeconfig-out writes \
+         mode 0600. SIGTERM or Ctrl-C stops the server within a second (requests in flight \
+         get {grace} ms).\n\n",
+        header = super::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64(),
+        idle = super::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
+        conns = super::DEFAULT_MAX_CONNECTIONS,
+        history = crate::DEFAULT_HISTORY_MAX_BYTES >> 20,
+        backlog = crate::seed::MAX_CHURN_BACKLOG.as_millis(),
+        max_rv = crate::MAX_RESOURCE_VERSION,
+        grace = super::serve::SHUTDOWN_GRACE.as_millis(),
+    );
+    out.push_str(
+        "Not served: alpha and beta API versions, older stable versions of a resource \
+         (autoscaling/v1 HPAs), other subresources (log, exec, eviction, binding, token, ...), \
+         the create-only review APIs (TokenReview, SubjectAccessReview, ...), aggregated APIs \
+         (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lists_resources_subresources_and_field_selectors() {
+        let text = super::served_summary();
+        assert!(
+            text.contains("apps/v1: deployments[status,scale]"),
+            "{text}"
+        );
+        assert!(text.contains("coordination.k8s.io/v1: leases"), "{text}");
+        assert!(
+            text.contains("pods (v1): spec.nodeName, spec.restartPolicy"),
+            "{text}"
+        );
+        assert!(
+            text.contains("application/vnd.kubernetes.protobuf"),
+            "{text}"
+        );
+        for flag in [
+            "--header-read-timeout",
+            "--idle-timeout",
+            "--max-connections",
+            "--history-max-bytes",
+        ] {
+            assert!(text.contains(flag), "{flag} is not documented: {text}");
+        }
+    }
+}

@@ -1,0 +1,430 @@
+//! Alternative renderings clients ask for with `Accept`: server-side `Table`s (kubectl's
+//! printing: NAME, READY, STATUS, ... computed by the server) and `PartialObjectMetadata`
+//! (metadata-only clients).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+
+use crate::{ResourceDef, StoredObject};
+
+/// `includeObject` of a Table request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IncludeObject {
+    /// No object in rows.
+    None,
+    /// `PartialObjectMetadata` in rows (the default).
+    Metadata,
+    /// The full object in rows.
+    Object,
+}
+
+impl IncludeObject {
+    pub(crate) fn from_query(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => Self::None,
+            Some("Object") => Self::Object,
+            _ => Self::Metadata,
+        }
+    }
+}
+
+/// List metadata (`resourceVersion`, `continue`, `remainingItemCount`).
+pub(crate) fn list_meta(rv: u64, continue_token: Option<&str>, remaining: Option<i64>) -> Value {
+    let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(c) = continue_token {
+        meta["continue"] = Value::String(c.to_owned());
+    }
+    if let Some(n) = remaining {
+        meta["remainingItemCount"] = Value::from(n);
+    }
+    meta
+}
+
+/// A `Table` of `objects` (column definitions included when `headers`).
+pub(crate) fn table(
+    def: &ResourceDef,
+    version: &str,
+    objects: &[&StoredObject],
+    list_meta: Value,
+    include: IncludeObject,
+    headers: bool,
+) -> Value {
+    let columns = columns(def);
+    let now = SystemTime::now();
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let v = o.to_value();
+            let cells: Vec<Value> = columns.iter().map(|c| (c.cell)(&v, now)).collect();
+            let mut row = json!({"cells": cells});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Metadata => row["object"] = partial(&v, version),
+                IncludeObject::Object => row["object"] = v,
+            }
+            row
+        })
+        .collect();
+    let defs: Vec<Value> = if headers {
+        columns
+            .iter()
+            .map(|c| {
+                json!({
+                    "name": c.name,
+                    "type": c.kind,
+                    "format": c.format,
+                    "description": c.description,
+                    "priority": c.priority,
+                })
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": list_meta,
+        "columnDefinitions": defs,
+        "rows": rows,
+    })
+}
+
+/// `PartialObjectMetadata` of an object.
+pub(crate) fn partial(object: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": object.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// `PartialObjectMetadataList` of objects.
+pub(crate) fn partial_list(objects: &[&StoredObject], list_meta: Value, version: &str) -> Value {
+    let items: Vec<Value> = objects
+        .iter()
+        .map(|o| partial(&o.to_value(), version))
+        .collect();
+    json!({
+        "kind": "PartialObjectMetadataList",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": list_meta,
+        "items": items,
+    })
+}
+
+struct Column {
+    name: &'static str,
+    kind: &'static str,
+    format: &'static str,
+    description: &'static str,
+    priority: u8,
+    cell: fn(&Value, SystemTime) -> Value,
+}
+
+const NAME: Column = Column {
+    name: "Name",
+    kind: "string",
+    format: "name",
+    description: "Name must be unique within a namespace.",
+    priority: 0,
+    cell: |v, _| str_at(v, "/metadata/name"),
+};
+
+const AGE: Column = Column {
+    name: "Age",
+    kind: "string",
+    format: "",
+    description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    priority: 0,
+    cell: |v, now| Value::String(age(v, now)),
+};
+
+fn col(
+    name: &'static str,
+    kind: &'static str,
+    priority: u8,
+    cell: fn(&Value, SystemTime) -> Value,
+) -> Column {
+    Column {
+        name,
+        kind,
+        format: "",
+        description: name,
+        priority,
+        cell,
+    }
+}
+
+fn columns(def: &ResourceDef) -> Vec<Column> {
+    match (def.group.as_str(), def.plural.as_str()) {
+        ("", "pods") => vec![
+            NAME,
+            col("Ready", "string", 0, |v, _| Value::String(pod_ready(v))),
+            col("Status", "string", 0, |v, _| Value::String(pod_status(v))),
+            col("Restarts", "integer", 0, |v, _| {
+                Value::from(pod_restarts(v))
+            }),
+            AGE,
+            col("IP", "string", 1, |v, _| or_none(v, "/status/podIP")),
+            col("Node", "string", 1, |v, _| or_none(v, "/spec/nodeName")),
+        ],
+        ("", "configmaps") => vec![
+            NAME,
+            col("Data", "integer", 0, |v, _| {
+                Value::from(len_at(v, "/data") + len_at(v, "/binaryData"))
+            }),
+            AGE,
+        ],
+        ("", "secrets") => vec![
+            NAME,
+            col("Type", "string", 0, |v, _| str_at(v, "/type")),
+            col("Data", "integer", 0, |v, _| Value::from(len_at(v, "/data"))),
+            AGE,
+        ],
+        ("", "namespaces") => vec![
+            NAME,
+            col("Status", "string", 0, |v, _| {
+                v.pointer("/status/phase")
+                    .cloned()
+                    .unwrap_or_else(|| Value::String("Active".into()))
+            }),
+            AGE,
+        ],
+        ("", "services") => vec![
+            NAME,
+            col("Type", "string", 0, |v, _| {
+                v.pointer("/spec/type")
+                    .cloned()
+                    .unwrap_or_else(|| Value::String("ClusterIP".into()))
+            }),
+            col("Cluster-IP", "string", 0, |v, _| {
+                or_none(v, "/spec/clusterIP")
+            }),
+            AGE,
+        ],
+        ("apps", "deployments") => vec![
+            NAME,
+            col("Ready", "string", 0, |v, _| {
+                let ready = v
+                    .pointer("/status/readyReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let want = v
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1);
+                Value::String(format!("{ready}/{want}"))
+            }),
+            AGE,
+        ],
+        _ => vec![NAME, AGE],
+    }
+}
+
+fn str_at(v: &Value, ptr: &str) -> Value {
+    Value::String(
+        v.pointer(ptr)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    )
+}
+
+fn or_none(v: &Value, ptr: &str) -> Value {
+    Value::String(
+        v.pointer(ptr)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("<none>")
+            .to_owned(),
+    )
+}
+
+fn len_at(v: &Value, ptr: &str) -> usize {
+    v.pointer(ptr)
+        .and_then(Value::as_object)
+        .map_or(0, Map::len)
+}
+
+fn pod_ready(v: &Value) -> String {
+    let total = v
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let ready = v
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map_or(0, |s| {
+            s.iter()
+                .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                .count()
+        });
+    format!("{ready}/{total}")
+}
+
+fn pod_status(v: &Value) -> String {
+    if v.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|d| !d.is_null())
+    {
+        return "Terminating".into();
+    }
+    let waiting = v
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .and_then(|s| {
+            s.iter()
+                .find_map(|c| c.pointer("/state/waiting/reason").and_then(Value::as_str))
+        });
+    waiting
+        .or_else(|| v.pointer("/status/reason").and_then(Value::as_str))
+        .or_else(|| v.pointer("/status/phase").and_then(Value::as_str))
+        .unwrap_or("Pending")
+        .to_owned()
+}
+
+fn pod_restarts(v: &Value) -> i64 {
+    v.pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .map_or(0, |s| {
+            s.iter()
+                .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                .sum()
+        })
+}
+
+fn age(v: &Value, now: SystemTime) -> String {
+    let Some(created) = v
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(parse_rfc3339)
+    else {
+        return "<unknown>".into();
+    };
+    match now.duration_since(created) {
+        Ok(d) => human_duration(d),
+        Err(_) => "0s".into(),
+    }
+}
+
+/// A short age like kubectl prints: `45s`, `5m30s`, `3h`, `2d5h`, `400d`, `3y20d`.
+pub(crate) fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (m, h, days) = (s / 60, s / 3600, s / 86_400);
+    if s < 120 {
+        format!("{s}s")
+    } else if m < 10 {
+        match s % 60 {
+            0 => format!("{m}m"),
+            r => format!("{m}m{r}s"),
+        }
+    } else if h < 3 {
+        format!("{m}m")
+    } else if h < 8 {
+        match m % 60 {
+            0 => format!("{h}h"),
+            r => format!("{h}h{r}m"),
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if h < 24 * 8 {
+        match h % 24 {
+            0 => format!("{days}d"),
+            r => format!("{days}d{r}h"),
+        }
+    } else if days < 365 * 2 {
+        format!("{days}d")
+    } else if days < 365 * 8 {
+        match days % 365 {
+            0 => format!("{}y", days / 365),
+            r => format!("{}y{r}d", days / 365),
+        }
+    } else {
+        format!("{}y", days / 365)
+    }
+}
+
+/// Parses `YYYY-MM-DDTHH:MM:SS[.frac]Z` (UTC, as the server writes timestamps).
+pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || !s.ends_with('Z') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let days = days_from_civil(y, mo, d);
+    let secs = days * 86_400 + h * 3600 + mi * 60 + se;
+    u64::try_from(secs)
+        .ok()
+        .map(|s| UNIX_EPOCH + Duration::from_secs(s))
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_and_timestamps() {
+        assert_eq!(human_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(human_duration(Duration::from_secs(330)), "5m30s");
+        assert_eq!(human_duration(Duration::from_secs(3600)), "60m");
+        assert_eq!(human_duration(Duration::from_secs(5 * 3600 + 60)), "5h1m");
+        assert_eq!(
+            human_duration(Duration::from_secs(3 * 86_400 + 7200)),
+            "3d2h"
+        );
+        assert_eq!(human_duration(Duration::from_secs(400 * 86_400)), "400d");
+        let t = parse_rfc3339("2026-01-02T03:04:05Z").unwrap();
+        assert_eq!(
+            t.duration_since(UNIX_EPOCH).unwrap().as_secs(),
+            1_767_323_045
+        );
+        assert!(parse_rfc3339("yesterday").is_none());
+    }
+
+    #[test]
+    fn pod_columns() {
+        let pod = json!({
+            "metadata": {"name": "web-0", "creationTimestamp": "2026-01-02T03:04:05Z"},
+            "spec": {"containers": [{"name": "a"}, {"name": "b"}], "nodeName": "n1"},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [
+                {"ready": true, "restartCount": 2}, {"ready": false, "restartCount": 1,
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]},
+        });
+        assert_eq!(pod_ready(&pod), "1/2");
+        assert_eq!(pod_status(&pod), "CrashLoopBackOff");
+        assert_eq!(pod_restarts(&pod), 3);
+        let o = crate::StoredObject::from_value(
+            &pod,
+            1,
+            &crate::ResourceDef::namespaced("", "v1", "pods", "Pod"),
+        )
+        .unwrap();
+        let def = ResourceDef::namespaced("", "v1", "pods", "Pod");
+        let t = table(
+            &def,
+            "v1",
+            &[&o],
+            list_meta(5, None, None),
+            IncludeObject::Metadata,
+            true,
+        );
+        assert_eq!(t["columnDefinitions"][0]["name"], "Name");
+        assert_eq!(t["rows"][0]["cells"][0], "web-0");
+        assert_eq!(t["rows"][0]["cells"][2], "CrashLoopBackOff");
+        assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(t["metadata"]["resourceVersion"], "5");
+    }
+}

@@ -1,0 +1,264 @@
+//! A fake Kubernetes API server with real list/watch semantics, all in memory: the engine,
+//! its in-process front end, its HTTP front end ([`http`]) and the `fake-apiserver` binary.
+//!
+//! # Features
+//!
+//! - `lister-watcher` (default): [`FakeListerWatcher`] and [`FakeApiServer::lister_watcher`],
+//!   the in-process front end: an `informer_core::ListerWatcher` over the engine, no sockets,
+//!   for unit tests on paused time.
+//! - `http` (default): the HTTP front end ([`http`]: Kubernetes REST in JSON, YAML and
+//!   protobuf, discovery, OpenAPI, the `/_fake/` admin API) and the `fake-apiserver` binary.
+//!   Without it the crate has no axum, hyper or clap in its tree.
+//!
+//! Both off, the engine alone remains: its request layer ([`FakeApiServer::list`],
+//! [`FakeApiServer::watch`], the writes), the faults, seeding and churn.
+//!
+//! # The engine
+//!
+//!
+//! [`FakeApiServer`] keeps objects the way an API server over etcd does, answers list and
+//! watch requests with the real server's rules, and lets a test stage any failure a client
+//! meets in production. It has two front ends over one request layer: the in-process
+//! [`FakeListerWatcher`] (no sockets, for unit tests), and an HTTP front end built on the same
+//! request layer ([`FakeApiServer::list`], [`FakeApiServer::watch`], the `*_at` writes, and
+//! the rendering helpers [`ListResponse::to_json_chunks`] and [`WatchFrame::to_json_chunks`]).
+//! Everything runs on tokio time, so tests run on paused virtual time.
+//!
+//! # The model
+//!
+//! **resourceVersions.** One global counter, as in etcd: every write (create, update, patch,
+//! delete, or a delete that only sets `deletionTimestamp`) gets the next number, across all
+//! resources, and produces exactly one history event. Updates that change nothing are skipped
+//! like on the real server (no new resourceVersion, no event).
+//! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
+//! written). The counter never wraps: it stops at [`MAX_RESOURCE_VERSION`] (`i64::MAX`, as
+//! etcd's revisions are signed 64-bit integers), and a write that would need a
+//! resourceVersion past it fails with 500 `InternalError` (`resourceVersion exhausted`).
+//!
+//! **Objects.** Each object version is serialized once ([`StoredObject`]: JSON bytes with
+//! `metadata.resourceVersion` set, plus the parsed metadata that selection needs) and shared
+//! by the current state, the history, list responses and every watcher. The in-process front
+//! end decodes each object once into the caller's type. Every built-in resource of
+//! Kubernetes 1.37 is served (see [below](#built-in-resources)); others are
+//! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
+//! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
+//! pod or a namespace removes it at once (no kubelet, no namespace controller).
+//!
+//! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
+//! HTTP) applies what the real server's admission and strategies do, listed
+//! [below](#admission-and-validation). The test's own writes ([`FakeApiServer::create`],
+//! [`FakeApiServer::update`], ..., seeding, the admin API) are its hand on the store: they
+//! skip admission and status handling (a test can create a pod `Running`, in a namespace that
+//! was never created) but not validation.
+//!
+//! **History window.** Per resource, a history of events that watchers read, each with its own
+//! cursor; writers never wait for watchers. The window follows the API server's watch cache
+//! ([`HistoryConfig`]: at least 100 events, everything younger than 75 s, at most 102,400),
+//! trimmed when events are added. The history of all resources together is also bounded by
+//! bytes ([`ServerConfig::history_max_bytes`], default 256 MiB, the serialized size of the
+//! object version each event carries; [`FakeApiServer::history_bytes`]): beyond it the
+//! oldest events go first, whatever the window says, except the newest event of the
+//! resource just written. [`FakeApiServer::compact`] drops history up to a
+//! resourceVersion in every resource, as etcd compaction does. Below the window:
+//!
+//! - a watch from an older resourceVersion gets HTTP 200 then `ERROR` 410
+//!   `too old resource version: N (M)`;
+//! - a list at an exact older resourceVersion gets 410;
+//! - a continue token of an older list gets 410 (`The provided continue parameter is too
+//!   old...`);
+//! - an open watch whose cursor falls out of the window (a slow watcher) gets `ERROR` 410 and
+//!   is closed, while the others go on.
+//!
+//! **Lists** ([`FakeApiServer::list`]): `resourceVersion` unset = the current state; `"0"` =
+//! the current state with `limit` ignored (the watch cache does not page); `N` = not older
+//! than N, or exactly N (served from history) with `resourceVersionMatch=Exact` or with a
+//! `limit`. Pages come in key order (namespace/name) with continue tokens that encode the
+//! list's resourceVersion and position, and `remainingItemCount` when no selector is given.
+//! Label selectors use the full syntax; field selectors support the labels the real server
+//! supports for the kind ([below](#field-selectors); others: 400 `field label not
+//! supported`). Invalid combinations of
+//! `resourceVersionMatch`, `continue` and `sendInitialEvents` are the server's 422s. A
+//! resourceVersion the server has not reached waits up to 3 s (virtual) for it, then answers
+//! 504 with cause `ResourceVersionTooLarge`.
+//!
+//! **Watches** ([`FakeApiServer::watch`]): from `""` or `"0"`, every current object as
+//! `ADDED` then changes; from `N`, the changes after N. With `sendInitialEvents=true`
+//! (`resourceVersionMatch=NotOlderThan`) the current state is streamed, then, if bookmarks
+//! were allowed, a `BOOKMARK` annotated `k8s.io/initial-events-end: "true"` at the snapshot's
+//! resourceVersion. Bookmarks go only to watchers that asked (`allowWatchBookmarks`): about
+//! once a minute ([`ServerConfig::bookmark_interval`]), 2 s before the watch's timeout, and on
+//! [`FakeApiServer::send_bookmark`]. `timeoutSeconds` ends the watch normally: unset or 0
+//! means no timeout, a negative value ends the watch at once (as on the real server, whose
+//! deadline is then already past), and a value too far away for the clock saturates (at
+//! about 30 years) instead of overflowing. Selectors work
+//! like the watch cache's: an object leaving the selection is sent as `DELETED`, one entering
+//! it as `ADDED`.
+//!
+//! **Faults** ([`Faults`], from [`FakeApiServer::faults`]): fail the next N lists or watch
+//! starts with any [`status`]; drop or break every open watch; drop the next watch after K
+//! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open
+//! watches; expire every outstanding continue token, or the next N continue requests; ignore
+//! `sendInitialEvents` like an old
+//! server; write raw lines ([`RawLine`]) into open watches; announce objects a watch has not
+//! shown before as `MODIFIED` instead of `ADDED` ([`UnseenAnnouncement`]). One-shot faults not used up are
+//! listed by [`Faults::pending`].
+//!
+//! **Request log.** Every request the request layer receives is recorded as a
+//! [`RequestRecord`] (method, path, query pairs in a stable order), identically for both front
+//! ends: `GET /api/v1/namespaces/a/pods?limit=500&resourceVersion=0`. Direct writes made by
+//! the test ([`FakeApiServer::create`], ...) are not requests and are not recorded; the
+//! request-layer writes ([`FakeApiServer::create_at`], ...) are.
+//! [`FakeApiServer::wait_for_request`] and [`FakeApiServer::wait_for_open_watches`] let a test
+//! wait for a client's next move without sleeping.
+//!
+//! # Built-in resources
+//!
+//! Every resource a Kubernetes 1.37 API server serves in a stable version, 64 of them: core/v1
+//! (pods, services, configmaps, secrets, namespaces, nodes, events, endpoints, serviceaccounts,
+//! persistentvolumes and claims, resourcequotas, limitranges, replicationcontrollers,
+//! podtemplates, componentstatuses), apps/v1 (deployments, replicasets, statefulsets,
+//! daemonsets, controllerrevisions), batch/v1 (jobs, cronjobs), autoscaling/v2, policy/v1,
+//! networking.k8s.io/v1 (ingresses, ingressclasses, networkpolicies, ipaddresses,
+//! servicecidrs), rbac.authorization.k8s.io/v1, storage.k8s.io/v1, coordination.k8s.io/v1
+//! (leases), events.k8s.io/v1, discovery.k8s.io/v1, scheduling.k8s.io/v1, node.k8s.io/v1,
+//! certificates.k8s.io/v1, admissionregistration.k8s.io/v1, apiextensions.k8s.io/v1,
+//! apiregistration.k8s.io/v1, flowcontrol.apiserver.k8s.io/v1, resource.k8s.io/v1,
+//! storagemigration.k8s.io/v1. The table is generated from k8s-openapi's `Resource` impls by
+//! `cargo xtask codegen` (group, version, kind, plural, scope), so it matches the Kubernetes
+//! version the workspace targets; short names and categories are the real server's.
+//!
+//! Not served: alpha and beta versions, the older stable version of a resource served in two
+//! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
+//! convert), subresources other than `status` and `scale` (no `log`, `exec`, `eviction`,
+//! `binding`, `token`, ...), and the create-only review APIs (TokenReview,
+//! SubjectAccessReview, ...).
+//!
+//! **Subresources.** Resources whose type has a `status` field have a `status` subresource
+//! ([`ResourceDef::status_subresource`]): a request that creates the resource drops `.status`
+//! (pods start `{"phase": "Pending"}`), one that updates or patches it keeps the stored
+//! `.status`, and [`FakeApiServer::update_status_at`] / [`FakeApiServer::patch_status_with_at`]
+//! (HTTP: `PUT`/`PATCH <object>/status`) change only `.status`. Deployments, replica sets,
+//! stateful sets and replication controllers have a `scale` subresource over the HTTP front
+//! end (an `autoscaling/v1` `Scale` over `.spec.replicas`; an absent `.spec.replicas` reads
+//! as 1, the real server's default), so `kubectl scale` works.
+//!
+//! # Field selectors
+//!
+//! Per kind, the labels the real server accepts (its field label conversion functions):
+//!
+//! | kind | fields besides `metadata.name` and `metadata.namespace` |
+//! | --- | --- |
+//! | Pod | `spec.nodeName`, `spec.restartPolicy`, `spec.schedulerName`, `spec.serviceAccountName`, `spec.hostNetwork`, `status.phase`, `status.podIP`, `status.podIPs`, `status.nominatedNodeName` |
+//! | Node | `spec.unschedulable` (and no `metadata.namespace`) |
+//! | Namespace | `status.phase` (and no `metadata.namespace`) |
+//! | Secret | `type` |
+//! | Service | `spec.clusterIP`, `spec.type` |
+//! | ReplicationController, apps/v1 ReplicaSet | `status.replicas` |
+//! | batch/v1 Job | `status.successful` (the count of succeeded pods) |
+//! | core/v1 Event | `involvedObject.{kind,namespace,name,uid,apiVersion,resourceVersion,fieldPath}`, `reason`, `reportingComponent`, `source`, `type` |
+//! | events.k8s.io/v1 Event | `regarding.{kind,namespace,name,uid,apiVersion,resourceVersion,fieldPath}`, `reason`, `reportingController`, `type` |
+//! | CertificateSigningRequest | `spec.signerName` |
+//! | resource.k8s.io/v1 ResourceSlice | `spec.nodeName`, `spec.driver` (and no `metadata.namespace`) |
+//!
+//! Every other kind (and every custom resource) accepts `metadata.name` and
+//! `metadata.namespace`. A field an object lacks, or holds as an empty string, reads as the
+//! value the real server's defaulting would have stored (`spec.restartPolicy=Always`,
+//! `type=Opaque`, `status.phase=Pending` for pods, `false`, `0`). `status.podIPs` reads as
+//! the IPs joined by commas. Lists and watches of both front ends honour them; an object
+//! whose field changes enters or leaves a watch's selection as `ADDED`/`DELETED`.
+//! Deviations: the legacy pod label `spec.host` is not accepted; upstream's
+//! `status.successful` on StatefulSets and CronJobs (accepted there, matched against nothing
+//! useful) is not.
+//!
+//! # Admission and validation
+//!
+//! Requests (not the test's direct writes) go through:
+//!
+//! - **Namespace lifecycle**: a create of a namespaced object in a namespace that does not
+//!   exist is a 404 `namespaces "x" not found`, as on the real server. Turn it off with
+//!   [`ServerConfig::require_namespaces`] (`fake-apiserver --allow-missing-namespaces`).
+//! - **Status subresource** handling, as [above](#built-in-resources).
+//!
+//! Every write (direct ones too) is validated: `metadata` fields of the wrong JSON type
+//! (`"name": 5`, labels that are not a string map) are a 400 (the real server's decode
+//! error); invalid names, label keys and values, annotation keys and annotations over
+//! 256 KiB in total are a 422 `Invalid` with one cause per problem. There is no defaulting,
+//! no field-level schema validation (any fields are stored as given), no webhooks and no RBAC.
+//!
+//! # Example
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use informer_core::{ListerWatcher, WatchEvent, WatchOptions};
+//! use informer_testing::JsonObject;
+//! use fake_apiserver::{FakeApiServer, status};
+//!
+//! let server = FakeApiServer::new();
+//! let created = server.create("pods", &JsonObject::new(Some("a"), "web-0")).unwrap();
+//! let lw = server.lister_watcher::<JsonObject>("pods", Some("a")).unwrap();
+//!
+//! // Watch from the creation's resourceVersion: only later changes arrive.
+//! let opts = WatchOptions {
+//!     resource_version: Some(created.resource_version().to_string()),
+//!     allow_watch_bookmarks: true,
+//!     ..WatchOptions::default()
+//! };
+//! let mut events = lw.watch(&opts).await.unwrap();
+//! server.delete("pods", Some("a"), "web-0").unwrap();
+//! match futures::StreamExt::next(&mut events).await {
+//!     Some(Ok(WatchEvent::Deleted(pod))) => assert_eq!(pod.metadata.name.as_deref(), Some("web-0")),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//!
+//! // History compacted past the client's resourceVersion: the next watch gets ERROR 410.
+//! server.compact_all();
+//! let mut events = lw.watch(&opts).await.unwrap();
+//! match futures::StreamExt::next(&mut events).await {
+//!     Some(Ok(WatchEvent::Error(s))) => assert_eq!(s.code, 410),
+//!     other => panic!("unexpected {other:?}"),
+//! }
+//!
+//! // Scripted faults apply to the next requests.
+//! server.faults().fail_watches("pods", 1, status::too_many_requests(2));
+//! let err = lw.watch(&opts).await.err().unwrap();
+//! assert_eq!(err.retry_after(), Some(std::time::Duration::from_secs(2)));
+//! assert!(server.faults().pending().is_empty());
+//! # }
+//! ```
+
+// The request layer answers with `Status` values by design: they are the wire's error type, the
+// HTTP front end renders them as they are, and they occur only on error paths.
+#![allow(clippy::result_large_err)]
+
+mod builtin;
+mod continue_token;
+mod faults;
+mod fields;
+#[cfg(feature = "http")]
+pub mod http;
+#[cfg(feature = "lister-watcher")]
+mod lister_watcher;
+mod log;
+mod object;
+mod patch;
+mod query;
+mod resource;
+pub mod seed;
+mod server;
+pub mod status;
+mod store;
+mod watch;
+
+pub use faults::{Faults, PendingFault, RawLine, Scope, UnseenAnnouncement};
+#[cfg(feature = "lister-watcher")]
+pub use lister_watcher::FakeListerWatcher;
+pub use log::RequestRecord;
+pub use object::StoredObject;
+pub use patch::merge_patch;
+pub use query::Query;
+pub use resource::ResourceDef;
+pub use server::{DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, ListResponse, ServerConfig, Target};
+pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
+#[cfg(feature = "http")]
+pub(crate) use watch::later;
+pub use watch::{WatchFrame, WatchSubscription};

@@ -1,0 +1,349 @@
+//! The resource registry: which kinds of objects the fake server serves, and under which URLs.
+
+use std::fmt;
+
+use informer_core::Status;
+
+use super::status;
+
+/// One kind of resource the fake server serves: `group/version`, plural name, kind, scope.
+///
+/// The built-in set ([`ResourceDef::builtins`]) is every resource a Kubernetes 1.37 API server
+/// serves in a stable version (64 of them: pods, deployments, jobs, leases, RBAC, ...; the
+/// list is generated from k8s-openapi, see the [module docs](super#built-in-resources)).
+/// Others (custom resources) are registered at run time with
+/// [`FakeApiServer::register`](super::FakeApiServer::register) and stored as schemaless JSON
+/// like everything else.
+///
+/// ```
+/// use fake_apiserver::ResourceDef;
+///
+/// let widgets = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget");
+/// assert_eq!(widgets.api_version(), "example.com/v1");
+/// assert_eq!(widgets.list_kind, "WidgetList");
+/// assert_eq!(
+///     widgets.collection_path(Some("prod")),
+///     "/apis/example.com/v1/namespaces/prod/widgets"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceDef {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version, for example `v1`.
+    pub version: String,
+    /// Plural resource name as it appears in URLs (`pods`).
+    pub plural: String,
+    /// Singular name (`pod`).
+    pub singular: String,
+    /// Object kind (`Pod`).
+    pub kind: String,
+    /// List kind (`PodList`).
+    pub list_kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names for discovery (`po`).
+    pub short_names: Vec<String>,
+    /// Categories for discovery (`all` for `kubectl get all`).
+    pub categories: Vec<String>,
+    /// Whether the resource has a `status` subresource: then writes to the resource ignore
+    /// `.status` and writes to `<object>/status` change only `.status`, as on the real server.
+    pub status_subresource: bool,
+    /// Whether the resource has a `scale` subresource (`autoscaling/v1` `Scale` over
+    /// `.spec.replicas`).
+    pub scale_subresource: bool,
+    /// The OpenAPI definition name of the kind (`io.k8s.api.core.v1.Pod`) for built-in kinds.
+    pub definition: Option<String>,
+    /// Whether the kind has a protobuf encoding the HTTP front end speaks (built-in kinds).
+    pub protobuf: bool,
+}
+
+impl ResourceDef {
+    /// A namespaced resource; singular and list kind are derived from `kind`.
+    pub fn namespaced(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Self::new(group, version, plural, kind, true)
+    }
+
+    /// A cluster-scoped resource; singular and list kind are derived from `kind`.
+    pub fn cluster_scoped(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Self::new(group, version, plural, kind, false)
+    }
+
+    fn new(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) -> Self {
+        Self {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            plural: plural.to_owned(),
+            singular: kind.to_ascii_lowercase(),
+            kind: kind.to_owned(),
+            list_kind: format!("{kind}List"),
+            namespaced,
+            short_names: Vec::new(),
+            categories: Vec::new(),
+            status_subresource: false,
+            scale_subresource: false,
+            definition: None,
+            protobuf: false,
+        }
+    }
+
+    /// Adds short names (for discovery).
+    pub fn with_short_names(mut self, names: &[&str]) -> Self {
+        self.short_names = names.iter().map(|n| (*n).to_owned()).collect();
+        self
+    }
+
+    /// The built-in resources: every resource of Kubernetes 1.37 in its newest stable
+    /// version, core/v1 first (pods, configmaps, secrets, services, namespaces, nodes, events,
+    /// ...), then apps/v1, then the other groups.
+    pub fn builtins() -> Vec<Self> {
+        super::builtin::builtins()
+    }
+
+    /// The field labels field selectors may use on this resource (`metadata.name`, and for
+    /// pods `spec.nodeName`, `status.phase`, ...); see the
+    /// [module docs](super#field-selectors).
+    pub fn field_labels(&self) -> Vec<&'static str> {
+        super::fields::label_names(self)
+    }
+
+    /// `apiVersion` of the objects: `v1` for the core group, else `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The resource's name qualified by its group, as error messages and kubectl spell it:
+    /// `pods`, `deployments.apps`.
+    pub fn qualified_name(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// Whether `name` designates this resource: its plural, `plural.group`, singular or a short
+    /// name.
+    pub fn is_named(&self, name: &str) -> bool {
+        match name.split_once('.') {
+            Some((plural, group)) => {
+                group == self.group && (plural == self.plural || plural == self.singular)
+            }
+            None => {
+                name == self.plural
+                    || name == self.singular
+                    || self.short_names.iter().any(|s| s == name)
+            }
+        }
+    }
+
+    /// The URL prefix of the group version: `/api/v1` or `/apis/<group>/<version>`.
+    pub fn group_version_path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The collection URL path, in a namespace or across all of them.
+    pub fn collection_path(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => {
+                format!(
+                    "{}/namespaces/{ns}/{}",
+                    self.group_version_path(),
+                    self.plural
+                )
+            }
+            _ => format!("{}/{}", self.group_version_path(), self.plural),
+        }
+    }
+
+    /// The URL path of one object.
+    pub fn object_path(&self, namespace: Option<&str>, name: &str) -> String {
+        format!("{}/{name}", self.collection_path(namespace))
+    }
+
+    /// Checks the names against the grammars the real server enforces on a
+    /// CustomResourceDefinition: the group empty (the core group) or a DNS-1123 subdomain
+    /// (`example.com`), the version, plural, singular and short names DNS-1035 labels (`v1`,
+    /// `widgets`), the kind and list kind DNS-1035 labels once lowercased (`Widget`). A 422
+    /// `Invalid` Status (as for a CRD, field names from its spec) with one cause per problem
+    /// otherwise: names end up in URL paths, so `../x` or `a/b` must never be served.
+    pub fn validate(&self) -> Result<(), Status> {
+        let mut causes: Vec<(String, &str, String)> = Vec::new();
+        let mut check = |field: &str, value: &str, problem: Option<&'static str>| {
+            if let Some(p) = problem {
+                causes.push((
+                    field.to_owned(),
+                    "FieldValueInvalid",
+                    format!("{value:?}: {p}"),
+                ));
+            }
+        };
+        if !self.group.is_empty() {
+            check(
+                "spec.group",
+                &self.group,
+                dns1123_subdomain_problem(&self.group),
+            );
+        }
+        check(
+            "spec.version",
+            &self.version,
+            dns1035_label_problem(&self.version),
+        );
+        check(
+            "spec.names.plural",
+            &self.plural,
+            dns1035_label_problem(&self.plural),
+        );
+        check(
+            "spec.names.singular",
+            &self.singular,
+            dns1035_label_problem(&self.singular),
+        );
+        let kind = self.kind.to_ascii_lowercase();
+        check("spec.names.kind", &self.kind, dns1035_label_problem(&kind));
+        let list_kind = self.list_kind.to_ascii_lowercase();
+        check(
+            "spec.names.listKind",
+            &self.list_kind,
+            dns1035_label_problem(&list_kind),
+        );
+        for short in &self.short_names {
+            check("spec.names.shortNames", short, dns1035_label_problem(short));
+        }
+        if causes.is_empty() {
+            return Ok(());
+        }
+        Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            &self.qualified_name(),
+            &causes,
+        ))
+    }
+}
+
+/// Why `s` is not a DNS-1123 subdomain (at most 253 characters of dot-separated labels of
+/// lowercase alphanumerics and `-`, each starting and ending alphanumeric).
+fn dns1123_subdomain_problem(s: &str) -> Option<&'static str> {
+    let labels_ok = s.split('.').all(|label| {
+        let b = label.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+    });
+    if s.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if !labels_ok {
+        Some(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+             characters, '-' or '.', and must start and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}
+
+/// Why `s` is not a DNS-1035 label (at most 63 lowercase alphanumerics and `-`, starting
+/// with a letter and ending alphanumeric).
+fn dns1035_label_problem(s: &str) -> Option<&'static str> {
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0].is_ascii_lowercase()
+        && b[b.len() - 1].is_ascii_alphanumeric();
+    if b.len() > 63 {
+        Some("must be no more than 63 characters")
+    } else if !ok {
+        Some(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', \
+             start with an alphabetic character, and end with an alphanumeric character",
+        )
+    } else {
+        None
+    }
+}
+
+impl fmt::Display for ResourceDef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.qualified_name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_and_names() {
+        let defs = ResourceDef::builtins();
+        let pods = &defs[0];
+        assert_eq!(pods.collection_path(Some("a")), "/api/v1/namespaces/a/pods");
+        assert_eq!(pods.collection_path(None), "/api/v1/pods");
+        assert_eq!(
+            pods.object_path(Some("a"), "x"),
+            "/api/v1/namespaces/a/pods/x"
+        );
+        assert!(pods.is_named("pods") && pods.is_named("po") && pods.is_named("pod"));
+        let deploy = defs.iter().find(|d| d.plural == "deployments").unwrap();
+        assert!(deploy.is_named("deployments.apps") && !deploy.is_named("deployments.extensions"));
+        assert_eq!(deploy.qualified_name(), "deployments.apps");
+        let ns = defs.iter().find(|d| d.plural == "namespaces").unwrap();
+        assert_eq!(ns.collection_path(Some("ignored")), "/api/v1/namespaces");
+    }
+
+    #[test]
+    fn names_follow_the_crd_grammars() {
+        assert!(
+            ResourceDef::namespaced("example.com", "v1alpha1", "widgets", "Widget")
+                .validate()
+                .is_ok()
+        );
+        assert!(
+            ResourceDef::cluster_scoped("", "v1", "things", "Thing")
+                .validate()
+                .is_ok()
+        );
+        for def in ResourceDef::builtins() {
+            assert!(def.validate().is_ok(), "{def}");
+        }
+        let bad = [
+            ("../x", "v1", "widgets", "Widget", "spec.group"),
+            ("Example.com", "v1", "widgets", "Widget", "spec.group"),
+            ("example..com", "v1", "widgets", "Widget", "spec.group"),
+            ("example.com", "V1", "widgets", "Widget", "spec.version"),
+            ("example.com", "1", "widgets", "Widget", "spec.version"),
+            ("example.com", "v1", "a/b", "Widget", "spec.names.plural"),
+            ("example.com", "v1", "", "Widget", "spec.names.plural"),
+            ("example.com", "v1", "widgets", "Wid get", "spec.names.kind"),
+        ];
+        for (group, version, plural, kind, field) in bad {
+            let s = ResourceDef::namespaced(group, version, plural, kind)
+                .validate()
+                .unwrap_err();
+            assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+            let causes = &s.details.as_ref().unwrap().causes;
+            assert!(causes.iter().any(|c| c.field == field), "{field}: {s:?}");
+        }
+        let long = "a".repeat(64);
+        assert!(
+            ResourceDef::namespaced("", "v1", &long, "Widget")
+                .validate()
+                .is_err()
+        );
+        let mut shorts = ResourceDef::namespaced("", "v1", "widgets", "Widget");
+        shorts.short_names = vec!["w/".into()];
+        assert!(shorts.validate().is_err());
+    }
+}

@@ -1,0 +1,1091 @@
+//! `FakeApiServer`: the store, the request layer both front ends call, and the controls.
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use informer_core::Status;
+use informer_core::selector::{FieldSelector, LabelSelector};
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::continue_token::ContinueToken;
+use super::faults::{FaultState, Faults, Scope};
+use super::object::Clock;
+use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
+use super::watch::{
+    Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec, later,
+};
+use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
+
+/// The default of [`ServerConfig::history_max_bytes`]: 256 MiB.
+pub const DEFAULT_HISTORY_MAX_BYTES: usize = 256 << 20;
+
+/// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// How much history is kept (the watch cache's window).
+    pub history: HistoryConfig,
+    /// A bound on the bytes the history of every resource together accounts for (the
+    /// serialized size of the object version each event carries), default 256 MiB. Beyond
+    /// it the oldest events are dropped, across resources, whatever [`HistoryConfig`] says
+    /// (watchers that had not read them get `ERROR` 410, as for the other bounds); the newest
+    /// event of the resource just written is always kept. Without it, a few huge objects
+    /// written and deleted in a loop keep every version alive until the events age out.
+    /// (A field here rather than in [`HistoryConfig`], which other crates build field by
+    /// field.)
+    pub history_max_bytes: usize,
+    /// How often watchers that asked for bookmarks get one (the real server: about a minute).
+    pub bookmark_interval: Duration,
+    /// How long a request for a resourceVersion the server has not reached waits before
+    /// answering 504 `ResourceVersionTooLarge` (the real server: 3 s).
+    pub too_large_wait: Duration,
+    /// The resourceVersion before the first write (the first write gets this plus one).
+    pub initial_resource_version: u64,
+    /// Whether creates through the request layer (HTTP, [`FakeApiServer::create_at`],
+    /// [`FakeApiServer::apply_at`]) need an existing Namespace object (404 NotFound
+    /// otherwise), as the real server's NamespaceLifecycle admission does. On by default;
+    /// turn it off to let clients create objects in namespaces that were never created.
+    /// The test's direct writes ([`FakeApiServer::create`], seeding) never need one.
+    pub require_namespaces: bool,
+    /// Seed of the random generator for UIDs and `generateName` suffixes.
+    pub seed: u64,
+    /// Wall-clock time at start, for `creationTimestamp` (later timestamps advance with tokio
+    /// time). `None`: the system clock.
+    pub wall_clock_start: Option<SystemTime>,
+    /// Panic when the last handle to the server is dropped while scripted faults are unused
+    /// (the tokio-test style of strict mock). Off by default; see
+    /// [`Faults::assert_all_used`] for an explicit check.
+    pub strict_faults: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            history: HistoryConfig::default(),
+            history_max_bytes: DEFAULT_HISTORY_MAX_BYTES,
+            bookmark_interval: Duration::from_secs(60),
+            too_large_wait: Duration::from_secs(3),
+            initial_resource_version: 0,
+            require_namespaces: true,
+            seed: 0x5eed,
+            wall_clock_start: None,
+            strict_faults: false,
+        }
+    }
+}
+
+/// State shared by the server handle, its fault handle and every open watch.
+pub(crate) struct Shared {
+    pub config: ServerConfig,
+    pub store: Mutex<Store>,
+    pub faults: Mutex<FaultState>,
+    /// Bumped whenever fault settings change (watchers re-read their delay).
+    pub fault_generation: AtomicU64,
+    pub watchers: Mutex<Vec<Weak<WatcherHandle>>>,
+    pub log: Mutex<Vec<RequestRecord>>,
+    /// Bumped on every request recorded and every watch opened or closed.
+    pub activity: watch::Sender<u64>,
+    pub bookmark_interval: Mutex<Duration>,
+}
+
+impl Shared {
+    /// Pushes an injection into every open watcher in scope; returns how many got one.
+    pub(crate) fn inject(
+        &self,
+        scope: &Scope,
+        make: impl Fn(&WatcherHandle) -> Option<Injection>,
+    ) -> usize {
+        let mut watchers = self.watchers.lock();
+        watchers.retain(|w| w.strong_count() > 0);
+        let mut n = 0;
+        for w in watchers.iter().filter_map(Weak::upgrade) {
+            if w.is_open()
+                && scope.covers(&w.def)
+                && let Some(injection) = make(&w)
+            {
+                w.push(injection);
+                n += 1;
+            }
+        }
+        n
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.config.strict_faults && !std::thread::panicking() {
+            let pending = self.faults.get_mut().pending();
+            assert!(
+                pending.is_empty(),
+                "fake API server dropped with unused scripted faults: {}",
+                pending
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+    }
+}
+
+/// A resolved request target: one resource, in one namespace or across all.
+#[derive(Clone, Debug)]
+pub struct Target {
+    res: usize,
+    def: Arc<ResourceDef>,
+    namespace: Option<String>,
+}
+
+impl Target {
+    /// The resource.
+    pub fn resource(&self) -> &Arc<ResourceDef> {
+        &self.def
+    }
+
+    /// The namespace (`None`: all namespaces, or a cluster-scoped resource).
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The collection's URL path.
+    pub fn collection_path(&self) -> String {
+        self.def.collection_path(self.namespace.as_deref())
+    }
+}
+
+/// The answer to a list request: the selected objects (shared, serialized once) and the list
+/// metadata.
+#[derive(Debug, Clone)]
+pub struct ListResponse {
+    /// The resource listed.
+    pub resource: Arc<ResourceDef>,
+    /// The objects on this page, in key order.
+    pub items: Vec<Arc<StoredObject>>,
+    /// The list's resourceVersion.
+    pub resource_version: u64,
+    /// The token for the next page.
+    pub continue_token: Option<String>,
+    /// How many items follow this page (only for lists without selectors).
+    pub remaining_item_count: Option<i64>,
+}
+
+impl ListResponse {
+    /// The response body as chunks to write in order (`{"kind":"PodList",...,"items":[`,
+    /// the items separated by commas, `]}`), sharing the items' bytes.
+    pub fn to_json_chunks(&self) -> Vec<Bytes> {
+        let mut meta = serde_json::json!({ "resourceVersion": self.resource_version.to_string() });
+        if let Some(c) = &self.continue_token {
+            meta["continue"] = Value::String(c.clone());
+        }
+        if let Some(n) = self.remaining_item_count {
+            meta["remainingItemCount"] = Value::from(n);
+        }
+        let head = format!(
+            "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+            Value::String(self.resource.list_kind.clone()),
+            Value::String(self.resource.api_version()),
+            meta
+        );
+        let mut chunks = Vec::with_capacity(self.items.len() * 2 + 2);
+        chunks.push(Bytes::from(head));
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                chunks.push(Bytes::from_static(b","));
+            }
+            chunks.push(item.bytes().clone());
+        }
+        chunks.push(Bytes::from_static(b"]}"));
+        chunks
+    }
+
+    /// The response body in one buffer (`{"kind":"PodList","apiVersion":"v1",...}`).
+    pub fn to_json(&self) -> Bytes {
+        let chunks = self.to_json_chunks();
+        let mut body = Vec::with_capacity(chunks.iter().map(Bytes::len).sum());
+        for c in &chunks {
+            body.extend_from_slice(c);
+        }
+        Bytes::from(body)
+    }
+}
+
+/// An in-memory Kubernetes API server with real list/watch semantics. See the
+/// [module documentation](super) for the model.
+///
+/// Cheap to clone: clones share the same server.
+#[derive(Clone)]
+pub struct FakeApiServer {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Default for FakeApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for FakeApiServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FakeApiServer")
+            .field("resource_version", &self.resource_version())
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeApiServer {
+    /// A server with the default configuration and the built-in resources.
+    pub fn new() -> Self {
+        Self::with_config(ServerConfig::default())
+    }
+
+    /// A server with the given configuration.
+    pub fn with_config(config: ServerConfig) -> Self {
+        let clock = Clock::new(config.wall_clock_start);
+        let store = Store::new(
+            config.history.clone(),
+            config.history_max_bytes,
+            config.initial_resource_version,
+            config.seed,
+            clock,
+        );
+        Self {
+            shared: Arc::new(Shared {
+                bookmark_interval: Mutex::new(config.bookmark_interval),
+                config,
+                store: Mutex::new(store),
+                faults: Mutex::new(FaultState::default()),
+                fault_generation: AtomicU64::new(0),
+                watchers: Mutex::new(Vec::new()),
+                log: Mutex::new(Vec::new()),
+                activity: watch::channel(0).0,
+            }),
+        }
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    // ----- Resources -------------------------------------------------------------------
+
+    /// Registers a resource (a CRD). Registering the same definition twice is a no-op; a
+    /// different definition for the same group and plural is a 409; names that break the
+    /// real server's grammars are a 422 (see [`ResourceDef::validate`]).
+    pub fn register(&self, def: ResourceDef) -> Result<(), Status> {
+        self.shared.store.lock().register(def).map(|_| ())
+    }
+
+    /// Every registered resource.
+    pub fn resources(&self) -> Vec<Arc<ResourceDef>> {
+        self.shared
+            .store
+            .lock()
+            .resources
+            .iter()
+            .map(|r| Arc::clone(&r.def))
+            .collect()
+    }
+
+    /// Resolves a resource name (`pods`, `po`, `deployments.apps`) and a namespace (`None`:
+    /// all namespaces; ignored for cluster-scoped resources). Unknown resources are a 404.
+    pub fn target(&self, resource: &str, namespace: Option<&str>) -> Result<Target, Status> {
+        let store = self.shared.store.lock();
+        let res = store
+            .find(resource)
+            .ok_or_else(status::resource_not_found)?;
+        Ok(Self::make_target(&store, res, namespace))
+    }
+
+    /// Resolves a resource by group, version and plural, as a URL names it. A namespace on a
+    /// cluster-scoped resource is a 404, as on the real server.
+    pub fn target_for(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Result<Target, Status> {
+        let store = self.shared.store.lock();
+        let res = store
+            .find_gvr(group, version, plural)
+            .ok_or_else(status::resource_not_found)?;
+        if namespace.is_some() && !store.resources[res].def.namespaced {
+            return Err(status::resource_not_found());
+        }
+        Ok(Self::make_target(&store, res, namespace))
+    }
+
+    fn make_target(store: &Store, res: usize, namespace: Option<&str>) -> Target {
+        let def = Arc::clone(&store.resources[res].def);
+        let namespace = namespace
+            .filter(|ns| def.namespaced && !ns.is_empty())
+            .map(str::to_owned);
+        Target {
+            res,
+            def,
+            namespace,
+        }
+    }
+
+    // ----- Request layer ---------------------------------------------------------------
+
+    /// Records a request in the request log (the request layer records lists, watches and
+    /// `*_at` writes itself; front ends record anything else they serve, e.g. discovery).
+    pub fn record_request(&self, record: RequestRecord) {
+        self.shared.log.lock().push(record);
+        self.shared.activity.send_modify(|n| *n += 1);
+    }
+
+    /// Serves a list request (one page). Records it, applies scripted faults, validates the
+    /// query (422), selectors (400), resourceVersion semantics, paging and continue tokens.
+    pub async fn list(&self, target: &Target, query: &Query) -> Result<ListResponse, Status> {
+        let mut query = query.clone();
+        query.watch = false;
+        self.record_request(RequestRecord::new(
+            "GET",
+            target.collection_path(),
+            query.to_pairs(),
+        ));
+        let (failure, delay) = {
+            let mut f = self.shared.faults.lock();
+            let failure = f.take_list_failure(&target.def).or_else(|| {
+                (query.continue_token.is_some() && f.take_expire_continue(&target.def))
+                    .then(status::continue_expired)
+            });
+            (failure, f.list_delay(&target.def))
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(s) = failure {
+            return Err(s);
+        }
+        query.validate(true)?;
+        let filter = Self::filter(target, &query)?;
+        let limit = query.page_size();
+        if let Some(token) = &query.continue_token {
+            if query
+                .resource_version
+                .as_deref()
+                .is_some_and(|rv| rv != "0")
+            {
+                return Err(status::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            let t = ContinueToken::decode(token).map_err(|e| {
+                status::bad_request(format!(
+                    "invalid continue token: continue key is not valid: {e}"
+                ))
+            })?;
+            let store = self.shared.store.lock();
+            if t.rv > store.rv {
+                return Err(status::bad_request(
+                    "invalid continue token: continue key is not valid: resourceVersion is in \
+                     the future",
+                ));
+            }
+            if t.epoch != store.continue_epoch || t.rv < store.resources[target.res].floor_rv {
+                return Err(status::continue_expired());
+            }
+            return Ok(self.page(&store, target, &filter, t.rv, Some(&t.start), t.pos, limit));
+        }
+        match query.resource_version.as_deref() {
+            None => {
+                let store = self.shared.store.lock();
+                let rv = store.rv;
+                Ok(self.page(&store, target, &filter, rv, None, 0, limit))
+            }
+            Some("0") => {
+                // Served from the watch cache, which ignores the limit for resourceVersion=0.
+                let store = self.shared.store.lock();
+                let rv = store.rv;
+                Ok(self.page(&store, target, &filter, rv, None, 0, None))
+            }
+            Some(text) => {
+                let rv = parse_rv(text)?;
+                let exact = match query.resource_version_match.as_deref() {
+                    Some("Exact") => true,
+                    Some(_) => false,
+                    None => limit.is_some(),
+                };
+                self.wait_for_rv(rv).await?;
+                let store = self.shared.store.lock();
+                if exact {
+                    if rv < store.resources[target.res].floor_rv {
+                        return Err(status::expired(status::LIST_EXPIRED_MESSAGE));
+                    }
+                    Ok(self.page(&store, target, &filter, rv, None, 0, limit))
+                } else {
+                    let current = store.rv;
+                    Ok(self.page(&store, target, &filter, current, None, 0, limit))
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)] // Internal: the parts of one page request.
+    fn page(
+        &self,
+        store: &Store,
+        target: &Target,
+        filter: &Filter,
+        rv: u64,
+        after: Option<&str>,
+        pos: usize,
+        limit: Option<usize>,
+    ) -> ListResponse {
+        let state = &store.resources[target.res];
+        let view = state.view_at(rv);
+        let page = view.page(filter, after, pos, limit);
+        let continue_token = page.next.map(|(last, next_pos)| {
+            ContinueToken::new(rv, &last, next_pos, store.continue_epoch).encode()
+        });
+        ListResponse {
+            resource: Arc::clone(&target.def),
+            items: page.items,
+            resource_version: rv,
+            continue_token,
+            remaining_item_count: page.remaining,
+        }
+    }
+
+    /// Starts a watch. Records it, applies scripted faults (a failure is an `Err`: an HTTP
+    /// error, not an `ERROR` event), validates (422, 400), then returns the subscription.
+    /// Errors past validation come as an `ERROR` frame on the open stream, as on the real
+    /// server: a too-old resourceVersion (410), or one the server does not reach within
+    /// [`ServerConfig::too_large_wait`] (504).
+    pub async fn watch(&self, target: &Target, query: &Query) -> Result<WatchSubscription, Status> {
+        let mut query = query.clone();
+        query.watch = true;
+        self.record_request(RequestRecord::new(
+            "GET",
+            target.collection_path(),
+            query.to_pairs(),
+        ));
+        let (failure, ignore_sie) = {
+            let mut f = self.shared.faults.lock();
+            (
+                f.take_watch_failure(&target.def),
+                f.ignores_send_initial_events(&target.def),
+            )
+        };
+        if let Some(s) = failure {
+            return Err(s);
+        }
+        query.validate(!ignore_sie)?;
+        let filter = Self::filter(target, &query)?;
+        let send_initial_events = if ignore_sie {
+            None
+        } else {
+            query.send_initial_events
+        };
+        let requested = match query.resource_version.as_deref() {
+            None | Some("0") => None,
+            Some(text) => Some(parse_rv(text)?),
+        };
+        let mode = match (send_initial_events, requested) {
+            (Some(true), _) => StartMode::Snapshot {
+                end_bookmark: query.allow_watch_bookmarks,
+            },
+            (Some(false), None) => StartMode::Now,
+            (None, None) => StartMode::Snapshot {
+                end_bookmark: false,
+            },
+            (_, Some(rv)) => StartMode::After(rv),
+        };
+        let timeout = watch_timeout(query.timeout_seconds);
+        let drop_after = self.shared.faults.lock().take_drop_after(&target.def);
+        let spec = WatcherSpec {
+            res: target.res,
+            filter,
+            allow_bookmarks: query.allow_watch_bookmarks,
+            timeout,
+            drop_after,
+            wait_for: requested
+                .map(|rv| (rv, later(Instant::now(), self.shared.config.too_large_wait))),
+            mode,
+        };
+        let watcher = {
+            let store = self.shared.store.lock();
+            Watcher::new(Arc::clone(&self.shared), &store, spec)
+        };
+        {
+            let mut watchers = self.shared.watchers.lock();
+            watchers.retain(|w| w.strong_count() > 0);
+            watchers.push(Arc::downgrade(&watcher.handle));
+        }
+        self.shared.activity.send_modify(|n| *n += 1);
+        Ok(WatchSubscription::new(watcher))
+    }
+
+    fn filter(target: &Target, query: &Query) -> Result<Filter, Status> {
+        let labels = match &query.label_selector {
+            Some(s) => LabelSelector::parse(s)
+                .map_err(|e| status::bad_request(format!("unable to parse requirement: {e}")))?,
+            None => LabelSelector::default(),
+        };
+        let fields = match &query.field_selector {
+            Some(s) => FieldSelector::parse(s).map_err(|e| status::bad_request(e.to_string()))?,
+            None => FieldSelector::default(),
+        };
+        fields
+            .check_fields(&target.def.field_labels())
+            .map_err(status::bad_request)?;
+        Ok(Filter {
+            namespace: target.namespace.clone(),
+            labels,
+            fields,
+        })
+    }
+
+    async fn wait_for_rv(&self, rv: u64) -> Result<(), Status> {
+        let mut rx = self.shared.store.lock().rv_tx.subscribe();
+        let deadline = later(Instant::now(), self.shared.config.too_large_wait);
+        loop {
+            let current = *rx.borrow_and_update();
+            if current >= rv {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(deadline, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => {
+                    return Err(status::resource_version_too_large(rv, current));
+                }
+            }
+        }
+    }
+
+    /// `POST` to a collection: creates an object (namespace from the target, else from the
+    /// body, else `default`). Recorded in the request log.
+    pub fn create_at(&self, target: &Target, body: Value) -> Result<Arc<StoredObject>, Status> {
+        self.record_request(RequestRecord::new(
+            "POST",
+            target.collection_path(),
+            Vec::<(String, String)>::new(),
+        ));
+        self.write_fault(target)?;
+        let policy = self.policy(target, false);
+        self.shared
+            .store
+            .lock()
+            .create(target.res, target.namespace(), body, policy)
+    }
+
+    /// The rules a request-layer write follows: namespace lifecycle admission, and the
+    /// status subresource's split of the object.
+    fn policy(&self, target: &Target, status: bool) -> WritePolicy {
+        WritePolicy {
+            require_namespace: self.shared.config.require_namespaces,
+            part: match (status, target.def.status_subresource) {
+                (true, _) => Part::Status,
+                (false, true) => Part::Main,
+                (false, false) => Part::Whole,
+            },
+        }
+    }
+
+    /// `PUT` of an object: replaces it, with optimistic concurrency when the body carries a
+    /// resourceVersion. Recorded in the request log.
+    pub fn update_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, name);
+        self.write_fault(target)?;
+        let ns = self.namespace_for(target, &body);
+        let part = self.policy(target, false).part;
+        self.shared
+            .store
+            .lock()
+            .update_with(target.res, ns.as_deref(), name, body, part)
+    }
+
+    /// `PUT` of `<object>/status`: replaces only `.status` (everything else stays as stored),
+    /// with optimistic concurrency when the body carries a resourceVersion. Only for
+    /// resources with a status subresource (404 otherwise). Recorded in the request log.
+    pub fn update_status_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, &format!("{name}/status"));
+        if !target.def.status_subresource {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        let ns = self.namespace_for(target, &body);
+        self.shared
+            .store
+            .lock()
+            .update_with(target.res, ns.as_deref(), name, body, Part::Status)
+    }
+
+    /// `PATCH` of an object with a JSON merge patch (RFC 7386). A `metadata.resourceVersion`
+    /// in the patch is a precondition. Recorded in the request log.
+    pub fn patch_at(
+        &self,
+        target: &Target,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, name);
+        self.write_fault(target)?;
+        let part = self.policy(target, false).part;
+        self.shared
+            .store
+            .lock()
+            .patch_with(target.res, target.namespace(), name, patch, part)
+    }
+
+    /// `PATCH` of an object with a patch the front end applies itself (a strategic merge patch
+    /// approximation, a JSON patch): `apply` turns the current object into the new one under
+    /// the store lock, so no write falls in between. A `metadata.resourceVersion` that `apply`
+    /// leaves different from the current one is a precondition (409 Conflict), as for merge
+    /// patches. Recorded in the request log as a `PATCH`.
+    pub fn patch_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, name);
+        self.patch_part(target, name, Part::Main, apply)
+    }
+
+    /// `PATCH` of `<object>/status` with a patch the front end applies itself (as
+    /// [`patch_with_at`](Self::patch_with_at)): only `.status` of the result is kept. Only for
+    /// resources with a status subresource (404 otherwise). Recorded in the request log.
+    pub fn patch_status_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, &format!("{name}/status"));
+        if !target.def.status_subresource {
+            return Err(status::resource_not_found());
+        }
+        self.patch_part(target, name, Part::Status, apply)
+    }
+
+    fn patch_part(
+        &self,
+        target: &Target,
+        name: &str,
+        part: Part,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.write_fault(target)?;
+        let part = match part {
+            Part::Main => self.policy(target, false).part,
+            other => other,
+        };
+        let mut store = self.shared.store.lock();
+        let existing = store.get(target.res, target.namespace(), name)?;
+        let mut value = existing.to_value();
+        apply(&mut value)?;
+        if !value.get("metadata").is_some_and(Value::is_object) {
+            return Err(status::bad_request("a patch must not remove metadata"));
+        }
+        store.update_with(target.res, target.namespace(), name, value, part)
+    }
+
+    /// A `PATCH` that creates the object when it does not exist, the shape of server-side
+    /// apply: `apply` gets the current object (`None` when there is none) and returns the
+    /// object to store, under the store lock. Returns the stored object and whether it was
+    /// created. Recorded in the request log as a `PATCH`.
+    pub fn apply_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(Option<Value>) -> Result<Value, Status>,
+    ) -> Result<(Arc<StoredObject>, bool), Status> {
+        self.record_object_request("PATCH", target, name);
+        self.write_fault(target)?;
+        let policy = self.policy(target, false);
+        let mut store = self.shared.store.lock();
+        match store.get(target.res, target.namespace(), name) {
+            Ok(existing) => {
+                let value = apply(Some(existing.to_value()))?;
+                let obj =
+                    store.update_with(target.res, target.namespace(), name, value, policy.part)?;
+                Ok((obj, false))
+            }
+            Err(s) if s.code == 404 => {
+                let value = apply(None)?;
+                match super::object::meta_str(&value, "name") {
+                    Some(n) if n != name => {
+                        return Err(status::bad_request(format!(
+                            "the name of the object ({n}) does not match the name on the URL \
+                             ({name})"
+                        )));
+                    }
+                    _ => {}
+                }
+                let mut value = value;
+                super::object::set_meta(&mut value, "name", Value::String(name.to_owned()));
+                let obj = store.create(target.res, target.namespace(), value, policy)?;
+                Ok((obj, true))
+            }
+            Err(s) => Err(s),
+        }
+    }
+
+    /// `DELETE` of an object. With finalizers only `deletionTimestamp` is set. Recorded in the
+    /// request log.
+    pub fn delete_at(
+        &self,
+        target: &Target,
+        name: &str,
+        preconditions: &Preconditions,
+    ) -> Result<DeleteOutcome, Status> {
+        self.record_object_request("DELETE", target, name);
+        self.write_fault(target)?;
+        self.shared
+            .store
+            .lock()
+            .delete(target.res, target.namespace(), name, preconditions)
+    }
+
+    /// `GET` of one object. Recorded in the request log.
+    pub fn get_at(&self, target: &Target, name: &str) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("GET", target, name);
+        self.shared
+            .store
+            .lock()
+            .get(target.res, target.namespace(), name)
+    }
+
+    /// A scripted write failure for `target`'s resource, if one is pending (see
+    /// [`Faults::fail_writes`]).
+    fn write_fault(&self, target: &Target) -> Result<(), Status> {
+        match self.shared.faults.lock().take_write_failure(&target.def) {
+            Some(status) => Err(status),
+            None => Ok(()),
+        }
+    }
+
+    fn record_object_request(&self, method: &str, target: &Target, name: &str) {
+        self.record_request(RequestRecord::new(
+            method,
+            target.def.object_path(target.namespace(), name),
+            Vec::<(String, String)>::new(),
+        ));
+    }
+
+    fn namespace_for(&self, target: &Target, body: &Value) -> Option<String> {
+        target.namespace.clone().or_else(|| {
+            target.def.namespaced.then(|| {
+                super::object::meta_str(body, "namespace")
+                    .unwrap_or("default")
+                    .to_owned()
+            })
+        })
+    }
+
+    // ----- Direct writes (tests, seeding; not recorded) ---------------------------------
+
+    /// Creates an object of `resource` (namespace from its metadata, `default` if absent).
+    /// Not recorded in the request log: this is the test's hand on the store.
+    pub fn create<T: Serialize + ?Sized>(
+        &self,
+        resource: &str,
+        object: &T,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let body = to_body(object)?;
+        let target = self.target(resource, None)?;
+        self.shared
+            .store
+            .lock()
+            .create(target.res, None, body, WritePolicy::default())
+    }
+
+    /// Replaces an object (namespace and name from its metadata). A resourceVersion in the
+    /// object must be current (409 Conflict otherwise); without one the update is
+    /// unconditional. An update that changes nothing is a no-op (no new resourceVersion), as
+    /// on the real server.
+    pub fn update<T: Serialize + ?Sized>(
+        &self,
+        resource: &str,
+        object: &T,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let body = to_body(object)?;
+        let target = self.target(resource, None)?;
+        let name = super::object::meta_str(&body, "name")
+            .ok_or_else(|| status::bad_request("the object has no metadata.name"))?
+            .to_owned();
+        let ns = self.namespace_for(&target, &body);
+        self.shared
+            .store
+            .lock()
+            .update(target.res, ns.as_deref(), &name, body)
+    }
+
+    /// Applies a JSON merge patch to an object.
+    pub fn patch(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let target = self.target(resource, namespace)?;
+        self.shared
+            .store
+            .lock()
+            .patch(target.res, target.namespace(), name, patch)
+    }
+
+    /// Deletes an object (with finalizers: sets `deletionTimestamp` only).
+    pub fn delete(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<DeleteOutcome, Status> {
+        let target = self.target(resource, namespace)?;
+        self.shared.store.lock().delete(
+            target.res,
+            target.namespace(),
+            name,
+            &Preconditions::default(),
+        )
+    }
+
+    /// The current state of one object.
+    pub fn get(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let target = self.target(resource, namespace)?;
+        self.shared
+            .store
+            .lock()
+            .get(target.res, target.namespace(), name)
+    }
+
+    /// The current objects of `resource` in `namespace` (`None`: all), in key order. Not
+    /// recorded in the request log.
+    pub fn objects(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+    ) -> Result<Vec<Arc<StoredObject>>, Status> {
+        let target = self.target(resource, namespace)?;
+        let filter = Filter {
+            namespace: target.namespace.clone(),
+            ..Filter::default()
+        };
+        Ok(self.shared.store.lock().snapshot(target.res, &filter))
+    }
+
+    // ----- Controls ---------------------------------------------------------------------
+
+    /// The current resourceVersion (of the last write, or as set).
+    pub fn resource_version(&self) -> u64 {
+        self.shared.store.lock().rv
+    }
+
+    /// Makes the next write get resourceVersion `next`, which must be above the current one:
+    /// a jump, as when other resources are written in the same etcd. `next` may be at most
+    /// [`MAX_RESOURCE_VERSION`](super::MAX_RESOURCE_VERSION) (400 otherwise); once a write has
+    /// that resourceVersion, every further write fails with 500 `InternalError` instead of
+    /// wrapping around.
+    pub fn set_next_resource_version(&self, next: u64) -> Result<(), Status> {
+        self.shared.store.lock().set_next_rv(next)
+    }
+
+    /// Compacts the history of every resource up to `rv` (at most the current
+    /// resourceVersion): watches from `rv` or older get `ERROR` 410, lists at an exact older
+    /// resourceVersion and continue tokens issued before get 410, and open watches that had
+    /// not read those events are dropped with 410.
+    pub fn compact(&self, rv: u64) -> Result<(), Status> {
+        self.shared.store.lock().compact(rv)
+    }
+
+    /// Compacts everything up to the current resourceVersion; returns it.
+    pub fn compact_all(&self) -> u64 {
+        let mut store = self.shared.store.lock();
+        let rv = store.rv;
+        // Compacting to the current resourceVersion cannot fail.
+        let _ = store.compact(rv);
+        rv
+    }
+
+    /// The highest resourceVersion compacted so far.
+    pub fn compacted_resource_version(&self) -> u64 {
+        self.shared.store.lock().compacted
+    }
+
+    /// The oldest resourceVersion a watch of `resource` can start from (history below it is
+    /// gone).
+    pub fn oldest_resource_version(&self, resource: &str) -> Result<u64, Status> {
+        let target = self.target(resource, None)?;
+        Ok(self.shared.store.lock().resources[target.res].floor_rv)
+    }
+
+    /// Changes the history window (applies from the next write).
+    pub fn set_history(&self, history: HistoryConfig) {
+        self.shared.store.lock().set_history(history);
+    }
+
+    /// Changes [`ServerConfig::history_max_bytes`], applied at once (the oldest events
+    /// beyond the new bound are dropped now).
+    pub fn set_history_max_bytes(&self, max_bytes: usize) {
+        self.shared.store.lock().set_history_max_bytes(max_bytes);
+    }
+
+    /// The bytes the history of every resource accounts for now, which
+    /// [`ServerConfig::history_max_bytes`] bounds: the serialized size of the object version
+    /// each retained event carries.
+    pub fn history_bytes(&self) -> usize {
+        self.shared.store.lock().history_bytes
+    }
+
+    /// Sends a bookmark to every watcher in `scope` that asked for bookmarks, as soon as it
+    /// has delivered every event before it. Returns how many watchers will get one.
+    pub fn send_bookmark(&self, scope: impl Into<Scope>) -> usize {
+        self.shared.inject(&scope.into(), |w| {
+            w.allow_bookmarks.then_some(Injection::Bookmark)
+        })
+    }
+
+    /// Changes the periodic bookmark interval (for watches scheduling their next bookmark
+    /// from now on).
+    pub fn set_bookmark_interval(&self, interval: Duration) {
+        *self.shared.bookmark_interval.lock() = interval;
+    }
+
+    /// How many watches are open in `scope` (started, not ended, not dropped).
+    pub fn open_watches(&self, scope: impl Into<Scope>) -> usize {
+        self.count_open(&scope.into())
+    }
+
+    fn count_open(&self, scope: &Scope) -> usize {
+        let mut watchers = self.shared.watchers.lock();
+        watchers.retain(|w| w.strong_count() > 0);
+        watchers
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|w| w.is_open() && scope.covers(&w.def))
+            .count()
+    }
+
+    /// Waits until exactly `count` watches are open in `scope` (for example until a client has
+    /// re-established its watch, or has dropped it). Combine with a timeout in tests.
+    pub async fn wait_for_open_watches(&self, scope: impl Into<Scope>, count: usize) {
+        let scope = scope.into();
+        let mut rx = self.shared.activity.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if self.count_open(&scope) == count {
+                return;
+            }
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Waits until the request log holds a request matching `predicate` and returns the
+    /// first such request (at once if one is already there). Combine with a timeout in tests.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// # use fake_apiserver::FakeApiServer;
+    /// # let server = FakeApiServer::new();
+    /// # let lw = server.lister_watcher::<informer_testing::JsonObject>("pods", None).unwrap();
+    /// # let client = tokio::spawn(async move {
+    /// #     informer_core::ListerWatcher::watch(&lw, &Default::default()).await.map(|_| ())
+    /// # });
+    /// let watch = server.wait_for_request(|r| r.is_watch_of("pods")).await;
+    /// assert_eq!(watch.param("resourceVersion"), None);
+    /// # client.await.unwrap().unwrap();
+    /// # }
+    /// ```
+    pub async fn wait_for_request(
+        &self,
+        predicate: impl Fn(&RequestRecord) -> bool,
+    ) -> RequestRecord {
+        let mut rx = self.shared.activity.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if let Some(r) = self.shared.log.lock().iter().find(|r| predicate(r)) {
+                return r.clone();
+            }
+            // The sender lives as long as `self`: `changed` cannot fail here.
+            let _ = rx.changed().await;
+        }
+    }
+
+    /// Every request received so far, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.log.lock().clone()
+    }
+
+    /// Every request received so far, emptying the log.
+    pub fn take_requests(&self) -> Vec<RequestRecord> {
+        std::mem::take(&mut *self.shared.log.lock())
+    }
+
+    /// Empties the request log.
+    pub fn clear_requests(&self) {
+        self.shared.log.lock().clear();
+    }
+}
+
+fn to_body<T: Serialize + ?Sized>(object: &T) -> Result<Value, Status> {
+    serde_json::to_value(object)
+        .map_err(|e| status::bad_request(format!("cannot serialize the object: {e}")))
+}
+
+fn parse_rv(text: &str) -> Result<u64, Status> {
+    text.parse::<u64>()
+        .map_err(|_| status::bad_request(format!("invalid resource version: {text:?}")))
+}
+
+/// How long a watch with this `timeoutSeconds` lasts. Unset or 0: no timeout (the real
+/// server picks 30 to 60 minutes). Negative: none at all, the watch ends at once, as on the
+/// real server, whose watch deadline is then already past. Any positive value works: one too
+/// far away for the clock saturates to about 30 years (the real server's Go arithmetic would
+/// overflow).
+fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
+    match seconds {
+        None | Some(0) => None,
+        Some(t) if t < 0 => Some(Duration::ZERO),
+        Some(t) => Some(Duration::from_secs(t.unsigned_abs())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watch_timeouts_saturate_and_negative_ends_at_once() {
+        assert_eq!(watch_timeout(None), None);
+        assert_eq!(watch_timeout(Some(0)), None);
+        assert_eq!(watch_timeout(Some(-1)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(i64::MIN)), Some(Duration::ZERO));
+        assert_eq!(watch_timeout(Some(300)), Some(Duration::from_secs(300)));
+        assert_eq!(
+            watch_timeout(Some(i64::MAX)),
+            Some(Duration::from_secs(i64::MAX.unsigned_abs()))
+        );
+    }
+}

@@ -1,0 +1,1279 @@
+//! The versioned store: current state and history of every resource, one global
+//! resourceVersion counter, writes with the API server's rules.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use informer_core::Status;
+use informer_core::selector::{FieldSelector, LabelSelector};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::object::{Clock, StoredObject, meta_str, set_meta};
+use super::patch::merge_patch;
+use super::{ResourceDef, status};
+
+/// How much history the server retains, per resource, for watches, exact-resourceVersion
+/// lists and continue tokens.
+///
+/// Modelled on the API server's watch cache: at least `min_events` and every event younger
+/// than `min_age` are kept, never more than `max_events`. Like the real ring buffer, history
+/// is trimmed when events are added (a quiet resource keeps old events). Independently,
+/// [`FakeApiServer::compact`](super::FakeApiServer::compact) drops everything up to a
+/// resourceVersion in every resource, as etcd compaction eventually does.
+///
+/// ```
+/// use std::time::Duration;
+/// use fake_apiserver::HistoryConfig;
+///
+/// // A tiny window: a watcher more than 10 events behind is dropped with 410.
+/// let tiny = HistoryConfig { min_events: 0, max_events: 10, min_age: Duration::ZERO };
+/// assert_eq!(HistoryConfig::default().max_events, 102_400);
+/// # let _ = tiny;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryConfig {
+    /// Events always kept per resource (the watch cache's initial capacity, 100).
+    pub min_events: usize,
+    /// Events never exceeded per resource (the watch cache's upper bound, 102,400).
+    pub max_events: usize,
+    /// Events younger than this are kept (up to `max_events`); the watch cache's 75 s.
+    pub min_age: Duration,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        Self {
+            min_events: 100,
+            max_events: 102_400,
+            min_age: Duration::from_secs(75),
+        }
+    }
+}
+
+/// The type of a history event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change, at one resourceVersion.
+pub(crate) struct HistoryEvent {
+    pub rv: u64,
+    pub kind: EventKind,
+    /// The new state (for `Deleted`: the last state, at the deletion's resourceVersion).
+    pub object: Arc<StoredObject>,
+    /// The state before (for `Added`: none).
+    pub prev: Option<Arc<StoredObject>>,
+    pub at: Instant,
+    /// The bytes this event accounts for in the history's byte bound: the serialized size of
+    /// `object` (`prev` is the object of the key's event before, accounted there).
+    bytes: usize,
+    /// `prev` re-stamped with this event's resourceVersion, made once on first need (a
+    /// watcher whose selector no longer matches gets it as a `DELETED`).
+    prev_at_rv: OnceLock<Option<Arc<StoredObject>>>,
+}
+
+impl HistoryEvent {
+    pub(crate) fn prev_at_event_rv(&self) -> Option<Arc<StoredObject>> {
+        self.prev_at_rv
+            .get_or_init(|| {
+                self.prev
+                    .as_ref()
+                    .and_then(|p| p.with_resource_version(self.rv).ok().map(Arc::new))
+            })
+            .clone()
+    }
+}
+
+/// The state of one resource.
+pub(crate) struct ResourceState {
+    pub def: Arc<ResourceDef>,
+    pub objects: BTreeMap<Arc<str>, Arc<StoredObject>>,
+    ns_counts: HashMap<String, usize>,
+    pub log: VecDeque<Arc<HistoryEvent>>,
+    /// Absolute index of `log[0]`.
+    pub log_start: u64,
+    /// Every event with a resourceVersion above this one is in `log`.
+    pub floor_rv: u64,
+    /// Bumped to the log's end index whenever an event is appended.
+    pub changed: watch::Sender<u64>,
+}
+
+impl ResourceState {
+    fn new(def: ResourceDef, floor_rv: u64) -> Self {
+        Self {
+            def: Arc::new(def),
+            objects: BTreeMap::new(),
+            ns_counts: HashMap::new(),
+            log: VecDeque::new(),
+            log_start: 0,
+            floor_rv,
+            changed: watch::channel(0).0,
+        }
+    }
+
+    pub(crate) fn log_end(&self) -> u64 {
+        self.log_start + self.log.len() as u64
+    }
+
+    /// Drops the oldest history event (watchers behind it get 410 from now on); returns the
+    /// bytes it accounted for.
+    fn pop_oldest(&mut self) -> Option<usize> {
+        let e = self.log.pop_front()?;
+        self.floor_rv = self.floor_rv.max(e.rv);
+        self.log_start += 1;
+        Some(e.bytes)
+    }
+
+    fn count(&self, namespace: Option<&str>) -> usize {
+        match namespace {
+            Some(ns) => self.ns_counts.get(ns).copied().unwrap_or(0),
+            None => self.objects.len(),
+        }
+    }
+
+    /// The objects as they were at `rv`: the current state with every later event undone.
+    /// `rv` must be at least `floor_rv`.
+    pub(crate) fn view_at(&self, rv: u64) -> View<'_> {
+        let mut overlay = BTreeMap::new();
+        for ev in self.log.iter().rev() {
+            if ev.rv <= rv {
+                break;
+            }
+            let key: Arc<str> = ev
+                .prev
+                .as_ref()
+                .map_or_else(|| ev.object.key().into(), |p| p.key().into());
+            let before = match ev.kind {
+                EventKind::Added => None,
+                EventKind::Modified | EventKind::Deleted => ev.prev.clone(),
+            };
+            overlay.insert(key, before);
+        }
+        View {
+            state: self,
+            overlay,
+        }
+    }
+}
+
+/// Which objects a request selects.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Filter {
+    pub namespace: Option<String>,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl Filter {
+    pub(crate) fn matches(&self, o: &StoredObject) -> bool {
+        if let Some(ns) = &self.namespace
+            && o.namespace() != Some(ns.as_str())
+        {
+            return false;
+        }
+        self.labels.matches(o.labels()) && self.fields.matches_with(|f| o.field(f))
+    }
+
+    /// Whether label or field selectors narrow the result (the namespace does not count).
+    pub(crate) fn has_selectors(&self) -> bool {
+        !self.labels.is_empty() || !self.fields.is_empty()
+    }
+
+    fn prefix(&self) -> Option<String> {
+        self.namespace.as_ref().map(|ns| format!("{ns}/"))
+    }
+}
+
+/// A resource's objects at some resourceVersion: the current state, corrected by an overlay
+/// of the keys that changed since.
+pub(crate) struct View<'a> {
+    state: &'a ResourceState,
+    overlay: BTreeMap<Arc<str>, Option<Arc<StoredObject>>>,
+}
+
+/// One page of a list.
+pub(crate) struct Page {
+    pub items: Vec<Arc<StoredObject>>,
+    /// The last key returned and the position after it, when more items follow.
+    pub next: Option<(String, usize)>,
+    pub remaining: Option<i64>,
+}
+
+impl View<'_> {
+    /// The objects in key order, starting strictly after `after`, within `prefix`.
+    fn iter_after<'s>(
+        &'s self,
+        after: Option<&'s str>,
+        prefix: Option<&'s str>,
+    ) -> impl Iterator<Item = (&'s Arc<str>, &'s Arc<StoredObject>)> + 's {
+        let lower: Bound<&str> = match (after, prefix) {
+            (Some(a), Some(p)) if a < p => Bound::Included(p),
+            (Some(a), _) => Bound::Excluded(a),
+            (None, Some(p)) => Bound::Included(p),
+            (None, None) => Bound::Unbounded,
+        };
+        let range = (lower, Bound::Unbounded);
+        let mut current = self.state.objects.range::<str, _>(range).peekable();
+        let mut overlay = self.overlay.range::<str, _>(range).peekable();
+        std::iter::from_fn(move || {
+            loop {
+                let take_current = match (current.peek(), overlay.peek()) {
+                    (None, None) => return None,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                    (Some((a, _)), Some((b, _))) => {
+                        if a < b {
+                            true
+                        } else {
+                            if a == b {
+                                current.next();
+                            }
+                            false
+                        }
+                    }
+                };
+                if take_current {
+                    return current.next();
+                }
+                if let Some((k, Some(o))) = overlay.next() {
+                    return Some((k, o));
+                }
+            }
+        })
+        .take_while(move |(k, _)| prefix.is_none_or(|p| k.starts_with(p)))
+    }
+
+    fn count(&self, filter: &Filter) -> usize {
+        let prefix = filter.prefix();
+        let mut n = self.state.count(filter.namespace.as_deref());
+        for (k, at_rv) in &self.overlay {
+            if prefix.as_deref().is_some_and(|p| !k.starts_with(p)) {
+                continue;
+            }
+            let now = self.state.objects.contains_key(k);
+            match (now, at_rv.is_some()) {
+                (true, false) => n = n.saturating_sub(1),
+                (false, true) => n += 1,
+                _ => {}
+            }
+        }
+        n
+    }
+
+    /// Selects up to `limit` objects after `after` (`pos` keys precede it).
+    pub(crate) fn page(
+        &self,
+        filter: &Filter,
+        after: Option<&str>,
+        pos: usize,
+        limit: Option<usize>,
+    ) -> Page {
+        let prefix = filter.prefix();
+        let mut iter = self.iter_after(after, prefix.as_deref());
+        let mut items = Vec::new();
+        let mut scanned = 0usize;
+        let mut last_key: Option<&Arc<str>> = None;
+        let mut full = false;
+        for (k, o) in iter.by_ref() {
+            scanned += 1;
+            if filter.matches(o) {
+                items.push(Arc::clone(o));
+                last_key = Some(k);
+                if limit.is_some_and(|l| items.len() >= l) {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        let more = full && iter.any(|(_, o)| filter.matches(o));
+        match (more, last_key) {
+            (true, Some(last)) => {
+                let next_pos = pos + scanned;
+                let remaining = (!filter.has_selectors()).then(|| {
+                    i64::try_from(self.count(filter).saturating_sub(next_pos)).unwrap_or(i64::MAX)
+                });
+                Page {
+                    items,
+                    next: Some((last.to_string(), next_pos)),
+                    remaining,
+                }
+            }
+            _ => Page {
+                items,
+                next: None,
+                remaining: None,
+            },
+        }
+    }
+}
+
+/// What a watcher gets when it asks for the events after its cursor.
+pub(crate) enum Fetch {
+    /// Some events were appended to the buffer.
+    Events,
+    /// Nothing new; the store is at this resourceVersion.
+    CaughtUp(u64),
+    /// The cursor fell out of the retained history, whose floor is this resourceVersion.
+    TooOld(u64),
+}
+
+/// What a delete did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum DeleteOutcome {
+    /// The object is gone; this is its last state, at the deletion's resourceVersion.
+    Deleted(Arc<StoredObject>),
+    /// The object has finalizers: only `metadata.deletionTimestamp` was set (an update).
+    Finalizing(Arc<StoredObject>),
+}
+
+impl DeleteOutcome {
+    /// The object returned either way.
+    pub fn object(&self) -> &Arc<StoredObject> {
+        match self {
+            Self::Deleted(o) | Self::Finalizing(o) => o,
+        }
+    }
+}
+
+/// Preconditions of a delete (`DeleteOptions.preconditions`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preconditions {
+    /// The object must have this UID.
+    pub uid: Option<String>,
+    /// The object must be at this resourceVersion.
+    pub resource_version: Option<String>,
+}
+
+/// What a write goes through besides the store's own rules: the request layer's admission
+/// and the status subresource's split of an object, which the test's direct writes skip.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WritePolicy {
+    /// Refuse namespaced creates in a namespace that does not exist (404), as the real
+    /// server's NamespaceLifecycle admission does.
+    pub require_namespace: bool,
+    /// Which part of the object the write may change.
+    pub part: Part,
+}
+
+/// Which part of an object a write changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Everything (direct writes, and resources without a status subresource).
+    #[default]
+    Whole,
+    /// Everything but `.status` (a create resets it; an update keeps the stored one).
+    Main,
+    /// Only `.status` (writes to `<object>/status`).
+    Status,
+}
+
+/// The whole store, behind the server's mutex.
+pub(crate) struct Store {
+    pub rv: u64,
+    pub compacted: u64,
+    pub continue_epoch: u64,
+    pub resources: Vec<ResourceState>,
+    pub rv_tx: watch::Sender<u64>,
+    history: HistoryConfig,
+    /// The byte bound over the history of every resource together.
+    history_max_bytes: usize,
+    /// What the history of every resource accounts for now (see [`HistoryEvent`]).
+    pub history_bytes: usize,
+    rng: StdRng,
+    clock: Clock,
+}
+
+/// The largest resourceVersion the server hands out: etcd's revisions (which the real
+/// server's resourceVersions are) are 64-bit signed integers.
+pub const MAX_RESOURCE_VERSION: u64 = i64::MAX.unsigned_abs();
+
+const GENERATE_NAME_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+impl Store {
+    pub(crate) fn new(
+        history: HistoryConfig,
+        history_max_bytes: usize,
+        initial_rv: u64,
+        seed: u64,
+        clock: Clock,
+    ) -> Self {
+        let mut store = Self {
+            rv: initial_rv,
+            compacted: 0,
+            continue_epoch: 0,
+            resources: Vec::new(),
+            rv_tx: watch::channel(initial_rv).0,
+            history,
+            history_max_bytes,
+            history_bytes: 0,
+            rng: StdRng::seed_from_u64(seed),
+            clock,
+        };
+        for def in ResourceDef::builtins() {
+            let floor = store.rv;
+            store.resources.push(ResourceState::new(def, floor));
+        }
+        store
+    }
+
+    pub(crate) fn register(&mut self, def: ResourceDef) -> Result<usize, Status> {
+        def.validate()?;
+        if let Some(i) = self
+            .resources
+            .iter()
+            .position(|r| r.def.group == def.group && r.def.plural == def.plural)
+        {
+            if *self.resources[i].def == def {
+                return Ok(i);
+            }
+            return Err(Status::failure(
+                409,
+                "AlreadyExists",
+                format!(
+                    "resource {} is already registered with a different definition",
+                    def.qualified_name()
+                ),
+            ));
+        }
+        let floor = self.rv;
+        self.resources.push(ResourceState::new(def, floor));
+        Ok(self.resources.len() - 1)
+    }
+
+    pub(crate) fn find(&self, name: &str) -> Option<usize> {
+        self.resources.iter().position(|r| r.def.is_named(name))
+    }
+
+    pub(crate) fn find_gvr(&self, group: &str, version: &str, plural: &str) -> Option<usize> {
+        self.resources.iter().position(|r| {
+            r.def.group == group && r.def.version == version && r.def.plural == plural
+        })
+    }
+
+    pub(crate) fn set_history(&mut self, history: HistoryConfig) {
+        self.history = history;
+    }
+
+    /// Changes the byte bound of the history and applies it at once.
+    pub(crate) fn set_history_max_bytes(&mut self, max_bytes: usize) {
+        self.history_max_bytes = max_bytes;
+        self.trim_history_bytes(None);
+    }
+
+    /// Drops the oldest events, across resources, while the history accounts for more than
+    /// its byte bound; the newest event of `keep` (the resource just written) stays, so a
+    /// single object larger than the bound is still seen by the watchers that are caught up.
+    fn trim_history_bytes(&mut self, keep: Option<usize>) {
+        while self.history_bytes > self.history_max_bytes {
+            let oldest = self
+                .resources
+                .iter()
+                .enumerate()
+                .filter(|(i, r)| r.log.len() > usize::from(Some(*i) == keep))
+                .filter_map(|(i, r)| r.log.front().map(|e| (e.rv, i)))
+                .min();
+            let Some((_, i)) = oldest else { break };
+            let freed = self.resources[i].pop_oldest().unwrap_or(0);
+            self.history_bytes = self.history_bytes.saturating_sub(freed);
+        }
+    }
+
+    /// Makes the next write get `next` (which must be above the current resourceVersion and
+    /// at most [`MAX_RESOURCE_VERSION`]).
+    pub(crate) fn set_next_rv(&mut self, next: u64) -> Result<(), Status> {
+        if next <= self.rv {
+            return Err(status::bad_request(format!(
+                "the next resourceVersion must be above the current one ({}), got {next}",
+                self.rv
+            )));
+        }
+        if next > MAX_RESOURCE_VERSION {
+            return Err(status::bad_request(format!(
+                "the next resourceVersion must be at most {MAX_RESOURCE_VERSION} (etcd's \
+                 revisions are 64-bit signed integers), got {next}"
+            )));
+        }
+        self.rv = next - 1;
+        self.rv_tx.send_replace(self.rv);
+        Ok(())
+    }
+
+    /// The resourceVersion the next write gets; a 500 `InternalError` once the counter has
+    /// reached [`MAX_RESOURCE_VERSION`] (the store never wraps around).
+    fn next_rv(&self) -> Result<u64, Status> {
+        self.rv
+            .checked_add(1)
+            .filter(|next| *next <= MAX_RESOURCE_VERSION)
+            .ok_or_else(|| {
+                status::internal_error(&format!(
+                    "resourceVersion exhausted: the current resourceVersion {} is the largest \
+                     this server hands out ({MAX_RESOURCE_VERSION}), so no further write is \
+                     possible",
+                    self.rv
+                ))
+            })
+    }
+
+    /// Drops every event at or below `rv` in every resource.
+    pub(crate) fn compact(&mut self, rv: u64) -> Result<(), Status> {
+        if rv > self.rv {
+            return Err(status::bad_request(format!(
+                "cannot compact to {rv}: the current resourceVersion is {}",
+                self.rv
+            )));
+        }
+        self.compacted = self.compacted.max(rv);
+        for r in &mut self.resources {
+            while r.log.front().is_some_and(|e| e.rv <= rv) {
+                let freed = r.pop_oldest().unwrap_or(0);
+                self.history_bytes = self.history_bytes.saturating_sub(freed);
+            }
+            r.floor_rv = r.floor_rv.max(rv);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn snapshot(&self, res: usize, filter: &Filter) -> Vec<Arc<StoredObject>> {
+        let state = &self.resources[res];
+        let view = state.view_at(self.rv);
+        let page = view.page(filter, None, 0, None);
+        page.items
+    }
+
+    /// The log index of the first event after `rv`.
+    pub(crate) fn cursor_after(&self, res: usize, rv: u64) -> Result<u64, Status> {
+        let state = &self.resources[res];
+        if rv < state.floor_rv {
+            return Err(status::too_old_resource_version(rv, state.floor_rv));
+        }
+        let idx = state.log.partition_point(|e| e.rv <= rv);
+        Ok(state.log_start + idx as u64)
+    }
+
+    pub(crate) fn fetch(
+        &self,
+        res: usize,
+        cursor: u64,
+        max: usize,
+        out: &mut VecDeque<Arc<HistoryEvent>>,
+    ) -> Fetch {
+        let state = &self.resources[res];
+        if cursor < state.log_start {
+            return Fetch::TooOld(state.floor_rv);
+        }
+        let from = usize::try_from(cursor - state.log_start).unwrap_or(usize::MAX);
+        if from >= state.log.len() {
+            return Fetch::CaughtUp(self.rv);
+        }
+        out.extend(state.log.range(from..).take(max).cloned());
+        Fetch::Events
+    }
+
+    pub(crate) fn get(
+        &self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let state = &self.resources[res];
+        let key = object_key(&state.def, namespace, name);
+        state
+            .objects
+            .get(key.as_str())
+            .cloned()
+            .ok_or_else(|| status::not_found(&state.def, name))
+    }
+
+    pub(crate) fn create(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        mut body: Value,
+        policy: WritePolicy,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let def = Arc::clone(&self.resources[res].def);
+        check_type(&def, &mut body)?;
+        let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
+        if policy.part != Part::Whole
+            && let Some(obj) = body.as_object_mut()
+        {
+            // The real server's create strategies reset the status (pods start Pending).
+            obj.remove("status");
+            if def.group.is_empty() && def.kind == "Pod" {
+                obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
+            }
+        }
+        if meta_str(&body, "resourceVersion").is_some() {
+            return Err(status::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let name = match meta_str(&body, "name") {
+            Some(n) => n.to_owned(),
+            None => match meta_str(&body, "generateName").map(str::to_owned) {
+                Some(prefix) => self.generate_name(res, ns.as_deref(), &prefix),
+                None => {
+                    return Err(status::invalid(
+                        &def.kind,
+                        &def.group,
+                        "",
+                        &[(
+                            "metadata.name".into(),
+                            "FieldValueRequired",
+                            "name or generateName is required".into(),
+                        )],
+                    ));
+                }
+            },
+        };
+        validate_name(&def, &name)?;
+        let key = object_key(&def, ns.as_deref(), &name);
+        if self.resources[res].objects.contains_key(key.as_str()) {
+            return Err(status::already_exists(&def, &name));
+        }
+        let rv = self.next_rv()?;
+        let uid = self.new_uid();
+        set_meta(&mut body, "name", Value::String(name));
+        set_meta(&mut body, "uid", Value::String(uid));
+        set_meta(
+            &mut body,
+            "creationTimestamp",
+            Value::String(self.clock.now_rfc3339()),
+        );
+        set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
+        remove_meta(&mut body, "deletionTimestamp");
+        remove_meta(&mut body, "deletionGracePeriodSeconds");
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
+        self.commit(res, EventKind::Added, Arc::clone(&obj), None);
+        Ok(obj)
+    }
+
+    pub(crate) fn update(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.update_with(res, namespace, name, body, Part::Whole)
+    }
+
+    /// An update that changes only `part` of the object.
+    pub(crate) fn update_with(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        mut body: Value,
+        part: Part,
+    ) -> Result<Arc<StoredObject>, Status> {
+        let def = Arc::clone(&self.resources[res].def);
+        check_type(&def, &mut body)?;
+        let ns = if def.namespaced {
+            namespace.map(str::to_owned)
+        } else {
+            None
+        };
+        let existing = self.get(res, ns.as_deref(), name)?;
+        match part {
+            Part::Whole => {}
+            Part::Main => {
+                // `.status` is written through the status subresource only.
+                let old_status = existing.to_value().get("status").cloned();
+                if let Some(obj) = body.as_object_mut() {
+                    match old_status {
+                        Some(s) => obj.insert("status".into(), s),
+                        None => obj.remove("status"),
+                    };
+                }
+            }
+            Part::Status => {
+                // Everything but `.status` stays as stored; the body's resourceVersion (a
+                // precondition) and name are checked below as for any update.
+                let mut merged = existing.to_value();
+                let new_status = body.get("status").cloned();
+                if let Some(obj) = merged.as_object_mut() {
+                    match new_status {
+                        Some(s) => obj.insert("status".into(), s),
+                        None => obj.remove("status"),
+                    };
+                }
+                for field in ["resourceVersion", "name", "namespace", "uid"] {
+                    match body.get("metadata").and_then(|m| m.get(field)) {
+                        Some(v) => set_meta(&mut merged, field, v.clone()),
+                        None => remove_meta(&mut merged, field),
+                    }
+                }
+                body = merged;
+            }
+        }
+        match meta_str(&body, "name") {
+            Some(n) if n != name => {
+                return Err(status::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+            _ => set_meta(&mut body, "name", Value::String(name.to_owned())),
+        }
+        match (meta_str(&body, "namespace"), ns.as_deref()) {
+            (Some(b), Some(u)) if b != u => {
+                return Err(status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on \
+                     the request",
+                ));
+            }
+            (_, Some(u)) => set_meta(&mut body, "namespace", Value::String(u.to_owned())),
+            (_, None) => remove_meta(&mut body, "namespace"),
+        }
+        if let Some(rv) = meta_str(&body, "resourceVersion")
+            && rv != existing.resource_version().to_string()
+        {
+            return Err(status::conflict(&def, name));
+        }
+        if let Some(uid) = meta_str(&body, "uid")
+            && uid != existing.uid()
+        {
+            return Err(uid_mismatch(&def, name, uid, existing.uid()));
+        }
+        let old = existing.to_value();
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match old.get("metadata").and_then(|m| m.get(field)) {
+                Some(v) => set_meta(&mut body, field, v.clone()),
+                None => remove_meta(&mut body, field),
+            }
+        }
+        set_meta(
+            &mut body,
+            "resourceVersion",
+            Value::String(existing.resource_version().to_string()),
+        );
+        if body == old {
+            // The real server skips no-op updates: no new resourceVersion, no event.
+            return Ok(existing);
+        }
+        let rv = self.next_rv()?;
+        set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
+        let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
+        let kind = if obj.is_deleting() && !obj.has_finalizers() {
+            EventKind::Deleted
+        } else {
+            EventKind::Modified
+        };
+        self.commit(res, kind, Arc::clone(&obj), Some(existing));
+        Ok(obj)
+    }
+
+    pub(crate) fn patch(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.patch_with(res, namespace, name, patch, Part::Whole)
+    }
+
+    /// A merge patch that changes only `part` of the object.
+    pub(crate) fn patch_with(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        patch: &Value,
+        part: Part,
+    ) -> Result<Arc<StoredObject>, Status> {
+        if !patch.is_object() {
+            return Err(status::bad_request("a merge patch must be a JSON object"));
+        }
+        let def = Arc::clone(&self.resources[res].def);
+        let ns = if def.namespaced { namespace } else { None };
+        let existing = self.get(res, ns, name)?;
+        let mut value = existing.to_value();
+        merge_patch(&mut value, patch);
+        if !value.get("metadata").is_some_and(Value::is_object) {
+            return Err(status::bad_request("a patch must not remove metadata"));
+        }
+        self.update_with(res, ns, name, value, part)
+    }
+
+    pub(crate) fn delete(
+        &mut self,
+        res: usize,
+        namespace: Option<&str>,
+        name: &str,
+        preconditions: &Preconditions,
+    ) -> Result<DeleteOutcome, Status> {
+        let def = Arc::clone(&self.resources[res].def);
+        let ns = if def.namespaced { namespace } else { None };
+        let existing = self.get(res, ns, name)?;
+        if let Some(uid) = &preconditions.uid
+            && uid != existing.uid()
+        {
+            return Err(uid_mismatch(&def, name, uid, existing.uid()));
+        }
+        if let Some(rv) = &preconditions.resource_version
+            && *rv != existing.resource_version().to_string()
+        {
+            return Err(status::conflict(&def, name));
+        }
+        if existing.has_finalizers() && existing.is_deleting() {
+            return Ok(DeleteOutcome::Finalizing(existing));
+        }
+        let rv = self.next_rv()?;
+        if existing.has_finalizers() {
+            let mut value = existing.to_value();
+            set_meta(
+                &mut value,
+                "deletionTimestamp",
+                Value::String(self.clock.now_rfc3339()),
+            );
+            set_meta(&mut value, "deletionGracePeriodSeconds", Value::from(0));
+            set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
+            let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
+            self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
+            return Ok(DeleteOutcome::Finalizing(obj));
+        }
+        let obj = Arc::new(existing.with_resource_version(rv)?);
+        self.commit(res, EventKind::Deleted, Arc::clone(&obj), Some(existing));
+        Ok(DeleteOutcome::Deleted(obj))
+    }
+
+    /// Applies one change at `object.resource_version()` (which must be `self.rv + 1`).
+    fn commit(
+        &mut self,
+        res: usize,
+        kind: EventKind,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+    ) {
+        let rv = object.resource_version();
+        let now = Instant::now();
+        let history = self.history.clone();
+        let state = &mut self.resources[res];
+        let key: Arc<str> = object.key().into();
+        match kind {
+            EventKind::Deleted => {
+                if state.objects.remove(&key).is_some()
+                    && let Some(ns) = object.namespace()
+                    && let Some(n) = state.ns_counts.get_mut(ns)
+                {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        state.ns_counts.remove(ns);
+                    }
+                }
+            }
+            EventKind::Added | EventKind::Modified => {
+                let was = state.objects.insert(key, Arc::clone(&object));
+                if was.is_none()
+                    && let Some(ns) = object.namespace()
+                {
+                    *state.ns_counts.entry(ns.to_owned()).or_insert(0) += 1;
+                }
+            }
+        }
+        let bytes = object.bytes().len();
+        state.log.push_back(Arc::new(HistoryEvent {
+            rv,
+            kind,
+            object,
+            prev,
+            at: now,
+            bytes,
+            prev_at_rv: OnceLock::new(),
+        }));
+        let mut freed = 0;
+        while state.log.len() > history.max_events
+            || (state.log.len() > history.min_events
+                && state
+                    .log
+                    .front()
+                    .is_some_and(|e| now.duration_since(e.at) > history.min_age))
+        {
+            freed += state.pop_oldest().unwrap_or(0);
+        }
+        self.history_bytes = (self.history_bytes + bytes).saturating_sub(freed);
+        self.trim_history_bytes(Some(res));
+        let state = &mut self.resources[res];
+        let end = state.log_end();
+        state.changed.send_replace(end);
+        self.rv = rv;
+        self.rv_tx.send_replace(rv);
+    }
+
+    fn resolve_namespace(
+        &self,
+        def: &ResourceDef,
+        namespace: Option<&str>,
+        body: &mut Value,
+        require_namespace: bool,
+    ) -> Result<Option<String>, Status> {
+        if !def.namespaced {
+            remove_meta(body, "namespace");
+            return Ok(None);
+        }
+        let in_body = meta_str(body, "namespace").map(str::to_owned);
+        let ns = match (namespace, in_body) {
+            (Some(u), Some(b)) if u != b => {
+                return Err(status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on \
+                     the request",
+                ));
+            }
+            (Some(u), _) => u.to_owned(),
+            (None, Some(b)) => b,
+            (None, None) => "default".to_owned(),
+        };
+        if require_namespace {
+            let exists = self
+                .find("namespaces")
+                .is_some_and(|i| self.resources[i].objects.contains_key(ns.as_str()));
+            if !exists {
+                let ns_def = ResourceDef::cluster_scoped("", "v1", "namespaces", "Namespace");
+                return Err(status::not_found(&ns_def, &ns));
+            }
+        }
+        set_meta(body, "namespace", Value::String(ns.clone()));
+        Ok(Some(ns))
+    }
+
+    fn generate_name(&mut self, res: usize, ns: Option<&str>, prefix: &str) -> String {
+        loop {
+            let suffix: String = (0..5)
+                .map(|_| {
+                    let i = self.rng.random_range(0..GENERATE_NAME_CHARS.len());
+                    char::from(GENERATE_NAME_CHARS[i])
+                })
+                .collect();
+            let name = format!("{prefix}{suffix}");
+            let key = object_key(&self.resources[res].def, ns, &name);
+            if !self.resources[res].objects.contains_key(key.as_str()) {
+                return name;
+            }
+        }
+    }
+
+    fn new_uid(&mut self) -> String {
+        let a: u128 = self.rng.random();
+        let b = a.to_be_bytes();
+        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+        // A version-4 layout: 8-4-4-4-12 with the version nibble set.
+        format!(
+            "{}-{}-4{}-a{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[13..16],
+            &hex[17..20],
+            &hex[20..32]
+        )
+    }
+}
+
+fn object_key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) if def.namespaced => format!("{ns}/{name}"),
+        _ => name.to_owned(),
+    }
+}
+
+fn uid_mismatch(def: &ResourceDef, name: &str, wanted: &str, actual: &str) -> Status {
+    Status {
+        message: format!(
+            "Precondition failed: UID in precondition: {wanted}, UID in object meta: {actual}"
+        ),
+        ..status::conflict(def, name)
+    }
+}
+
+fn remove_meta(value: &mut Value, field: &str) {
+    if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove(field);
+    }
+}
+
+fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
+    let Some(obj) = body.as_object_mut() else {
+        return Err(status::bad_request(
+            "the request body must be a JSON object",
+        ));
+    };
+    let api_version = def.api_version();
+    match obj.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if v != api_version => {
+            return Err(status::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version \
+                 ({api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match obj.get("kind").and_then(Value::as_str) {
+        Some(k) if k != def.kind => {
+            return Err(status::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                def.kind
+            )));
+        }
+        _ => {}
+    }
+    obj.insert("apiVersion".into(), Value::String(api_version));
+    obj.insert("kind".into(), Value::String(def.kind.clone()));
+    match obj.get("metadata") {
+        None | Some(Value::Null) => {
+            obj.insert("metadata".into(), Value::Object(serde_json::Map::new()));
+        }
+        Some(Value::Object(_)) => {}
+        Some(other) => return Err(decode_error(def, "metadata", "ObjectMeta", other)),
+    }
+    check_metadata(def, body)
+}
+
+/// The decode errors the real server's typed decoding gives (400): metadata fields of the
+/// wrong JSON type (`name: 5`, `labels: []`).
+fn check_metadata(def: &ResourceDef, body: &Value) -> Result<(), Status> {
+    let Some(meta) = body.get("metadata").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for field in [
+        "name",
+        "generateName",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+    ] {
+        match meta.get(field) {
+            None | Some(Value::Null | Value::String(_)) => {}
+            Some(other) => {
+                return Err(decode_error(
+                    def,
+                    &format!("metadata.{field}"),
+                    "string",
+                    other,
+                ));
+            }
+        }
+    }
+    for field in ["labels", "annotations"] {
+        match meta.get(field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(map)) => {
+                if let Some((k, v)) = map.iter().find(|(_, v)| !v.is_string()) {
+                    return Err(decode_error(
+                        def,
+                        &format!("metadata.{field}.{k}"),
+                        "string",
+                        v,
+                    ));
+                }
+            }
+            Some(other) => {
+                return Err(decode_error(
+                    def,
+                    &format!("metadata.{field}"),
+                    "map[string]string",
+                    other,
+                ));
+            }
+        }
+    }
+    validate_labels_and_annotations(def, meta)
+}
+
+fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Status {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    };
+    status::bad_request(format!(
+        "the body of the request could not be decoded as a {}: json: cannot unmarshal {got} \
+         into Go struct field {field} of type {want}",
+        def.kind
+    ))
+}
+
+/// The most annotation bytes (keys plus values) an object may carry, as on the real server.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
+/// Label keys and values, annotation keys and total annotation size, checked like the real
+/// server's ObjectMeta validation (422 Invalid with one cause per problem).
+fn validate_labels_and_annotations(
+    def: &ResourceDef,
+    meta: &serde_json::Map<String, Value>,
+) -> Result<(), Status> {
+    let mut causes: Vec<(String, &str, String)> = Vec::new();
+    let entries = |field: &str| -> Vec<(String, String)> {
+        meta.get(field)
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for (k, v) in entries("labels") {
+        if let Some(problem) = qualified_name_problem(&k) {
+            causes.push((
+                "metadata.labels".into(),
+                "FieldValueInvalid",
+                format!("{k:?}: {problem}"),
+            ));
+        }
+        if let Some(problem) = label_value_problem(&v) {
+            causes.push((
+                "metadata.labels".into(),
+                "FieldValueInvalid",
+                format!("{v:?}: {problem}"),
+            ));
+        }
+    }
+    let annotations = entries("annotations");
+    let mut total = 0usize;
+    for (k, v) in &annotations {
+        if let Some(problem) = qualified_name_problem(&k.to_ascii_lowercase()) {
+            causes.push((
+                "metadata.annotations".into(),
+                "FieldValueInvalid",
+                format!("{k:?}: {problem}"),
+            ));
+        }
+        total += k.len() + v.len();
+    }
+    if total > MAX_ANNOTATIONS_BYTES {
+        causes.push((
+            "metadata.annotations".into(),
+            "FieldValueTooLong",
+            format!("may not be more than {MAX_ANNOTATIONS_BYTES} bytes"),
+        ));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = meta.get("name").and_then(Value::as_str).unwrap_or_default();
+    Err(status::invalid(&def.kind, &def.group, name, &causes))
+}
+
+/// Why `key` is not a qualified name (`[prefix/]name`, the name at most 63 characters of
+/// alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric; the prefix a DNS
+/// subdomain); `None` when it is one.
+fn qualified_name_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        let subdomain = !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && part.as_bytes()[0].is_ascii_alphanumeric()
+                    && part.as_bytes()[part.len() - 1].is_ascii_alphanumeric()
+            });
+        if !subdomain {
+            return Some(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
+                 alphanumeric characters, '-' or '.', and must start and end with an \
+                 alphanumeric character"
+                    .into(),
+            );
+        }
+    }
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    if !is_label_text(name) {
+        return Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must \
+             start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+/// Why `value` is not a valid label value (empty, or at most 63 characters like a name).
+fn label_value_problem(value: &str) -> Option<String> {
+    if value.is_empty() {
+        return None;
+    }
+    if value.len() > 63 {
+        return Some("must be no more than 63 characters".into());
+    }
+    if !is_label_text(value) {
+        return Some(
+            "a valid label must be an empty string or consist of alphanumeric characters, \
+             '-', '_' or '.', and must start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+fn is_label_text(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+fn validate_name(def: &ResourceDef, name: &str) -> Result<(), Status> {
+    let ok = !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name
+            .as_bytes()
+            .first()
+            .is_some_and(u8::is_ascii_alphanumeric)
+        && name
+            .as_bytes()
+            .last()
+            .is_some_and(u8::is_ascii_alphanumeric);
+    if ok {
+        Ok(())
+    } else {
+        Err(status::invalid(
+            &def.kind,
+            &def.group,
+            name,
+            &[(
+                "metadata.name".into(),
+                "FieldValueInvalid",
+                format!(
+                    "{name:?}: a lowercase RFC 1123 subdomain must consist of lower case \
+                     alphanumeric characters, '-' or '.', and must start and end with an \
+                     alphanumeric character"
+                ),
+            )],
+        ))
+    }
+}

@@ -1,0 +1,724 @@
+//! kubectl 1.32 against the fake API server (the in-process HTTP front end, and the
+//! `fake-apiserver` binary): `get` across namespaces, label selectors, `get -w` printing live
+//! changes, `create`, `apply` (create then modify), `delete`, CRDs.
+//!
+//! Each test uses a fresh kubeconfig and `--cache-dir`. Without kubectl the tests print a
+//! notice and pass, except under `CI=true` where they fail (see `kubectl_support`).
+#![cfg(feature = "http")]
+#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
+
+mod http_support;
+mod kubectl_support;
+
+use std::io::Write as _;
+
+use fake_apiserver::seed::{SeedConfig, seed};
+use http_support::{Binary, GUARD, pod, start};
+use kubectl_support::Kubectl;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_pods_across_namespaces() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server("get_pods_across_namespaces", &http, None) else {
+        return;
+    };
+    match kubectl.client_minor_version().await {
+        Some(32) => {}
+        other => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "NOTICE: these tests target kubectl 1.32; found minor version {other:?}"
+            );
+        }
+    }
+    seed(
+        &server,
+        &SeedConfig {
+            namespaces: 2,
+            pods: 6,
+            configmaps: 0,
+            seed: 3,
+        },
+    )
+    .unwrap();
+    let out = kubectl.ok(&["get", "pods", "-A"]).await;
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 6, "{out}");
+    for pod in server.objects("pods", None).unwrap() {
+        assert!(
+            rows.iter().any(|r| r[0] == pod.namespace().unwrap()
+                && r[1] == pod.name()
+                && r[2] == "2/2"
+                && r[3] == "Running"),
+            "{} missing from:\n{out}",
+            pod.key()
+        );
+    }
+    // kubectl pages with limit=500 and asked for Tables.
+    let list = server
+        .requests()
+        .into_iter()
+        .find(|r| r.is_list_of("pods"))
+        .unwrap();
+    assert_eq!(list.to_string(), "GET /api/v1/pods?limit=500");
+    // Cluster-scoped resources and `-o wide`.
+    let ns = kubectl.ok(&["get", "namespaces"]).await;
+    assert!(ns.contains("ns-0") && ns.contains("Active"), "{ns}");
+    let wide = kubectl
+        .ok(&["get", "pods", "-n", "ns-1", "-o", "wide"])
+        .await;
+    assert!(wide.lines().next().unwrap().contains("NODE"), "{wide}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_with_label_selectors() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server("get_with_label_selectors", &http, Some("x")) else {
+        return;
+    };
+    for (ns, name, labels) in [
+        ("x", "web-a", json!({"app": "web", "tier": "front"})),
+        ("x", "web-b", json!({"app": "web", "tier": "back"})),
+        ("x", "db-a", json!({"app": "db", "tier": "back"})),
+        ("y", "web-c", json!({"app": "web"})),
+    ] {
+        server.create("pods", &pod(ns, name, labels)).unwrap();
+    }
+    let out = kubectl
+        .ok(&["get", "pods", "-n", "x", "-l", "app=web", "-o", "name"])
+        .await;
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["pod/web-a", "pod/web-b"]);
+    let out = kubectl
+        .ok(&["get", "pods", "-l", "tier in (back),app!=web", "-o", "name"])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        ["pod/db-a"],
+        "the kubeconfig's namespace x is the default"
+    );
+    let out = kubectl
+        .ok(&["get", "pods", "-A", "-l", "app=web", "--no-headers"])
+        .await;
+    assert_eq!(out.lines().count(), 3, "{out}");
+    let selectors: Vec<String> = server
+        .requests()
+        .iter()
+        .filter_map(|r| r.param("labelSelector").map(str::to_owned))
+        .collect();
+    assert_eq!(selectors, ["app=web", "tier in (back),app!=web", "app=web"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_watch_prints_live_changes() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server("get_watch_prints_live_changes", &http, None) else {
+        return;
+    };
+    server
+        .create("pods", &pod("w", "before", json!({})))
+        .unwrap();
+    let mut watch = kubectl.spawn(&["get", "pods", "-n", "w", "-w"]);
+    watch.line_with(&["before"]).await;
+    tokio::time::timeout(GUARD, server.wait_for_request(|r| r.is_watch_of("pods")))
+        .await
+        .expect("kubectl did not start watching");
+    server
+        .create("pods", &pod("w", "live-1", json!({})))
+        .unwrap();
+    let line = watch.line_with(&["live-1"]).await;
+    assert!(line.contains("0/1"), "{line}");
+    server
+        .create("pods", &pod("other", "elsewhere", json!({})))
+        .unwrap();
+    server
+        .patch("pods", Some("w"), "live-1", &json!({"status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true, "restartCount": 4}]}}))
+        .unwrap();
+    let line = watch.line_with(&["live-1", "Running"]).await;
+    assert!(line.contains("1/1") && line.contains(" 4 "), "{line}");
+    assert!(
+        !watch.seen.iter().any(|l| l.contains("elsewhere")),
+        "{:?}",
+        watch.seen
+    );
+    watch.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_apply_and_delete() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server("create_apply_and_delete", &http, None) else {
+        return;
+    };
+    // kubectl reports a missing object of a missing namespace as the namespace's absence.
+    server
+        .create("namespaces", &fake_apiserver::seed::namespace("apps"))
+        .unwrap();
+    let pod_yaml = |image: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: demo\n  namespace: apps\n  labels:\n    app: demo\n\
+             spec:\n  containers:\n  - name: app\n    image: {image}\n    ports:\n    - containerPort: 80\n  - name: sidecar\n    image: side:1\n"
+        )
+    };
+    let file = kubectl.manifest("pod.yaml", &pod_yaml("nginx:1"));
+    let out = kubectl.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "pod/demo created");
+    assert_eq!(
+        server.get("pods", Some("apps"), "demo").unwrap().to_value()["spec"]["containers"][0]["image"],
+        "nginx:1"
+    );
+    let create = server
+        .requests()
+        .into_iter()
+        .find(|r| r.method == "POST")
+        .unwrap();
+    assert_eq!(create.path, "/api/v1/namespaces/apps/pods");
+    // Creating it again is a conflict, reported by kubectl.
+    let again = kubectl.run(&["create", "-f", file.to_str().unwrap()]).await;
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("AlreadyExists"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+
+    // apply: create, then modify (a removed key disappears, a new one appears).
+    let cm = kubectl.manifest("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  a: \"1\"\n  b: \"2\"\n");
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", cm.to_str().unwrap()])
+            .await
+            .trim(),
+        "configmap/settings created"
+    );
+    std::fs::write(&cm, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  a: \"10\"\n  c: \"3\"\n").unwrap();
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", cm.to_str().unwrap()])
+            .await
+            .trim(),
+        "configmap/settings configured"
+    );
+    let data = server
+        .get("configmaps", Some("apps"), "settings")
+        .unwrap()
+        .to_value()["data"]
+        .clone();
+    assert_eq!(data, json!({"a": "10", "c": "3"}));
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", cm.to_str().unwrap()])
+            .await
+            .trim(),
+        "configmap/settings unchanged"
+    );
+
+    // apply on an object made by create: containers merge by name, ports are kept.
+    std::fs::write(&file, pod_yaml("nginx:2")).unwrap();
+    let out = kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(out.trim().ends_with("pod/demo configured"), "{out}");
+    let spec = server.get("pods", Some("apps"), "demo").unwrap().to_value()["spec"].clone();
+    assert_eq!(spec["containers"][0]["image"], "nginx:2");
+    assert_eq!(spec["containers"][0]["ports"][0]["containerPort"], 80);
+    assert_eq!(spec["containers"][1]["name"], "sidecar");
+
+    // delete, by file and by name.
+    let out = kubectl.ok(&["delete", "-f", cm.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap \"settings\" deleted");
+    let out = kubectl.ok(&["delete", "pod", "demo", "-n", "apps"]).await;
+    assert_eq!(out.trim(), "pod \"demo\" deleted");
+    assert_eq!(
+        server.get("pods", Some("apps"), "demo").unwrap_err().code,
+        404
+    );
+    let missing = kubectl.run(&["get", "pod", "demo", "-n", "apps"]).await;
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("pods \"demo\" not found"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apply_a_crd_then_its_custom_resources() {
+    let (server, http) = start().await;
+    let Some(kubectl) =
+        Kubectl::for_server("apply_a_crd_then_its_custom_resources", &http, Some("prod"))
+    else {
+        return;
+    };
+    http_support::namespaces(&server, &["prod"]);
+    let crd = kubectl.manifest(
+        "crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
+         spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n    shortNames: [wd]\n\
+         \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n",
+    );
+    let out = kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
+    assert_eq!(
+        out.trim(),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"
+    );
+    let widget = kubectl.manifest(
+        "w.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n",
+    );
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", widget.to_str().unwrap()])
+            .await
+            .trim(),
+        "widget.example.com/w1 created"
+    );
+    std::fs::write(
+        &widget,
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 4\n",
+    )
+    .unwrap();
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", widget.to_str().unwrap()])
+            .await
+            .trim(),
+        "widget.example.com/w1 configured"
+    );
+    assert_eq!(
+        server
+            .get("widgets.example.com", Some("prod"), "w1")
+            .unwrap()
+            .to_value()["spec"]["size"],
+        4
+    );
+    let out = kubectl.ok(&["get", "wd"]).await;
+    assert!(out.lines().nth(1).unwrap().starts_with("w1 "), "{out}");
+    let out = kubectl.ok(&["get", "crd", "-o", "name"]).await;
+    assert_eq!(
+        out.trim(),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_against_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let Some(kubectl) = Kubectl::for_kubeconfig("kubectl_against_the_binary", &kubeconfig) else {
+        return;
+    };
+    let bin = Binary::start(&[
+        "--seed",
+        "pods=9,configmaps=3",
+        "--namespaces",
+        "3",
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+    ])
+    .await;
+    let out = kubectl.ok(&["get", "pods", "-A", "--no-headers"]).await;
+    assert_eq!(out.lines().count(), 9, "{out}");
+    let out = kubectl
+        .ok(&["get", "configmaps", "-n", "ns-2", "-o", "name"])
+        .await;
+    assert_eq!(out.lines().count(), 1, "{out}");
+    let mut watch = kubectl.spawn(&["get", "configmaps", "-n", "ns-0", "-w", "--no-headers"]);
+    watch.line_with(&["config"]).await;
+    let cm = json!({"metadata": {"name": "from-http"}, "data": {"k": "v"}});
+    let created = http_support::client()
+        .post(format!("{}/api/v1/namespaces/ns-0/configmaps", bin.url()))
+        .json(&cm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), 201);
+    watch.line_with(&["from-http"]).await;
+    watch.stop().await;
+
+    // Label selectors: every seeded pod carries `app`; none carries `absent`.
+    let out = kubectl
+        .ok(&["get", "pods", "-A", "-l", "app", "-o", "name"])
+        .await;
+    assert_eq!(out.lines().count(), 9, "{out}");
+    let out = kubectl
+        .ok(&["get", "pods", "-A", "-l", "absent", "-o", "name"])
+        .await;
+    assert_eq!(out.trim(), "", "{out}");
+
+    // create, apply (create then modify), delete: all through the binary.
+    let cm = |data: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: via-kubectl\n  namespace: ns-1\n  labels:\n    made-by: kubectl\ndata:\n{data}"
+        )
+    };
+    let file = kubectl.manifest("cm.yaml", &cm("  a: \"1\"\n"));
+    let out = kubectl.ok(&["create", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap/via-kubectl created");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-A",
+            "-l",
+            "made-by=kubectl",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(out.trim(), "configmap/via-kubectl");
+    std::fs::write(&file, cm("  a: \"2\"\n  b: \"3\"\n")).unwrap();
+    let out = kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(
+        out.trim().ends_with("configmap/via-kubectl configured"),
+        "{out}"
+    );
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "via-kubectl",
+            "-n",
+            "ns-1",
+            "-o",
+            "jsonpath={.data.a},{.data.b}",
+        ])
+        .await;
+    assert_eq!(out.trim(), "2,3");
+    let out = kubectl.ok(&["delete", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap \"via-kubectl\" deleted");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-A",
+            "-l",
+            "made-by=kubectl",
+            "-o",
+            "name",
+        ])
+        .await;
+    assert_eq!(out.trim(), "", "{out}");
+    assert!(bin.terminate().await.success());
+}
+
+/// GET `path` from the binary as JSON.
+async fn get_json(bin: &Binary, path: &str) -> serde_json::Value {
+    let resp = tokio::time::timeout(
+        GUARD,
+        http_support::client()
+            .get(format!("{}{path}", bin.url()))
+            .send(),
+    )
+    .await
+    .expect("request hung")
+    .unwrap();
+    assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+    resp.json().await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_generators_send_protobuf_to_the_binary() {
+    // kubectl 1.32's generator commands send protobuf bodies for built-in kinds.
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let Some(kubectl) = Kubectl::for_kubeconfig(
+        "kubectl_generators_send_protobuf_to_the_binary",
+        &kubeconfig,
+    ) else {
+        return;
+    };
+    let bin = Binary::start(&["--kubeconfig-out", kubeconfig.to_str().unwrap()]).await;
+
+    // `-v=8` shows the wire: a protobuf body, protobuf asked for first, protobuf answered.
+    let created = kubectl
+        .run(&[
+            "create",
+            "configmap",
+            "settings",
+            "--from-literal=mode=fast",
+            "-v=8",
+        ])
+        .await;
+    assert!(created.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&created.stdout).trim(),
+        "configmap/settings created"
+    );
+    let trace = String::from_utf8_lossy(&created.stderr);
+    let headers: Vec<&str> = trace
+        .lines()
+        .filter_map(|l| l.split_once(']').map(|(_, h)| h.trim()))
+        .filter(|h| h.starts_with("Content-Type:") || h.starts_with("Accept:"))
+        .collect();
+    assert!(
+        headers.contains(&"Accept: application/vnd.kubernetes.protobuf,application/json"),
+        "{headers:?}"
+    );
+    assert_eq!(
+        headers
+            .iter()
+            .filter(|h| **h == "Content-Type: application/vnd.kubernetes.protobuf")
+            .count(),
+        2,
+        "the request body and the answer: {headers:?}"
+    );
+    let cm = get_json(&bin, "/api/v1/namespaces/default/configmaps/settings").await;
+    assert_eq!(cm["data"], json!({"mode": "fast"}));
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "secret",
+            "generic",
+            "creds",
+            "--from-literal=password=s3cret",
+        ])
+        .await;
+    assert_eq!(out.trim(), "secret/creds created");
+    let secret = get_json(&bin, "/api/v1/namespaces/default/secrets/creds").await;
+    assert_eq!(secret["data"]["password"], "czNjcmV0", "base64 of s3cret");
+
+    let out = kubectl.ok(&["create", "namespace", "team-a"]).await;
+    assert_eq!(out.trim(), "namespace/team-a created");
+    let out = kubectl
+        .ok(&["create", "configmap", "in-team", "-n", "team-a"])
+        .await;
+    assert_eq!(out.trim(), "configmap/in-team created");
+    // A namespace that does not exist is refused, as by a real server.
+    let missing = kubectl
+        .run(&["create", "configmap", "lost", "-n", "ghost"])
+        .await;
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("namespaces \"ghost\" not found"),
+        "{stderr}"
+    );
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+            "--port=80",
+        ])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let deploy = get_json(&bin, "/apis/apps/v1/namespaces/default/deployments/web").await;
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    assert_eq!(
+        deploy["spec"]["selector"]["matchLabels"],
+        json!({"app": "web"})
+    );
+    let container = &deploy["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx:1.27");
+    assert_eq!(container["ports"][0]["containerPort"], 80);
+
+    let out = kubectl
+        .ok(&[
+            "create",
+            "job",
+            "once",
+            "--image=busybox:1",
+            "--",
+            "echo",
+            "hi",
+        ])
+        .await;
+    assert_eq!(out.trim(), "job.batch/once created");
+    let job = get_json(&bin, "/apis/batch/v1/namespaces/default/jobs/once").await;
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["command"], json!(["echo", "hi"]));
+    assert_eq!(job["spec"]["template"]["spec"]["restartPolicy"], "Never");
+
+    let out = kubectl
+        .ok(&["create", "service", "clusterip", "front", "--tcp=80:8080"])
+        .await;
+    assert_eq!(out.trim(), "service/front created");
+    let svc = get_json(&bin, "/api/v1/namespaces/default/services/front").await;
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["selector"], json!({"app": "front"}));
+
+    // `kubectl scale` goes through the scale subresource.
+    let out = kubectl
+        .ok(&["scale", "deployment", "web", "--replicas=5"])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web scaled");
+    let deploy = get_json(&bin, "/apis/apps/v1/namespaces/default/deployments/web").await;
+    assert_eq!(deploy["spec"]["replicas"], 5);
+    let scale = get_json(
+        &bin,
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+    )
+    .await;
+    assert_eq!(
+        (scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()),
+        (Some("Scale"), Some(5))
+    );
+    // A write of a Scale with a stale resourceVersion is a conflict.
+    let stale = http_support::client()
+        .put(format!(
+            "{}/apis/apps/v1/namespaces/default/deployments/web/scale",
+            bin.url()
+        ))
+        .json(&json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "namespace": "default", "resourceVersion": "1"},
+            "spec": {"replicas": 1}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stale.status(), 409);
+    assert!(bin.terminate().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_gets_workloads_scales_them_and_selects_pods_by_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let Some(kubectl) = Kubectl::for_kubeconfig(
+        "kubectl_gets_workloads_scales_them_and_selects_pods_by_node",
+        &kubeconfig,
+    ) else {
+        return;
+    };
+    let bin = Binary::start(&[
+        "--seed",
+        "pods=30",
+        "--namespaces",
+        "3",
+        "--kubeconfig-out",
+        kubeconfig.to_str().unwrap(),
+    ])
+    .await;
+    let pod_template = "    metadata:\n      labels:\n        app: a\n    spec:\n      containers:\n      - name: c\n        image: busybox:1\n";
+    let manifests = format!(
+        "apiVersion: apps/v1\nkind: ReplicaSet\nmetadata:\n  name: rs-1\n  namespace: ns-0\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: sts-1\n  namespace: ns-0\nspec:\n  serviceName: sts\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: ds-1\n  namespace: ns-1\nspec:\n  selector:\n    matchLabels:\n      app: a\n  template:\n{pod_template}\
+         ---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: job-1\n  namespace: ns-2\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox:1\n\
+         ---\napiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: leader\n  namespace: ns-2\nspec:\n  holderIdentity: me\n  leaseDurationSeconds: 15\n"
+    );
+    let file = kubectl.manifest("workloads.yaml", &manifests);
+    let out = kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert_eq!(out.lines().count(), 5, "{out}");
+    let out = kubectl
+        .ok(&["get", "rs,sts,ds,jobs,leases", "-A", "-o", "name"])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "replicaset.apps/rs-1",
+            "statefulset.apps/sts-1",
+            "daemonset.apps/ds-1",
+            "job.batch/job-1",
+            "lease.coordination.k8s.io/leader",
+        ],
+        "{out}"
+    );
+    let out = kubectl.ok(&["get", "rs,sts,ds,jobs,leases", "-A"]).await;
+    assert!(
+        out.contains("replicaset.apps/rs-1") && out.contains("lease.coordination.k8s.io/leader"),
+        "{out}"
+    );
+
+    // Scale a replica set and a stateful set (statefulsets have no replicas set: 1).
+    let out = kubectl
+        .ok(&[
+            "scale",
+            "rs/rs-1",
+            "sts/sts-1",
+            "-n",
+            "ns-0",
+            "--replicas=3",
+        ])
+        .await;
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "replicaset.apps/rs-1 scaled",
+            "statefulset.apps/sts-1 scaled"
+        ]
+    );
+    let rs = get_json(&bin, "/apis/apps/v1/namespaces/ns-0/replicasets/rs-1").await;
+    assert_eq!(rs["spec"]["replicas"], 3);
+    let out = kubectl
+        .ok(&[
+            "get",
+            "sts",
+            "sts-1",
+            "-n",
+            "ns-0",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ])
+        .await;
+    assert_eq!(out, "3");
+
+    // Pods by node: the field selector node-local controllers use.
+    let pods = get_json(&bin, "/api/v1/pods").await;
+    let items = pods["items"].as_array().unwrap();
+    let node = items[0]["spec"]["nodeName"].as_str().unwrap().to_owned();
+    let mut expected: Vec<String> = items
+        .iter()
+        .filter(|p| p["spec"]["nodeName"] == node.as_str())
+        .map(|p| format!("pod/{}", p["metadata"]["name"].as_str().unwrap()))
+        .collect();
+    expected.sort();
+    assert!(
+        expected.len() < items.len(),
+        "the seed spreads pods over nodes"
+    );
+    let selector = format!("spec.nodeName={node}");
+    let out = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            &selector,
+            "-o",
+            "name",
+        ])
+        .await;
+    let mut got: Vec<&str> = out.lines().collect();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    let out = kubectl
+        .ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            &format!("{selector},status.phase=Running"),
+            "--no-headers",
+        ])
+        .await;
+    assert_eq!(
+        out.lines().count(),
+        expected.len(),
+        "seeded pods are Running: {out}"
+    );
+    let unsupported = kubectl
+        .run(&[
+            "get",
+            "configmaps",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=x",
+        ])
+        .await;
+    assert!(!unsupported.status.success());
+    assert!(
+        String::from_utf8_lossy(&unsupported.stderr).contains("field label not supported"),
+        "{}",
+        String::from_utf8_lossy(&unsupported.stderr)
+    );
+    assert!(bin.terminate().await.success());
+}
