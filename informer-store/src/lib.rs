@@ -91,5 +91,6 @@
 
 mod index;
 mod indexed;
+mod slots;
 
 pub use indexed::{IndexedStore, IndexedStoreBuilder};
