@@ -283,7 +283,11 @@ impl<K: Object> KnownObjects<K> for IndexedStore<K> {
     }
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.state.read().content.by_key(key).map(|s| s.item.clone())
+        self.state
+            .read()
+            .content
+            .by_key(key)
+            .map(|s| s.item.clone())
     }
 }
 

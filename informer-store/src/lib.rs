@@ -89,8 +89,15 @@
 //!
 //! [`Indexer::add_indexers`]: informer_core::Indexer::add_indexers
 
+#[cfg(feature = "compact")]
+mod compact;
 mod index;
 mod indexed;
 mod slots;
 
+#[cfg(feature = "compact")]
+pub use compact::{
+    Codec, CompactError, CompactStats, CompactStore, CompactStoreBuilder, DEFAULT_CACHE_CAPACITY,
+    DecodeError, DictionaryState, RoundTripCheck, ZstdDictionary,
+};
 pub use indexed::{IndexedStore, IndexedStoreBuilder};
