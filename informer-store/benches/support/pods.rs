@@ -1,6 +1,8 @@
 //! Realistic pods for the compact store's benches and tests: `informer_testing`'s seed pods
 //! (two containers, status, five `managedFields` entries, about 6 KB of JSON) plus the fields
 //! the API server sets (uid, resourceVersion, creationTimestamp).
+// Included by path by several benches and tests, each using part of it.
+#![allow(dead_code)]
 
 use informer_testing::fake::seed;
 use k8s_openapi::api::core::v1::Pod;
