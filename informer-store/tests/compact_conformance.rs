@@ -20,14 +20,15 @@ fn default_store(indexers: Indexers<JsonObject>) -> CompactStore<JsonObject> {
     CompactStore::with_indexers(indexers)
 }
 
-/// Trains its dictionary after a handful of objects, so the suites run across the switch
-/// from JSON to compressed entries, and checks every write's round trip.
+/// Trains its dictionary after 12 objects, so the suites that write more (the model check, the
+/// concurrency check) run across the switch from JSON to compressed entries; checks every
+/// write's round trip.
 fn eager_store(indexers: Indexers<JsonObject>) -> CompactStore<JsonObject> {
     CompactStore::builder()
         .indexers(indexers)
         .codec(Codec::ZstdDictionary(
             ZstdDictionary::default()
-                .training_objects(8)
+                .training_objects(12)
                 .dictionary_size(2 << 10),
         ))
         .round_trip_check(RoundTripCheck::Always)

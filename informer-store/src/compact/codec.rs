@@ -78,7 +78,8 @@ impl ZstdDictionary {
 
     /// Trains the dictionary once this many objects have been stored (default 512), or
     /// [`ZstdDictionary::training_bytes`] of their JSON, whichever comes first. Their JSON is
-    /// held until then.
+    /// held until then. zstd needs about ten samples at least: with fewer, training fails and
+    /// the store keeps JSON ([`DictionaryState::Failed`](crate::DictionaryState::Failed)).
     pub fn training_objects(mut self, objects: usize) -> Self {
         self.training_objects = objects.max(1);
         self
