@@ -505,11 +505,24 @@ fn add_encoded_keeps_the_given_json() {
         "{err:?}"
     );
     assert!(Arc::ptr_eq(&store.get_by_key("ns-0/pod-0").unwrap(), &pod));
-    let err = store.add_encoded(pod, b"{not json").unwrap_err();
+    let err = store.add_encoded(pod.clone(), b"{not json").unwrap_err();
     assert!(
         matches!(compact_error(&err), CompactError::EncodedMismatch { .. }),
         "{err:?}"
     );
+
+    // Bytes that are not UTF-8 are refused on every write, sampled or not.
+    let unchecked: CompactStore<Pod> = CompactStore::builder()
+        .round_trip_check(RoundTripCheck::Never)
+        .build();
+    let mut latin1 = bytes.clone();
+    latin1.push(0xff);
+    let err = unchecked.insert_encoded(pod, &latin1).unwrap_err();
+    assert!(
+        matches!(compact_error(&err), CompactError::EncodedMismatch { detail, .. } if detail.contains("UTF-8")),
+        "{err:?}"
+    );
+    assert!(unchecked.is_empty());
 }
 
 #[test]

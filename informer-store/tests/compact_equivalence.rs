@@ -130,7 +130,7 @@ impl Subject for ConfigMap {
         cm.metadata.resource_version = Some(version.to_string());
         let labels = labels(spec);
         cm.metadata.labels = (!labels.is_empty()).then_some(labels);
-        if spec.payload % 3 != 0 {
+        if !spec.payload.is_multiple_of(3) {
             cm.data = Some(BTreeMap::from([
                 (
                     "config.yaml".to_owned(),

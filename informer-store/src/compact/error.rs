@@ -72,6 +72,9 @@ pub enum CompactError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecodeError {
+    /// Its JSON is not UTF-8 text.
+    #[error("its JSON is not UTF-8 text")]
+    Utf8(#[source] std::str::Utf8Error),
     /// Its JSON does not deserialize into the store's type.
     #[error("its JSON does not deserialize")]
     Json(#[source] serde_json::Error),

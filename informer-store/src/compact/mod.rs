@@ -368,7 +368,10 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     ) -> Result<Encoded, CompactError> {
         let owned;
         let json: &[u8] = match given {
-            Some(json) => json,
+            Some(json) => {
+                codec::check_utf8(key, json)?;
+                json
+            }
             None => {
                 owned = serde_json::to_vec(obj).map_err(|source| CompactError::Encode {
                     key: key.clone(),
