@@ -538,3 +538,229 @@ fn debug_and_builder() {
     assert!(store.contains_key("ns/a"));
     assert!(!store.contains_key("ns/b"));
 }
+
+/// A `JsonObject` whose decoding runs a hook: lets a test write to the store between the
+/// moment a write decodes the previous object (outside the lock) and the moment it takes the
+/// lock.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+struct Hooked(JsonObject);
+
+type Hook = Box<dyn Fn() + Send + Sync>;
+
+static DECODE_HOOK: std::sync::Mutex<Option<Hook>> = std::sync::Mutex::new(None);
+
+/// Held by every test that sets `DECODE_HOOK`, so they do not run at once.
+static HOOK_TESTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+impl<'de> Deserialize<'de> for Hooked {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let inner = JsonObject::deserialize(d)?;
+        let hook = DECODE_HOOK.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+            // Put it back for the next decode (it decides itself when to stop).
+            let mut slot = DECODE_HOOK.lock().unwrap();
+            if slot.is_none() {
+                *slot = Some(hook);
+            }
+        }
+        Ok(Hooked(inner))
+    }
+}
+delegate_object!(Hooked);
+
+fn hooked(name: &str, rv: &str) -> Arc<Hooked> {
+    Arc::new(Hooked(
+        JsonObject::new(Some("ns"), name)
+            .with_resource_version(rv)
+            .with_label("app", rv),
+    ))
+}
+
+/// Writes that return the previous object decode it outside the lock and go ahead only if
+/// it is still the stored version: a write that slips in between makes them decode again,
+/// and after four such races they decode under the lock. What they return is always the
+/// version they replaced, and every index stays exact.
+#[test]
+fn a_write_racing_the_previous_objects_decode_is_not_lost() {
+    let _serial = HOOK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let store: Arc<CompactStore<Hooked>> = Arc::new(
+        CompactStore::builder()
+            .indexer("app", label_index_func("app"))
+            .codec(Codec::Json)
+            .cache_capacity(0)
+            .round_trip_check(RoundTripCheck::Never)
+            .build(),
+    );
+    store.insert(hooked("a", "1")).unwrap();
+
+    // Each decode (up to `races` of them) overwrites the key with a new version first.
+    let arm = |races: usize| {
+        let writer = Arc::downgrade(&store);
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        *DECODE_HOOK.lock().unwrap() = Some(Box::new(move || {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            if n < races {
+                let store = writer.upgrade().unwrap();
+                store.insert(hooked("a", &format!("race-{n}"))).unwrap();
+            }
+        }));
+        count
+    };
+
+    // One race: the second attempt wins and returns the racer's version.
+    let decodes = arm(1);
+    let previous = store.update(hooked("a", "2")).unwrap().unwrap();
+    assert_eq!(previous.resource_version(), Some("race-0"));
+    assert_eq!(decodes.load(Ordering::SeqCst), 2);
+    assert_eq!(store.resource_version("ns/a").as_deref(), Some("2"));
+
+    // Races every time: after four attempts the previous object is decoded under the lock,
+    // where no write can slip in.
+    let decodes = arm(4);
+    let previous = store.update(hooked("a", "3")).unwrap().unwrap();
+    assert_eq!(previous.resource_version(), Some("race-3"));
+    assert_eq!(decodes.load(Ordering::SeqCst), 5);
+
+    // Deletes follow the same rule.
+    let decodes = arm(1);
+    let removed = store.delete_by_key("ns/a").unwrap();
+    assert_eq!(removed.resource_version(), Some("race-0"));
+    assert_eq!(decodes.load(Ordering::SeqCst), 2);
+    assert!(store.is_empty());
+    *DECODE_HOOK.lock().unwrap() = None;
+    assert!(store.list_index_func_values("app").unwrap().is_empty());
+}
+
+/// `add_indexers` decodes and indexes a snapshot outside the lock and installs it if nothing
+/// was written meanwhile; a write that slips in makes it start over, and after four it
+/// indexes under the lock. Either way the new index is exact.
+#[test]
+fn add_indexers_over_a_store_written_meanwhile() {
+    let _serial = HOOK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    for races in [1, 4] {
+        let store: Arc<CompactStore<Hooked>> = Arc::new(
+            CompactStore::builder()
+                .codec(Codec::Json)
+                .cache_capacity(0)
+                .round_trip_check(RoundTripCheck::Never)
+                .build(),
+        );
+        for i in 0..5 {
+            store.insert(hooked(&format!("o-{i}"), "web")).unwrap();
+        }
+        let writer = Arc::downgrade(&store);
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        // The first decode of each of the first `races` snapshots adds an object (snapshots
+        // of 5, 6, 7 and 8 objects start at these decode counts).
+        let starts = [0, 5, 11, 18];
+        *DECODE_HOOK.lock().unwrap() = Some(Box::new(move || {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            if let Some(snapshot) = starts[..races].iter().position(|&s| s == n) {
+                let store = writer.upgrade().unwrap();
+                store
+                    .insert(hooked(&format!("late-{snapshot}"), "db"))
+                    .unwrap();
+            }
+        }));
+        store
+            .add_indexers([("app".to_owned(), label_index_func("app"))].into())
+            .unwrap();
+        *DECODE_HOOK.lock().unwrap() = None;
+        assert_eq!(store.len(), 5 + races);
+        assert_eq!(store.index_keys("app", "web").unwrap().len(), 5);
+        assert_eq!(
+            store.index_keys("app", "db").unwrap().len(),
+            races,
+            "objects written while indexing are indexed too"
+        );
+    }
+}
+
+/// Decoding reenters the store from a `Deserialize` impl: the per-thread decompression
+/// buffer is in use, and a second one is used for the nested call.
+#[test]
+fn a_deserialize_that_reenters_the_store_works() {
+    let _serial = HOOK_TESTS.lock().unwrap_or_else(|e| e.into_inner());
+    let store: Arc<CompactStore<Hooked>> = Arc::new(
+        CompactStore::builder()
+            .codec(small_dictionary(30))
+            .cache_capacity(0)
+            .round_trip_check(RoundTripCheck::Never)
+            .build(),
+    );
+    for i in 0..40 {
+        store.insert(hooked(&format!("o-{i}"), "1")).unwrap();
+    }
+    assert!(matches!(
+        store.stats().dictionary,
+        DictionaryState::Trained { .. }
+    ));
+    let reader = Arc::downgrade(&store);
+    let nested = Arc::new(AtomicUsize::new(0));
+    let seen = nested.clone();
+    *DECODE_HOOK.lock().unwrap() = Some(Box::new(move || {
+        // Only the outer decode reads again (the hook is taken while it runs).
+        if seen.fetch_add(1, Ordering::SeqCst) == 0 {
+            let store = reader.upgrade().unwrap();
+            assert_eq!(store.get_by_key("ns/o-7").unwrap().name(), Some("o-7"));
+        }
+    }));
+    assert_eq!(store.get_by_key("ns/o-3").unwrap().name(), Some("o-3"));
+    *DECODE_HOOK.lock().unwrap() = None;
+    assert_eq!(nested.load(Ordering::SeqCst), 1);
+}
+
+/// Index functions run before the write lock; an index registered in between (here by an
+/// index function itself) is computed under the lock before anything changes, by writes and
+/// by `replace` alike.
+#[test]
+fn writes_catch_up_with_indices_registered_meanwhile() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Mutex, Weak};
+
+    type Cell = Arc<Mutex<Weak<CompactStore<JsonObject>>>>;
+    let make = || -> (Arc<CompactStore<JsonObject>>, Arc<AtomicBool>) {
+        let trigger = Arc::new(AtomicBool::new(false));
+        let cell: Cell = Arc::new(Mutex::new(Weak::new()));
+        let armed = trigger.clone();
+        let hook_cell = cell.clone();
+        let inner = namespace_indexers::<JsonObject>();
+        let ns = inner[NAMESPACE_INDEX].clone();
+        let hook: informer_core::IndexFunc<JsonObject> = Arc::new(move |o: &JsonObject| {
+            if armed.swap(false, Ordering::SeqCst) {
+                let store = hook_cell.lock().unwrap().upgrade().unwrap();
+                store
+                    .add_indexers([("app".to_owned(), label_index_func("app"))].into())
+                    .unwrap();
+            }
+            ns(o)
+        });
+        let store = Arc::new(CompactStore::builder().indexer("hook", hook).build());
+        *cell.lock().unwrap() = Arc::downgrade(&store);
+        (store, trigger)
+    };
+
+    let (store, trigger) = make();
+    trigger.store(true, Ordering::SeqCst);
+    store.add(obj("ns", "a", "web")).unwrap();
+    assert_eq!(store.index_keys("app", "web").unwrap().len(), 1);
+
+    let (store, trigger) = make();
+    store.add(obj("ns", "old", "db")).unwrap();
+    trigger.store(true, Ordering::SeqCst);
+    store
+        .replace(vec![obj("ns", "a", "web"), obj("ns", "b", "db")], "1")
+        .unwrap();
+    let mut values = store.list_index_func_values("app").unwrap();
+    values.sort();
+    assert_eq!(values, ["db", "web"]);
+    assert_eq!(
+        store.index_keys("app", "db").unwrap().len(),
+        1,
+        "the old object is gone"
+    );
+}
