@@ -2,7 +2,7 @@
 //! encode and to decode one, for realistic pods (`support/pods.rs`: ~6 KB of JSON with five
 //! `managedFields` entries).
 //!
-//! Run: `cargo bench -p informer-store --features zstd --bench encoding`.
+//! Run: `cargo bench -p informer-store --features compact --bench encoding`.
 //!
 //! Dictionaries are trained on the first `TRAIN` pods and every figure is taken on `TEST`
 //! other pods, each compressed on its own (the store must decode one object without its
