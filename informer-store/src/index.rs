@@ -146,6 +146,19 @@ impl Index {
         self.buckets.keys().map(|v| &**v)
     }
 
+    /// An estimate of the heap the index holds: its map, values and slot sets.
+    #[cfg(feature = "compact")]
+    pub(crate) fn heap_estimate(&self) -> usize {
+        let bucket = std::mem::size_of::<(Arc<str>, Bucket)>() + 1;
+        let slot = std::mem::size_of::<SlotId>() + 1;
+        self.buckets.capacity() * bucket
+            + self
+                .buckets
+                .values()
+                .map(|b| 16 + b.value.len() + b.slots.capacity() * slot)
+                .sum::<usize>()
+    }
+
     /// How many (value, slot) entries the index holds.
     #[cfg(test)]
     pub(crate) fn entry_count(&self) -> usize {

@@ -9,9 +9,12 @@ use informer_core::{
     key_of, namespace_indexers,
 };
 use parking_lot::RwLock;
-use smallvec::SmallVec;
 
-use crate::index::{Index, Map, SlotId, Values, normalize};
+use crate::index::{Index, SlotId, normalize};
+use crate::slots::{
+    Content, FreshValues, Funcs, NamedIndexFunc, Slot, file_new, fresh_values, refile,
+    sorted_funcs, unfile,
+};
 
 /// A thread-safe, indexed map from key to object: the default [`Indexer`].
 ///
@@ -44,47 +47,12 @@ pub struct IndexedStoreBuilder<K> {
     indexers: Indexers<K>,
 }
 
-/// A registered index function and its name.
-struct NamedIndexFunc<K> {
-    name: String,
-    func: IndexFunc<K>,
-}
-
-impl<K> Clone for NamedIndexFunc<K> {
-    fn clone(&self) -> Self {
-        Self {
-            name: self.name.clone(),
-            func: self.func.clone(),
-        }
-    }
-}
-
-/// The index values of one object, one slot per registered index in registration order.
-type ValueSlots = SmallVec<[Values; 2]>;
-
-/// A stored object, its key, and the values it is currently filed under in each index.
-struct Slot<K> {
-    key: ObjectKey,
-    obj: Arc<K>,
-    values: ValueSlots,
-}
-
-/// The stored objects: a slot table (indices file slot numbers) and key → slot.
-///
-/// Invariants: `positions` maps each stored key to an occupied slot holding that key; every
-/// occupied slot is mapped; `free` lists exactly the unoccupied slots.
-struct Content<K> {
-    positions: Map<ObjectKey, SlotId>,
-    slots: Vec<Option<Slot<K>>>,
-    free: Vec<SlotId>,
-}
-
 /// Everything behind the lock.
 struct State<K> {
-    content: Content<K>,
+    content: Content<Arc<K>>,
     /// Append-only (indices are never removed), so its length tells work prepared outside the
     /// lock which index functions it has not seen yet.
-    funcs: Arc<[NamedIndexFunc<K>]>,
+    funcs: Funcs<K>,
     /// One index per entry of `funcs`, same order.
     indices: Vec<Index>,
     /// Counts mutations of `content`, so `add_indexers` can tell whether the snapshot it indexed
@@ -92,92 +60,19 @@ struct State<K> {
     writes: u64,
 }
 
-/// Freshly computed, normalized values of one object for the index functions it was given.
-type FreshValues = SmallVec<[Vec<String>; 2]>;
-
-fn fresh_values<K>(funcs: &[NamedIndexFunc<K>], obj: &K) -> FreshValues {
-    funcs.iter().map(|f| normalize((f.func)(obj))).collect()
-}
-
-impl<K> Content<K> {
-    fn with_capacity(capacity: usize) -> Self {
-        Self {
-            positions: Map::with_capacity_and_hasher(capacity, Default::default()),
-            slots: Vec::with_capacity(capacity),
-            free: Vec::new(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.positions.len()
-    }
-
-    fn slot(&self, id: SlotId) -> Option<&Slot<K>> {
-        self.slots.get(id).and_then(Option::as_ref)
-    }
-
-    fn by_key(&self, key: &str) -> Option<&Slot<K>> {
-        self.positions.get(key).and_then(|&id| self.slot(id))
-    }
-
-    fn occupied(&self) -> impl Iterator<Item = (SlotId, &Slot<K>)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(id, s)| Some((id, s.as_ref()?)))
-    }
-
-    /// The slot a new object goes to.
-    fn vacant(&mut self) -> SlotId {
-        self.free.pop().unwrap_or(self.slots.len())
-    }
-
-    /// Occupies `id` (as returned by [`Content::vacant`]).
-    fn occupy(&mut self, id: SlotId, slot: Slot<K>) {
-        self.positions.insert(slot.key.clone(), id);
-        match self.slots.get_mut(id) {
-            Some(vacant) => *vacant = Some(slot),
-            None => self.slots.push(Some(slot)),
-        }
-    }
-
-    /// Empties the slot of `key`.
-    fn vacate(&mut self, key: &str) -> Option<(SlotId, Slot<K>)> {
-        let id = self.positions.remove(key)?;
-        let slot = self.slots.get_mut(id)?.take()?;
-        self.free.push(id);
-        Some((id, slot))
-    }
-
-    /// Files every object in new indices for `funcs`: appends one index per function to
-    /// `indices` and the matching value slot to every object. Runs user code: callers call it
-    /// before they change anything else, so a panicking index function leaves the store as it
-    /// was.
-    fn index_with(&mut self, funcs: &[NamedIndexFunc<K>], indices: &mut Vec<Index>) {
-        let prepared: Vec<(SlotId, FreshValues)> = self
-            .occupied()
-            .map(|(id, slot)| (id, fresh_values(funcs, &slot.obj)))
-            .collect();
-        self.file(prepared, funcs.len(), indices);
-    }
-
-    /// Appends `count` indices built from `prepared` values (no user code runs here).
-    fn file(
-        &mut self,
-        prepared: Vec<(SlotId, FreshValues)>,
-        count: usize,
-        indices: &mut Vec<Index>,
-    ) {
-        let mut added: Vec<Index> = (0..count).map(|_| Index::default()).collect();
-        for (id, fresh) in prepared {
-            if let Some(Some(slot)) = self.slots.get_mut(id) {
-                for (index, values) in added.iter_mut().zip(fresh) {
-                    slot.values.push(index.insert_all(values, id));
-                }
-            }
-        }
-        indices.extend(added);
-    }
+/// Files every object in new indices for `funcs`: appends one index per function to `indices`
+/// and the matching value slot to every object. Runs user code: callers call it before they
+/// change anything else, so a panicking index function leaves the store as it was.
+fn index_with<K>(
+    content: &mut Content<Arc<K>>,
+    funcs: &[NamedIndexFunc<K>],
+    indices: &mut Vec<Index>,
+) {
+    let prepared: Vec<(SlotId, FreshValues)> = content
+        .occupied()
+        .map(|(id, slot)| (id, fresh_values(funcs, &slot.item)))
+        .collect();
+    content.file(prepared, funcs.len(), indices);
 }
 
 impl<K: Object> IndexedStore<K> {
@@ -229,7 +124,7 @@ impl<K: Object> IndexedStore<K> {
     fn with_index<T>(
         &self,
         name: &str,
-        f: impl FnOnce(&Content<K>, &Index) -> T,
+        f: impl FnOnce(&Content<Arc<K>>, &Index) -> T,
     ) -> Result<T, StoreError> {
         let state = self.state.read();
         let position = state.position(name).ok_or_else(|| not_found(name))?;
@@ -257,21 +152,19 @@ impl<K: Object> IndexedStore<K> {
             && let Some(Some(slot)) = content.slots.get_mut(id)
         {
             let recorded = mem::take(&mut slot.values);
-            slot.values = recorded
-                .into_iter()
-                .zip(fresh)
-                .zip(indices.iter_mut())
-                .map(|((recorded, fresh), index)| index.update(recorded, fresh, id))
-                .collect();
-            return Ok(Some(mem::replace(&mut slot.obj, obj)));
+            slot.values = refile(indices, id, recorded, fresh);
+            return Ok(Some(mem::replace(&mut slot.item, obj)));
         }
         let id = content.vacant();
-        let values = fresh
-            .into_iter()
-            .zip(indices.iter_mut())
-            .map(|(fresh, index)| index.insert_all(fresh, id))
-            .collect();
-        content.occupy(id, Slot { key, obj, values });
+        let values = file_new(indices, id, fresh);
+        content.occupy(
+            id,
+            Slot {
+                key,
+                item: obj,
+                values,
+            },
+        );
         Ok(None)
     }
 
@@ -280,24 +173,13 @@ impl<K: Object> IndexedStore<K> {
         &self,
         funcs: &[NamedIndexFunc<K>],
         objects: Vec<Arc<K>>,
-    ) -> Result<(Content<K>, Vec<Index>), StoreError> {
+    ) -> Result<(Content<Arc<K>>, Vec<Index>), StoreError> {
         let mut content = Content::with_capacity(objects.len());
         let mut indices: Vec<Index> = funcs.iter().map(|_| Index::default()).collect();
         for obj in objects {
             let key = self.key_of(&obj)?;
-            if let Some((id, earlier)) = content.vacate(key.as_str()) {
-                // A later duplicate wins, as in any map insertion; unfile the earlier one.
-                for (index, recorded) in indices.iter_mut().zip(&earlier.values) {
-                    index.remove_all(recorded, id);
-                }
-            }
-            let id = content.vacant();
-            let values = fresh_values(funcs, &obj)
-                .into_iter()
-                .zip(indices.iter_mut())
-                .map(|(fresh, index)| index.insert_all(fresh, id))
-                .collect();
-            content.occupy(id, Slot { key, obj, values });
+            let fresh = fresh_values(funcs, &obj);
+            content.build_insert(&mut indices, key, obj, fresh);
         }
         Ok((content, indices))
     }
@@ -309,13 +191,14 @@ impl<K> State<K> {
     }
 }
 
-impl<K> Content<K> {
-    /// The objects in `ids` (every slot an index files is occupied, by invariant).
-    fn objects<'a>(&self, ids: impl IntoIterator<Item = &'a SlotId>) -> Vec<Arc<K>> {
-        ids.into_iter()
-            .filter_map(|&id| self.slot(id).map(|s| s.obj.clone()))
-            .collect()
-    }
+/// The objects in `ids` (every slot an index files is occupied, by invariant).
+fn objects<'a, K>(
+    content: &Content<Arc<K>>,
+    ids: impl IntoIterator<Item = &'a SlotId>,
+) -> Vec<Arc<K>> {
+    ids.into_iter()
+        .filter_map(|&id| content.slot(id).map(|s| s.item.clone()))
+        .collect()
 }
 
 fn not_found(name: &str) -> StoreError {
@@ -345,12 +228,7 @@ impl<K> IndexedStoreBuilder<K> {
 
     /// The empty store.
     pub fn build(self) -> IndexedStore<K> {
-        let mut funcs: Vec<_> = self
-            .indexers
-            .into_iter()
-            .map(|(name, func)| NamedIndexFunc { name, func })
-            .collect();
-        funcs.sort_by(|a, b| a.name.cmp(&b.name));
+        let funcs = sorted_funcs(self.indexers);
         let indices = funcs.iter().map(|_| Index::default()).collect();
         IndexedStore {
             key_func: self.key_func,
@@ -405,7 +283,11 @@ impl<K: Object> KnownObjects<K> for IndexedStore<K> {
     }
 
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        self.state.read().content.by_key(key).map(|s| s.obj.clone())
+        self.state
+            .read()
+            .content
+            .by_key(key)
+            .map(|s| s.item.clone())
     }
 }
 
@@ -433,10 +315,8 @@ impl<K: Object> Store<K> for IndexedStore<K> {
         } = &mut *state;
         let (id, slot) = content.vacate(key)?;
         *writes += 1;
-        for (index, recorded) in indices.iter_mut().zip(&slot.values) {
-            index.remove_all(recorded, id);
-        }
-        Some(slot.obj)
+        unfile(indices, id, &slot.values);
+        Some(slot.item)
     }
 
     fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
@@ -448,7 +328,7 @@ impl<K: Object> Store<K> for IndexedStore<K> {
         let state = self.state.read();
         let content = &state.content;
         let mut objects = Vec::with_capacity(content.len());
-        objects.extend(content.occupied().map(|(_, s)| s.obj.clone()));
+        objects.extend(content.occupied().map(|(_, s)| s.item.clone()));
         objects
     }
 
@@ -465,7 +345,7 @@ impl<K: Object> Store<K> for IndexedStore<K> {
             // Indices registered while we built (rare): index the new content for them too,
             // before changing anything.
             let registered = state.funcs.clone();
-            content.index_with(&registered[funcs.len()..], &mut indices);
+            index_with(&mut content, &registered[funcs.len()..], &mut indices);
             state.writes += 1;
             (
                 mem::replace(&mut state.content, content),
@@ -493,7 +373,7 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
                 ids.sort_unstable();
                 ids.dedup();
             }
-            content.objects(ids)
+            objects(content, ids)
         })
     }
 
@@ -520,7 +400,7 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
         self.with_index(index_name, |content, index| {
             index
                 .slots(value)
-                .map(|ids| content.objects(ids))
+                .map(|ids| objects(content, ids))
                 .unwrap_or_default()
         })
     }
@@ -535,11 +415,7 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
     }
 
     fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
-        let mut added: Vec<_> = indexers
-            .into_iter()
-            .map(|(name, func)| NamedIndexFunc { name, func })
-            .collect();
-        added.sort_by(|a, b| a.name.cmp(&b.name));
+        let added = sorted_funcs(indexers);
         let taken = |state: &State<K>| {
             added
                 .iter()
@@ -558,7 +434,7 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
             let snapshot: Vec<(SlotId, Arc<K>)> = state
                 .content
                 .occupied()
-                .map(|(id, s)| (id, s.obj.clone()))
+                .map(|(id, s)| (id, s.item.clone()))
                 .collect();
             (snapshot, state.writes)
         };
@@ -583,7 +459,7 @@ impl<K: Object> Indexer<K> for IndexedStore<K> {
             content.file(prepared, added.len(), indices);
         } else {
             // ...or index the current content under the lock.
-            content.index_with(&added, indices);
+            index_with(content, &added, indices);
         }
         let mut all = funcs.to_vec();
         all.extend(added);

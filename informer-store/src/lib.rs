@@ -1,9 +1,22 @@
-//! The default [`Indexer`](informer_core::Indexer) of informer-rs: a thread-safe map from key to
-//! object with named secondary indices, holding every object once as `Arc<K>`.
+//! The [`Indexer`](informer_core::Indexer)s of informer-rs: thread-safe maps from key to object
+//! with named secondary indices.
 //!
-//! [`IndexedStore`] implements the whole [`Store`](informer_core::Store) and
-//! [`Indexer`](informer_core::Indexer) API and passes the conformance suite of
-//! `informer-testing` (`tests/conformance.rs`).
+//! - [`IndexedStore`], the default, holds every object once as `Arc<K>`: lookups hand out the
+//!   very `Arc` that was stored, in about 100 ns.
+//! - [`CompactStore`] (feature `compact`) keeps every object encoded, by default as JSON
+//!   compressed one object at a time with a zstd dictionary trained on the first objects, and
+//!   decodes it on access: memory follows the size of the objects on the wire rather than
+//!   their decoded size (see [its section](#compactstore)).
+//!
+//! Both implement the whole [`Store`](informer_core::Store) and
+//! [`Indexer`](informer_core::Indexer) API and pass the conformance suite of
+//! `informer-testing` (`tests/conformance.rs`, `tests/compact_conformance.rs`).
+//!
+//! # Features
+//!
+//! - `compact` (off by default): [`CompactStore`] and its types. Pulls in the zstd C library
+//!   (built by the `zstd` crate with `cc`), `serde_json` and `thiserror`. It adds types and
+//!   changes nothing else.
 //!
 //! # Example
 //!
@@ -88,8 +101,124 @@
 //! `replace` is given two objects with the same key, the later one wins.
 //!
 //! [`Indexer::add_indexers`]: informer_core::Indexer::add_indexers
+//!
+//! # CompactStore
+//!
+//! A decoded k8s-openapi `Pod` costs about 44 KB of heap for about 6.8 KB of JSON; a cache of
+//! 100k pods held as `Arc<Pod>` takes about 4.7 GiB. `CompactStore` keeps, per object, its key,
+//! its resourceVersion, the index values it is filed under (shared with the indices, as in
+//! `IndexedStore`) and its encoding, and decodes the object when it is asked for. Handlers and
+//! streams are unaffected: the informer hands them the `Arc<K>` it decoded from the wire.
+//!
+//! What each object costs, measured on realistic pods (`benches/encoding.rs`,
+//! `benches/compact.rs`): about 290 bytes of compressed JSON where the JSON is 6.7 KB, and under
+//! 600 bytes per pod with its key, slot, index entries and its share of the dictionary, against
+//! about 48 KB for the decoded pod. The seed pods resemble each other more than a real cluster's
+//! do, so expect a lower ratio on real objects. The price is time: every lookup that misses the
+//! cache is one `serde_json` decode into `K` (decompression adds about a microsecond), which for
+//! a k8s-openapi `Pod` is tens of microseconds where `IndexedStore` clones an `Arc`; and every
+//! write encodes the object (a `serde_json` serialization and a compression), unless it is
+//! handed the JSON it was decoded from ([`CompactStore::add_encoded`]), which leaves the
+//! compression, about 10 µs.
+//!
+//! ```
+//! # #[cfg(feature = "compact")] {
+//! use std::sync::Arc;
+//!
+//! use informer_core::{Indexer, KnownObjects, Object, Store, NAMESPACE_INDEX};
+//! use informer_store::{CompactStore, DictionaryState};
+//! use informer_testing::JsonObject;
+//!
+//! # fn main() -> Result<(), informer_core::StoreError> {
+//! let store = CompactStore::<JsonObject>::new(); // namespace index, zstd dictionary, cache 1,024
+//! for i in 0..1_000 {
+//!     let pod = JsonObject::new(Some("prod"), &format!("web-{i}"))
+//!         .with_label("app", "web")
+//!         .with_field("spec", serde_json::json!({"image": "registry.example.com/web:1.4"}));
+//!     store.add(Arc::new(pod))?;
+//! }
+//! // After 512 objects a dictionary was trained and every object compressed.
+//! let stats = store.stats();
+//! assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
+//! assert!(stats.encoded_bytes * 4 < stats.json_bytes);
+//!
+//! // The object just written is cached: the same Arc comes back.
+//! let last = Arc::new(JsonObject::new(Some("prod"), "web-1000"));
+//! store.add(last.clone())?;
+//! assert!(Arc::ptr_eq(&store.get_by_key("prod/web-1000").expect("stored"), &last));
+//!
+//! // Others are decoded on access: equal to what was stored.
+//! let web_7 = store.get_by_key("prod/web-7").expect("stored");
+//! assert_eq!(web_7.labels()["app"], "web");
+//! assert_eq!(store.by_index(NAMESPACE_INDEX, "prod")?.len(), 1_001);
+//!
+//! // Without the previous object, a write decodes nothing.
+//! assert!(store.remove("prod/web-7"));
+//! # Ok(())
+//! # }
+//! # main().unwrap();
+//! # }
+//! ```
+//!
+//! ## Invariants
+//!
+//! Invariants 1 to 4, 6 and 8 of `IndexedStore` hold as written above (readers share the read
+//! lock; the only other lock a reader takes is one cache shard's mutex, for a map lookup); in
+//! addition:
+//!
+//! 1. **Equal, and identical while cached.** Every lookup returns an object equal to the one
+//!    stored (its JSON decoded). The object is the very `Arc` that was stored while it is in the
+//!    cache of decoded objects (every write caches the object written; `get_by_key` caches what
+//!    it decodes); otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
+//!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
+//!    pass with the default cache because their stores hold fewer objects than it, and
+//!    `tests/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
+//! 2. **The cache never changes what is returned.** Each write gives the entry a new stamp,
+//!    under the write lock, in the order writes are applied; the cache answers only for the
+//!    stamp the store holds now, and writers replace or drop the key's cached object under the
+//!    same lock. A reader that decoded an older version cannot displace a newer one. Its size
+//!    is a setting ([`CompactStoreBuilder::cache_capacity`], default
+//!    [`DEFAULT_CACHE_CAPACITY`], 0 disables it); eviction is CLOCK over 16 shards at most.
+//!    Scans (`list`, `by_index`, `index`, `add_indexers`) use cached objects but do not fill
+//!    the cache, so one listing does not evict the hot keys.
+//! 3. **Encoding and decoding outside the lock.** `Serialize`, compression, the round-trip
+//!    check and index functions run before the write lock is taken. Reads copy the entry's
+//!    handle (a reference-counted byte slice) under the read lock and decompress and decode
+//!    after releasing it. A write that returns the previous object (`add`, `update`, `delete`)
+//!    decodes it (or finds it in the cache) before taking the write lock and goes ahead only if
+//!    it is still the stored version; after four lost races it decodes under the lock.
+//! 4. **At most one decode per informer event.** The processing loop reads the old object and
+//!    then writes the new one: the read decodes and caches it (or finds it cached, which it is
+//!    when the key was written or read recently), and the write takes it from the cache.
+//!    [`CompactStore::insert`] and [`CompactStore::remove`] never decode.
+//! 5. **Objects that do not survive their encoding are refused.** A sample of writes (the first
+//!    64, then one in 1,024: [`RoundTripCheck`]) decodes the JSON about to be stored and checks
+//!    that it encodes back to the same JSON; a type whose `Serialize` and `Deserialize`
+//!    disagree is refused with [`CompactError::NotRoundTripping`] and nothing is stored.
+//! 6. **A stored object that does not decode is a bug, and it is loud.** Methods that return a
+//!    `Result` report it as [`StoreError::Backend`](informer_core::StoreError::Backend) with
+//!    [`CompactError::Decode`] naming the key; `get_by_key`, `list` and `delete_by_key`, which
+//!    cannot, panic with the key and the cause (a panic in the informer's processing loop skips
+//!    that delta and logs it). None answers "absent" for an object it holds.
+//!    [`CompactStore::try_get_by_key`] reports instead of panicking.
+//! 7. **One dictionary per store, trained once.** Until it exists objects are stored as JSON and
+//!    their JSON is kept as training samples (at most 512 objects or 8 MiB); the write that
+//!    completes the samples trains the dictionary (tens of milliseconds, outside the store's
+//!    lock) and compresses the objects stored so far. If training fails the store keeps JSON.
+//!
+//! `list` decodes every object at once: on a large store it costs the decoded size of the
+//! whole store, for the lifetime of the returned `Vec`. Prefer `by_index`, or `list_keys` and
+//! `get_by_key`.
 
+#[cfg(feature = "compact")]
+mod compact;
 mod index;
 mod indexed;
+mod slots;
 
+#[cfg(feature = "compact")]
+pub use compact::{
+    Codec, CompactError, CompactStats, CompactStore, CompactStoreBuilder, DEFAULT_CACHE_CAPACITY,
+    DecodeError, DictionaryState, RoundTripCheck, ZstdDictionary,
+};
 pub use indexed::{IndexedStore, IndexedStoreBuilder};

@@ -1,0 +1,448 @@
+//! How the compact store encodes objects: JSON, optionally compressed one object at a time with
+//! zstd and a dictionary trained on the first objects stored, and the checks that an object
+//! decodes back to itself.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use informer_core::ObjectKey;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use zstd::dict::{DecoderDictionary, EncoderDictionary};
+use zstd::zstd_safe::{self, CCtx, DCtx};
+
+use super::error::{CompactError, DecodeError};
+
+/// How a [`CompactStore`](crate::CompactStore) keeps each object.
+///
+/// Every object is first written as JSON (`serde_json`, or the bytes handed to
+/// [`CompactStore::add_encoded`](crate::CompactStore::add_encoded)). The codec decides what is
+/// kept of that JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Codec {
+    /// The JSON itself. Decoding is one `serde_json` pass; nothing to train.
+    Json,
+    /// The JSON compressed object by object with zstd, using a dictionary trained on the first
+    /// objects stored (the default). Objects stored before the dictionary exists are kept as
+    /// JSON and compressed as soon as it is trained; a store that never sees enough objects to
+    /// train on keeps JSON. Each object still decompresses on its own, in about a microsecond.
+    ZstdDictionary(ZstdDictionary),
+}
+
+impl Default for Codec {
+    fn default() -> Self {
+        Self::ZstdDictionary(ZstdDictionary::default())
+    }
+}
+
+/// The settings of [`Codec::ZstdDictionary`].
+///
+/// The defaults (level 3, a 64 KiB dictionary trained once 512 objects or 8 MiB of JSON have
+/// been stored) were chosen by measurement on realistic pods: see `benches/encoding.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZstdDictionary {
+    level: i32,
+    dictionary_size: usize,
+    pub(crate) training_objects: usize,
+    pub(crate) training_bytes: usize,
+}
+
+impl Default for ZstdDictionary {
+    fn default() -> Self {
+        Self {
+            level: 3,
+            dictionary_size: 64 << 10,
+            training_objects: 512,
+            training_bytes: 8 << 20,
+        }
+    }
+}
+
+impl ZstdDictionary {
+    /// The zstd compression level (1 is fastest, 19 smallest; default 3). Decompression speed
+    /// hardly depends on it.
+    pub fn level(mut self, level: i32) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// The largest dictionary to train (default 64 KiB), held once per store.
+    pub fn dictionary_size(mut self, bytes: usize) -> Self {
+        self.dictionary_size = bytes;
+        self
+    }
+
+    /// Trains the dictionary once this many objects have been stored (default 512), or
+    /// [`ZstdDictionary::training_bytes`] of their JSON, whichever comes first. Their JSON is
+    /// held until then. zstd needs about ten samples at least: with fewer, training fails and
+    /// the store keeps JSON ([`DictionaryState::Failed`](crate::DictionaryState::Failed)).
+    pub fn training_objects(mut self, objects: usize) -> Self {
+        self.training_objects = objects.max(1);
+        self
+    }
+
+    /// Trains the dictionary once this much JSON has been stored (default 8 MiB), or
+    /// [`ZstdDictionary::training_objects`] objects, whichever comes first.
+    pub fn training_bytes(mut self, bytes: usize) -> Self {
+        self.training_bytes = bytes.max(1);
+        self
+    }
+}
+
+/// When a [`CompactStore`](crate::CompactStore) checks that an object survives its encoding.
+///
+/// The check decodes the JSON about to be stored back into `K`, encodes that again and compares
+/// the two JSON texts (as values, so map order does not matter). It costs about two decodes and
+/// an encode, so by default only a sample of writes pays it: the first 64 objects of a store and
+/// then one in 1,024. A type whose `Serialize` and `Deserialize` disagree is caught on its first
+/// objects and refused with an error, before anything is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RoundTripCheck {
+    /// Never check: for types known to round-trip.
+    Never,
+    /// Check every write.
+    Always,
+    /// Check the first `first` writes, then one in `then_every` (0: no more).
+    Sampled {
+        /// How many writes to check from the start.
+        first: u64,
+        /// After those, check one write in this many.
+        then_every: u64,
+    },
+}
+
+impl Default for RoundTripCheck {
+    fn default() -> Self {
+        Self::Sampled {
+            first: 64,
+            then_every: 1_024,
+        }
+    }
+}
+
+impl RoundTripCheck {
+    /// Whether write number `n` (from 0) is checked.
+    pub(crate) fn due(self, n: u64) -> bool {
+        match self {
+            Self::Never => false,
+            Self::Always => true,
+            Self::Sampled { first, then_every } => {
+                n < first || (then_every > 0 && (n - first).is_multiple_of(then_every))
+            }
+        }
+    }
+}
+
+/// What is kept of one object's JSON.
+#[derive(Clone)]
+pub(crate) struct Encoded {
+    /// The JSON, or its compressed form.
+    bytes: Arc<[u8]>,
+    /// The length of the JSON (the buffer decompression needs).
+    json_len: u32,
+    compressed: bool,
+}
+
+impl fmt::Debug for Encoded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Encoded")
+            .field("bytes", &self.bytes.len())
+            .field("json_len", &self.json_len)
+            .field("compressed", &self.compressed)
+            .finish()
+    }
+}
+
+impl Encoded {
+    /// Bytes held.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Bytes of JSON this stands for.
+    pub(crate) fn json_len(&self) -> usize {
+        self.json_len as usize
+    }
+
+    pub(crate) fn is_compressed(&self) -> bool {
+        self.compressed
+    }
+
+    /// The JSON, if it is kept uncompressed.
+    pub(crate) fn plain_json(&self) -> Option<&[u8]> {
+        (!self.compressed).then_some(&*self.bytes)
+    }
+}
+
+/// A trained dictionary, prepared for both directions.
+pub(crate) struct Dictionary {
+    encoder: EncoderDictionary<'static>,
+    decoder: DecoderDictionary<'static>,
+    size: usize,
+}
+
+impl Dictionary {
+    /// Trains a dictionary on the JSON of some objects (`sizes` splits `samples`).
+    pub(crate) fn train(
+        samples: &[u8],
+        sizes: &[usize],
+        settings: &ZstdDictionary,
+    ) -> io::Result<Self> {
+        let raw = zstd::dict::from_continuous(samples, sizes, settings.dictionary_size)?;
+        Ok(Self {
+            encoder: EncoderDictionary::try_copy(&raw, settings.level)?,
+            decoder: DecoderDictionary::try_copy(&raw)?,
+            size: raw.len(),
+        })
+    }
+
+    /// The size of the trained dictionary (the prepared forms hold a few times that).
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+}
+
+/// Per-thread zstd contexts and buffers, reused across calls and stores (the dictionary is
+/// passed with every call, so a context is not tied to a store).
+struct Scratch {
+    cctx: Option<CCtx<'static>>,
+    dctx: Option<DCtx<'static>>,
+    buffer: Vec<u8>,
+}
+
+/// Buffers above this are not kept between calls.
+const KEPT_BUFFER: usize = 1 << 20;
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = const {
+        RefCell::new(Scratch { cctx: None, dctx: None, buffer: Vec::new() })
+    };
+}
+
+/// Runs `f` with this thread's scratch space, or with a fresh one if it is in use (a
+/// `Deserialize` or `Serialize` impl that reenters the store).
+fn with_scratch<T>(f: impl FnOnce(&mut Scratch) -> T) -> T {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut scratch) => {
+            let out = f(&mut scratch);
+            if scratch.buffer.capacity() > KEPT_BUFFER {
+                scratch.buffer = Vec::new();
+            }
+            out
+        }
+        Err(_) => f(&mut Scratch {
+            cctx: None,
+            dctx: None,
+            buffer: Vec::new(),
+        }),
+    })
+}
+
+fn zstd_error(code: usize) -> io::Error {
+    io::Error::other(zstd_safe::get_error_name(code))
+}
+
+/// Keeps `json` as it is.
+pub(crate) fn plain(key: &ObjectKey, json: &[u8]) -> Result<Encoded, CompactError> {
+    Ok(Encoded {
+        bytes: Arc::from(json),
+        json_len: json_len(key, json)?,
+        compressed: false,
+    })
+}
+
+fn json_len(key: &ObjectKey, json: &[u8]) -> Result<u32, CompactError> {
+    u32::try_from(json.len()).map_err(|_| CompactError::TooLarge {
+        key: key.clone(),
+        len: json.len(),
+    })
+}
+
+/// Compresses `json` with `dictionary`.
+pub(crate) fn compress(
+    key: &ObjectKey,
+    json: &[u8],
+    dictionary: &Dictionary,
+) -> Result<Encoded, CompactError> {
+    let json_len = json_len(key, json)?;
+    with_scratch(|scratch| {
+        let cctx = scratch.cctx.get_or_insert_with(CCtx::create);
+        scratch.buffer.clear();
+        scratch
+            .buffer
+            .reserve(zstd_safe::compress_bound(json.len()));
+        cctx.compress_using_cdict(&mut scratch.buffer, json, dictionary.encoder.as_cdict())
+            .map_err(|code| CompactError::Compress {
+                key: key.clone(),
+                source: zstd_error(code),
+            })?;
+        Ok(Encoded {
+            bytes: Arc::from(&scratch.buffer[..]),
+            json_len,
+            compressed: true,
+        })
+    })
+}
+
+/// Decodes a stored object. `dictionary` must be the one `encoded` was compressed with, if it
+/// was compressed.
+pub(crate) fn decode<K: DeserializeOwned>(
+    encoded: &Encoded,
+    dictionary: Option<&Dictionary>,
+) -> Result<K, DecodeError> {
+    if !encoded.compressed {
+        return from_json(&encoded.bytes);
+    }
+    let Some(dictionary) = dictionary else {
+        return Err(DecodeError::NoDictionary);
+    };
+    with_scratch(|scratch| {
+        let dctx = scratch.dctx.get_or_insert_with(DCtx::create);
+        let buffer = &mut scratch.buffer;
+        buffer.clear();
+        buffer.reserve(encoded.json_len());
+        let written = dctx
+            .decompress_using_ddict(buffer, &encoded.bytes, dictionary.decoder.as_ddict())
+            .map_err(|code| DecodeError::Decompress(zstd_error(code)))?;
+        if written != encoded.json_len() {
+            return Err(DecodeError::Length {
+                expected: encoded.json_len(),
+                got: written,
+            });
+        }
+        from_json(buffer)
+    })
+}
+
+/// Deserializes JSON text. Validating UTF-8 once up front and parsing from `&str` is about a
+/// fifth faster than `serde_json::from_slice`, which validates every string it reads
+/// (`benches/encoding.rs`).
+fn from_json<K: DeserializeOwned>(json: &[u8]) -> Result<K, DecodeError> {
+    let text = std::str::from_utf8(json).map_err(DecodeError::Utf8)?;
+    serde_json::from_str(text).map_err(DecodeError::Json)
+}
+
+/// Checks that JSON handed in with an object is UTF-8 text, as JSON must be (cheap: done for
+/// every such write, so that decoding can rely on it).
+pub(crate) fn check_utf8(key: &ObjectKey, json: &[u8]) -> Result<(), CompactError> {
+    std::str::from_utf8(json)
+        .map(drop)
+        .map_err(|e| CompactError::EncodedMismatch {
+            key: key.clone(),
+            detail: format!("it is not UTF-8 text: {e}"),
+        })
+}
+
+/// Checks that `json` decodes to a `K` that encodes to the same JSON as `obj` does (`json` is
+/// `obj`'s own encoding when `given` is false, else bytes handed in with it).
+pub(crate) fn check_round_trip<K: Serialize + DeserializeOwned>(
+    key: &ObjectKey,
+    obj: &K,
+    json: &[u8],
+    given: bool,
+) -> Result<(), CompactError> {
+    let refused = |detail: String| {
+        if given {
+            CompactError::EncodedMismatch {
+                key: key.clone(),
+                detail,
+            }
+        } else {
+            CompactError::NotRoundTripping {
+                key: key.clone(),
+                detail,
+            }
+        }
+    };
+    let decoded: K = serde_json::from_slice(json)
+        .map_err(|e| refused(format!("its JSON does not decode: {e}")))?;
+    let again = serde_json::to_vec(&decoded)
+        .map_err(|e| refused(format!("the decoded object does not encode: {e}")))?;
+    let expected: Cow<'_, [u8]> = if given {
+        Cow::Owned(
+            serde_json::to_vec(obj).map_err(|source| CompactError::Encode {
+                key: key.clone(),
+                source,
+            })?,
+        )
+    } else {
+        Cow::Borrowed(json)
+    };
+    if again == *expected {
+        return Ok(());
+    }
+    // The same content with maps in another order is fine.
+    let as_value = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).ok();
+    match (as_value(&again), as_value(&expected)) {
+        (Some(a), Some(b)) if a == b => Ok(()),
+        _ => Err(refused(format!(
+            "decoding and encoding again gives other JSON ({} bytes instead of {})",
+            again.len(),
+            expected.len()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+    use super::*;
+
+    #[test]
+    fn sampled_checks() {
+        let check = RoundTripCheck::Sampled {
+            first: 2,
+            then_every: 3,
+        };
+        let due: Vec<u64> = (0..10).filter(|&n| check.due(n)).collect();
+        assert_eq!(due, [0, 1, 2, 5, 8]);
+        let only_first = RoundTripCheck::Sampled {
+            first: 2,
+            then_every: 0,
+        };
+        assert_eq!((0..10).filter(|&n| only_first.due(n)).count(), 2);
+        assert!(!RoundTripCheck::Never.due(0));
+        assert!(RoundTripCheck::Always.due(12345));
+    }
+
+    #[test]
+    fn compressed_objects_decode_with_their_dictionary_only() {
+        let key = ObjectKey::from_raw("ns/a");
+        let samples: Vec<serde_json::Value> = (0..200)
+            .map(|i| serde_json::json!({"metadata": {"name": format!("obj-{i}"), "namespace": "ns"}, "data": {"k": "v".repeat(i % 7)}}))
+            .collect();
+        let mut joined = Vec::new();
+        let mut sizes = Vec::new();
+        for s in &samples {
+            let json = serde_json::to_vec(s).unwrap();
+            sizes.push(json.len());
+            joined.extend(json);
+        }
+        let dictionary = Dictionary::train(
+            &joined,
+            &sizes,
+            &ZstdDictionary::default().dictionary_size(4096),
+        )
+        .unwrap();
+        let json = serde_json::to_vec(&samples[3]).unwrap();
+        let encoded = compress(&key, &json, &dictionary).unwrap();
+        assert!(encoded.is_compressed());
+        assert!(encoded.len() < json.len());
+        assert_eq!(encoded.json_len(), json.len());
+        let back: serde_json::Value = decode(&encoded, Some(&dictionary)).unwrap();
+        assert_eq!(back, samples[3]);
+        assert!(matches!(
+            decode::<serde_json::Value>(&encoded, None),
+            Err(DecodeError::NoDictionary)
+        ));
+        let plain = plain(&key, &json).unwrap();
+        let back: serde_json::Value = decode(&plain, None).unwrap();
+        assert_eq!(back, samples[3]);
+    }
+}

@@ -1,0 +1,1150 @@
+//! `CompactStore`: an `Indexer` that keeps every object encoded (JSON, by default compressed
+//! with a trained zstd dictionary) and decodes it on access. See the crate docs for its
+//! invariants and costs.
+
+mod cache;
+mod codec;
+mod error;
+
+use std::fmt;
+use std::mem;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use informer_core::{
+    IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, Store, StoreError,
+    key_of, namespace_indexers,
+};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::index::{Index, SlotId, normalize};
+use crate::slots::{
+    Content, FreshValues, Funcs, NamedIndexFunc, Slot, file_new, fresh_values, refile,
+    sorted_funcs, unfile,
+};
+use cache::{DecodedCache, Evicted};
+use codec::{Dictionary, Encoded};
+
+pub use codec::{Codec, RoundTripCheck, ZstdDictionary};
+pub use error::{CompactError, DecodeError};
+
+/// The default number of decoded objects a [`CompactStore`] keeps.
+pub const DEFAULT_CACHE_CAPACITY: usize = 1_024;
+
+/// How many times a write that must return the previous object decodes it outside the lock
+/// and finds it overwritten meanwhile before it decodes under the lock instead.
+const OPTIMISTIC_ATTEMPTS: usize = 4;
+
+/// A thread-safe, indexed map from key to object that keeps objects encoded: an [`Indexer`]
+/// whose memory follows the objects' JSON rather than their decoded size.
+///
+/// See the [crate documentation](crate#compactstore) for what it keeps, what each operation
+/// costs, and the invariants.
+pub struct CompactStore<K> {
+    key_func: KeyFunc<K>,
+    state: RwLock<State<K>>,
+    cache: DecodedCache<K>,
+    codec: Codec,
+    round_trip: RoundTripCheck,
+    /// Objects encoded so far: numbers the writes for [`RoundTripCheck`].
+    encoded: AtomicU64,
+    /// The next stamp. Writes take theirs under the write lock, so a key's stamps grow in
+    /// the order its versions were stored.
+    next_stamp: AtomicU64,
+    dictionary: OnceLock<Dictionary>,
+    trainer: Mutex<Trainer>,
+}
+
+/// Builds a [`CompactStore`].
+///
+/// Starts with **no** index, [`key_of`] as key function, [`Codec::default`] (zstd with a
+/// trained dictionary), a cache of [`DEFAULT_CACHE_CAPACITY`] decoded objects and the default
+/// [`RoundTripCheck`].
+///
+/// ```
+/// use informer_core::{label_index_func, namespace_index_func, NAMESPACE_INDEX};
+/// use informer_store::{Codec, CompactStore};
+/// # use informer_testing::JsonObject;
+///
+/// let store: CompactStore<JsonObject> = CompactStore::builder()
+///     .indexer(NAMESPACE_INDEX, namespace_index_func())
+///     .indexer("app", label_index_func("app"))
+///     .codec(Codec::Json)
+///     .cache_capacity(0)
+///     .build();
+/// # use informer_core::Indexer;
+/// # assert_eq!(store.index_names().len(), 2);
+/// ```
+pub struct CompactStoreBuilder<K> {
+    key_func: KeyFunc<K>,
+    indexers: Indexers<K>,
+    codec: Codec,
+    cache_capacity: usize,
+    round_trip: RoundTripCheck,
+}
+
+/// What a [`CompactStore`] holds, from [`CompactStore::stats`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompactStats {
+    /// Objects stored.
+    pub objects: usize,
+    /// Bytes of encoded objects held (compressed or JSON).
+    pub encoded_bytes: u64,
+    /// Bytes of JSON those objects stand for.
+    pub json_bytes: u64,
+    /// An estimate of the heap the store holds for its content: encoded objects, keys,
+    /// resourceVersions, the slot table, the key map, the indices and the dictionary. It leaves
+    /// out the decoded objects in the cache (their size depends on `K`) and the allocator's own
+    /// overhead.
+    pub memory_bytes: u64,
+    /// Where dictionary training stands.
+    pub dictionary: DictionaryState,
+    /// Decoded objects in the cache.
+    pub cached_objects: usize,
+    /// The most decoded objects the cache holds.
+    pub cache_capacity: usize,
+}
+
+/// Where a store's dictionary training stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DictionaryState {
+    /// The codec uses no dictionary.
+    Unused,
+    /// Collecting the JSON of the first objects to train on.
+    Collecting {
+        /// Objects collected.
+        objects: usize,
+        /// Bytes collected.
+        bytes: usize,
+    },
+    /// Being trained now.
+    Training,
+    /// Trained: every object is compressed with it.
+    Trained {
+        /// The dictionary's size.
+        bytes: usize,
+    },
+    /// Training failed (for example too few or too similar samples): objects stay JSON.
+    Failed {
+        /// zstd's reason.
+        reason: String,
+    },
+}
+
+/// One stored object.
+struct Entry {
+    encoded: Encoded,
+    /// Tells versions of a key apart (see [`cache`]).
+    stamp: u64,
+    resource_version: Option<Box<str>>,
+}
+
+/// Running sums over the stored entries.
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    encoded: u64,
+    json: u64,
+    /// Key and resourceVersion bytes.
+    strings: u64,
+}
+
+impl Totals {
+    fn add(&mut self, key: &ObjectKey, entry: &Entry) {
+        self.encoded += entry.encoded.len() as u64;
+        self.json += entry.encoded.json_len() as u64;
+        self.strings +=
+            (key.as_str().len() + entry.resource_version.as_ref().map_or(0, |r| r.len())) as u64;
+    }
+
+    fn remove(&mut self, key: &ObjectKey, entry: &Entry) {
+        self.encoded -= entry.encoded.len() as u64;
+        self.json -= entry.encoded.json_len() as u64;
+        self.strings -=
+            (key.as_str().len() + entry.resource_version.as_ref().map_or(0, |r| r.len())) as u64;
+    }
+
+    fn of(content: &Content<Entry>) -> Self {
+        let mut totals = Self::default();
+        for (_, slot) in content.occupied() {
+            totals.add(&slot.key, &slot.item);
+        }
+        totals
+    }
+}
+
+/// Everything behind the lock.
+struct State<K> {
+    content: Content<Entry>,
+    /// Append-only, as in `IndexedStore`.
+    funcs: Funcs<K>,
+    indices: Vec<Index>,
+    /// Counts mutations of `content` (see `add_indexers`).
+    writes: u64,
+    totals: Totals,
+}
+
+impl<K> State<K> {
+    fn position(&self, name: &str) -> Option<usize> {
+        self.funcs.iter().position(|f| f.name == name)
+    }
+}
+
+/// Dictionary training.
+enum Trainer {
+    /// The codec needs none.
+    Unused,
+    Collecting {
+        samples: Vec<u8>,
+        sizes: Vec<usize>,
+    },
+    Training,
+    Trained,
+    Failed(String),
+}
+
+/// An object a read picked under the lock: the cached `Arc`, or what to decode.
+enum Pick<K> {
+    Cached(Arc<K>),
+    Encoded(ObjectKey, Encoded),
+}
+
+impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
+    /// An empty store with the built-in namespace index and every default.
+    pub fn new() -> Self {
+        Self::with_indexers(namespace_indexers())
+    }
+
+    /// An empty store with exactly these indices and every other default.
+    pub fn with_indexers(indexers: Indexers<K>) -> Self {
+        Self::builder().indexers(indexers).build()
+    }
+
+    /// A builder starting with no index and every default.
+    pub fn builder() -> CompactStoreBuilder<K> {
+        CompactStoreBuilder {
+            key_func: Arc::new(|obj: &K| key_of(obj)),
+            indexers: Indexers::new(),
+            codec: Codec::default(),
+            cache_capacity: DEFAULT_CACHE_CAPACITY,
+            round_trip: RoundTripCheck::default(),
+        }
+    }
+
+    /// The key this store files `obj` under.
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, StoreError> {
+        Ok((self.key_func)(obj)?)
+    }
+
+    /// Whether an object is stored under `key` (decodes nothing).
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.state.read().content.positions.contains_key(key)
+    }
+
+    /// The resourceVersion of the object stored under `key`, if any (decodes nothing).
+    pub fn resource_version(&self, key: &str) -> Option<String> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        slot.item.resource_version.as_deref().map(str::to_owned)
+    }
+
+    /// [`KnownObjects::get_by_key`], reporting a stored object that does not decode as an
+    /// error instead of panicking.
+    pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, CompactError> {
+        Ok(self.current(key, true)?.map(|(_, obj)| obj))
+    }
+
+    /// [`Store::add`] with the JSON `obj` was decoded from, stored as it is instead of encoding
+    /// `obj` again: the entry point for an informer that still has the bytes it received
+    /// (writing costs a compression, about 10 µs for a pod, instead of a serialization too).
+    ///
+    /// # Contract
+    ///
+    /// - `json` is UTF-8 JSON text that decodes (with `K`'s `Deserialize`) to an object equal
+    ///   to `obj`: the item exactly as received, when `obj` was decoded from it. Fields `K`
+    ///   does not know are fine: they are kept in the bytes (and cost their size) and ignored on
+    ///   decoding.
+    /// - If anything changed the object after decoding (an informer's transform hook, such as
+    ///   dropping `managedFields`), the received bytes are no longer its JSON: call
+    ///   [`Store::add`] instead.
+    /// - Non-UTF-8 bytes are refused on every call. Whether the bytes decode to `obj` is checked
+    ///   on the writes [`RoundTripCheck`] samples, and refused with
+    ///   [`CompactError::EncodedMismatch`] (nothing stored); outside the sample, bytes that break
+    ///   the contract are stored, and lookups that miss the cache return what they decode to.
+    pub fn add_encoded(&self, obj: Arc<K>, json: &[u8]) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, Some(json), true)
+    }
+
+    /// [`Store::add`] without returning the previous object, so it is never decoded.
+    pub fn insert(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.write(obj, None, false).map(drop)
+    }
+
+    /// [`CompactStore::add_encoded`] without returning the previous object.
+    pub fn insert_encoded(&self, obj: Arc<K>, json: &[u8]) -> Result<(), StoreError> {
+        self.write(obj, Some(json), false).map(drop)
+    }
+
+    /// [`Store::delete_by_key`] without returning the object, so it is never decoded. Returns
+    /// whether one was stored.
+    pub fn remove(&self, key: &str) -> bool {
+        // Without the previous object nothing is decoded, so nothing can fail.
+        matches!(self.delete_inner(key, false), Ok(Some(_)))
+    }
+
+    /// What the store holds now.
+    pub fn stats(&self) -> CompactStats {
+        let dictionary = self.dictionary_state();
+        let dictionary_bytes = self.dictionary.get().map_or(0, Dictionary::size);
+        let state = self.state.read();
+        let content = &state.content;
+        let totals = state.totals;
+        let entries = content.len() as u64;
+        // Per entry: the `Arc<[u8]>` header of the encoded bytes, and the key's `Arc<str>`
+        // header; the strings themselves are in `totals.strings`.
+        const ARC_HEADER: u64 = 16;
+        let table = (content.slots.capacity() * mem::size_of::<Option<Slot<Entry>>>()
+            + content.free.capacity() * mem::size_of::<SlotId>()
+            + content.positions.capacity() * (mem::size_of::<(ObjectKey, SlotId)>() + 1))
+            as u64;
+        let indices: u64 = state.indices.iter().map(|i| i.heap_estimate() as u64).sum();
+        // A prepared dictionary holds its content once per direction, plus tables.
+        let dictionary_memory = 3 * dictionary_bytes as u64;
+        CompactStats {
+            objects: content.len(),
+            encoded_bytes: totals.encoded,
+            json_bytes: totals.json,
+            memory_bytes: totals.encoded
+                + totals.strings
+                + entries * 2 * ARC_HEADER
+                + table
+                + indices
+                + dictionary_memory,
+            dictionary,
+            cached_objects: self.cache.len(),
+            cache_capacity: self.cache.capacity(),
+        }
+    }
+
+    /// [`CompactStats::memory_bytes`]: the estimated heap held for the content.
+    pub fn memory_bytes(&self) -> u64 {
+        self.stats().memory_bytes
+    }
+
+    fn dictionary_state(&self) -> DictionaryState {
+        match &*self.trainer.lock() {
+            Trainer::Unused => DictionaryState::Unused,
+            Trainer::Collecting { samples, sizes } => DictionaryState::Collecting {
+                objects: sizes.len(),
+                bytes: samples.len(),
+            },
+            Trainer::Training => DictionaryState::Training,
+            Trainer::Trained => DictionaryState::Trained {
+                bytes: self.dictionary.get().map_or(0, Dictionary::size),
+            },
+            Trainer::Failed(reason) => DictionaryState::Failed {
+                reason: reason.clone(),
+            },
+        }
+    }
+
+    /// The current index functions (cheap: one reference-count increment).
+    fn funcs(&self) -> Funcs<K> {
+        self.state.read().funcs.clone()
+    }
+
+    /// The function of index `name`.
+    fn func(&self, name: &str) -> Result<IndexFunc<K>, StoreError> {
+        let state = self.state.read();
+        state
+            .funcs
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| f.func.clone())
+            .ok_or_else(|| not_found(name))
+    }
+
+    // --- Encoding -------------------------------------------------------------------------
+
+    /// The encoding of `obj` (from `given` JSON if any), after the sampled round-trip check.
+    fn encode(
+        &self,
+        key: &ObjectKey,
+        obj: &K,
+        given: Option<&[u8]>,
+    ) -> Result<Encoded, CompactError> {
+        let owned;
+        let json: &[u8] = match given {
+            Some(json) => {
+                codec::check_utf8(key, json)?;
+                json
+            }
+            None => {
+                owned = serde_json::to_vec(obj).map_err(|source| CompactError::Encode {
+                    key: key.clone(),
+                    source,
+                })?;
+                &owned
+            }
+        };
+        let n = self.encoded.fetch_add(1, Ordering::Relaxed);
+        if self.round_trip.due(n) {
+            codec::check_round_trip(key, obj, json, given.is_some())?;
+        }
+        match self.dictionary.get() {
+            Some(dictionary) => codec::compress(key, json, dictionary),
+            None => {
+                self.offer_sample(json);
+                codec::plain(key, json)
+            }
+        }
+    }
+
+    /// Keeps a copy of `json` to train the dictionary on, while collecting.
+    fn offer_sample(&self, json: &[u8]) {
+        let Codec::ZstdDictionary(settings) = &self.codec else {
+            return;
+        };
+        let mut trainer = self.trainer.lock();
+        if let Trainer::Collecting { samples, sizes } = &mut *trainer
+            && sizes.len() < settings.training_objects
+            && samples.len() < settings.training_bytes
+        {
+            samples.extend_from_slice(json);
+            sizes.push(json.len());
+        }
+    }
+
+    /// Trains the dictionary if enough samples are in, then compresses every object stored as
+    /// JSON so far. Runs in the write that completed the samples, outside the store's lock;
+    /// readers and other writers go on meanwhile (their objects stay JSON until it is done).
+    fn train_if_due(&self) {
+        let Codec::ZstdDictionary(settings) = &self.codec else {
+            return;
+        };
+        let (samples, sizes) = {
+            let mut trainer = self.trainer.lock();
+            match &*trainer {
+                Trainer::Collecting { samples, sizes }
+                    if sizes.len() >= settings.training_objects
+                        || samples.len() >= settings.training_bytes => {}
+                _ => return,
+            }
+            match mem::replace(&mut *trainer, Trainer::Training) {
+                Trainer::Collecting { samples, sizes } => (samples, sizes),
+                // Matched just above, under the same lock.
+                _ => return,
+            }
+        };
+        let outcome = Dictionary::train(&samples, &sizes, settings);
+        drop((samples, sizes));
+        match outcome {
+            Ok(dictionary) => {
+                // Only this thread trains (the state is `Training`), so the cell is empty.
+                let _ = self.dictionary.set(dictionary);
+                *self.trainer.lock() = Trainer::Trained;
+                self.compress_stored_json();
+            }
+            Err(error) => *self.trainer.lock() = Trainer::Failed(error.to_string()),
+        }
+    }
+
+    /// Compresses the objects stored as JSON before the dictionary existed: prepared outside
+    /// the lock, swapped in under it for every entry not overwritten meanwhile.
+    fn compress_stored_json(&self) {
+        let Some(dictionary) = self.dictionary.get() else {
+            return;
+        };
+        let plain: Vec<(SlotId, u64, ObjectKey, Encoded)> = {
+            let state = self.state.read();
+            state
+                .content
+                .occupied()
+                .filter(|(_, s)| !s.item.encoded.is_compressed())
+                .map(|(id, s)| (id, s.item.stamp, s.key.clone(), s.item.encoded.clone()))
+                .collect()
+        };
+        let compressed: Vec<(SlotId, u64, Encoded)> = plain
+            .into_iter()
+            .filter_map(|(id, stamp, key, encoded)| {
+                // An object that does not compress (it cannot happen short of memory
+                // exhaustion) just stays JSON.
+                let json = encoded.plain_json()?;
+                Some((id, stamp, codec::compress(&key, json, dictionary).ok()?))
+            })
+            .collect();
+        let mut state = self.state.write();
+        let State {
+            content, totals, ..
+        } = &mut *state;
+        for (id, stamp, encoded) in compressed {
+            if let Some(Some(slot)) = content.slots.get_mut(id)
+                && slot.item.stamp == stamp
+            {
+                totals.remove(&slot.key, &slot.item);
+                slot.item.encoded = encoded;
+                totals.add(&slot.key, &slot.item);
+            }
+        }
+    }
+
+    fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<K, CompactError> {
+        codec::decode(encoded, self.dictionary.get()).map_err(|source| CompactError::Decode {
+            key: key.clone(),
+            source,
+        })
+    }
+
+    // --- Reads ----------------------------------------------------------------------------
+
+    /// The stamp and object stored under `key`: from the cache, or decoded outside the lock
+    /// (and cached if `fill`).
+    fn current(&self, key: &str, fill: bool) -> Result<Option<(u64, Arc<K>)>, CompactError> {
+        let (stored_key, stamp, encoded) = {
+            let state = self.state.read();
+            let Some(slot) = state.content.by_key(key) else {
+                return Ok(None);
+            };
+            let stamp = slot.item.stamp;
+            if let Some(hit) = self.cache.get(key, stamp) {
+                return Ok(Some((stamp, hit)));
+            }
+            (slot.key.clone(), stamp, slot.item.encoded.clone())
+        };
+        let obj = Arc::new(self.decode(&stored_key, &encoded)?);
+        if fill {
+            let mut evicted = Evicted::new();
+            self.cache
+                .insert(&stored_key, stamp, obj.clone(), &mut evicted);
+        }
+        Ok(Some((stamp, obj)))
+    }
+
+    /// What to hand out for one stored entry (under the read lock).
+    fn pick(&self, slot: &Slot<Entry>) -> Pick<K> {
+        match self.cache.get(slot.key.as_str(), slot.item.stamp) {
+            Some(hit) => Pick::Cached(hit),
+            None => Pick::Encoded(slot.key.clone(), slot.item.encoded.clone()),
+        }
+    }
+
+    /// Decodes picked objects (outside the lock). Scans do not fill the cache: one listing
+    /// would evict every hot object.
+    fn materialize(&self, picks: Vec<Pick<K>>) -> Result<Vec<Arc<K>>, CompactError> {
+        picks
+            .into_iter()
+            .map(|pick| match pick {
+                Pick::Cached(obj) => Ok(obj),
+                Pick::Encoded(key, encoded) => Ok(Arc::new(self.decode(&key, &encoded)?)),
+            })
+            .collect()
+    }
+
+    /// Picks the objects of the slots in `ids` (every slot an index files is occupied).
+    fn pick_slots<'a>(
+        &self,
+        content: &Content<Entry>,
+        ids: impl IntoIterator<Item = &'a SlotId>,
+    ) -> Vec<Pick<K>> {
+        ids.into_iter()
+            .filter_map(|&id| content.slot(id).map(|s| self.pick(s)))
+            .collect()
+    }
+
+    // --- Writes ---------------------------------------------------------------------------
+
+    /// Inserts or overwrites; returns the previous object if `want_previous`.
+    fn write(
+        &self,
+        obj: Arc<K>,
+        given: Option<&[u8]>,
+        want_previous: bool,
+    ) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(&obj)?;
+        // User code (index functions, Serialize) and encoding run before the write lock.
+        let funcs = self.funcs();
+        let mut fresh = fresh_values(&funcs, &obj);
+        let encoded = self
+            .encode(&key, &obj, given)
+            .map_err(|e| e.into_store_error(&format!("storing {key}")))?;
+        let resource_version = obj.resource_version().map(Box::from);
+        let decoding_previous = |e: CompactError| {
+            e.into_store_error(&format!("decoding the object stored under {key}"))
+        };
+        let mut evicted = Evicted::new();
+        let mut attempts = 0;
+        let previous = loop {
+            attempts += 1;
+            // The previous object is decoded outside the lock (or found in the cache), then
+            // the write goes ahead only if it is still the stored one.
+            let optimistic = want_previous && attempts <= OPTIMISTIC_ATTEMPTS;
+            let before = if optimistic {
+                Some(
+                    self.current(key.as_str(), false)
+                        .map_err(decoding_previous)?,
+                )
+            } else {
+                None
+            };
+            let mut state = self.state.write();
+            let stored_stamp = state.content.by_key(key.as_str()).map(|s| s.item.stamp);
+            let previous = match before {
+                Some(before) => {
+                    if before.as_ref().map(|(stamp, _)| *stamp) != stored_stamp {
+                        continue;
+                    }
+                    before.map(|(_, obj)| obj)
+                }
+                // Overwritten under our feet too often: decode under the lock.
+                None if want_previous => match state.content.by_key(key.as_str()) {
+                    Some(slot) => Some(match self.cache.get(key.as_str(), slot.item.stamp) {
+                        Some(hit) => hit,
+                        None => Arc::new(
+                            self.decode(&slot.key, &slot.item.encoded)
+                                .map_err(decoding_previous)?,
+                        ),
+                    }),
+                    None => None,
+                },
+                None => None,
+            };
+            // Indices registered since the snapshot (rare): their values now, still before
+            // changing anything.
+            for f in &state.funcs[funcs.len()..] {
+                fresh.push(normalize((f.func)(&obj)));
+            }
+            let stamp = self.next_stamp.fetch_add(1, Ordering::Relaxed);
+            state.writes += 1;
+            let State {
+                content,
+                indices,
+                totals,
+                ..
+            } = &mut *state;
+            let entry = Entry {
+                encoded,
+                stamp,
+                resource_version,
+            };
+            totals.add(&key, &entry);
+            let existing = content.positions.get(key.as_str()).copied();
+            if let Some(id) = existing
+                && let Some(Some(slot)) = content.slots.get_mut(id)
+            {
+                let recorded = mem::take(&mut slot.values);
+                slot.values = refile(indices, id, recorded, fresh);
+                let old = mem::replace(&mut slot.item, entry);
+                totals.remove(&key, &old);
+            } else {
+                let id = content.vacant();
+                let values = file_new(indices, id, fresh);
+                content.occupy(
+                    id,
+                    Slot {
+                        key: key.clone(),
+                        item: entry,
+                        values,
+                    },
+                );
+            }
+            // The object just written is the likeliest next read (an informer reads the
+            // cached object before each update): cache it, replacing the older version.
+            self.cache.insert(&key, stamp, obj, &mut evicted);
+            break previous;
+        };
+        drop(evicted);
+        self.train_if_due();
+        Ok(previous)
+    }
+
+    /// Removes `key`: `Ok(None)` when nothing was stored under it, else `Ok(Some(previous))`
+    /// where `previous` is the removed object if `want_previous`.
+    fn delete_inner(
+        &self,
+        key: &str,
+        want_previous: bool,
+    ) -> Result<Option<Option<Arc<K>>>, CompactError> {
+        let mut evicted = Evicted::new();
+        let mut attempts = 0;
+        let removed = loop {
+            attempts += 1;
+            let optimistic = want_previous && attempts <= OPTIMISTIC_ATTEMPTS;
+            let before = if optimistic {
+                match self.current(key, false)? {
+                    Some(before) => Some(before),
+                    None => return Ok(None),
+                }
+            } else {
+                None
+            };
+            let mut state = self.state.write();
+            let State {
+                content,
+                indices,
+                writes,
+                totals,
+                ..
+            } = &mut *state;
+            let Some(slot) = content.by_key(key) else {
+                return Ok(None);
+            };
+            let stamp = slot.item.stamp;
+            let previous = match before {
+                Some((before_stamp, obj)) => {
+                    if before_stamp != stamp {
+                        continue;
+                    }
+                    Some(obj)
+                }
+                None if want_previous => Some(match self.cache.get(key, stamp) {
+                    Some(hit) => hit,
+                    None => Arc::new(self.decode(&slot.key, &slot.item.encoded)?),
+                }),
+                None => None,
+            };
+            let Some((id, slot)) = content.vacate(key) else {
+                return Ok(None);
+            };
+            *writes += 1;
+            unfile(indices, id, &slot.values);
+            totals.remove(&slot.key, &slot.item);
+            if let Some(cached) = self.cache.remove(key, stamp, &mut evicted) {
+                evicted.push(cached);
+            }
+            break previous;
+        };
+        drop(evicted);
+        Ok(Some(removed))
+    }
+}
+
+impl<K: Object + Serialize + DeserializeOwned> Default for CompactStore<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn not_found(name: &str) -> StoreError {
+    StoreError::IndexNotFound {
+        name: name.to_owned(),
+    }
+}
+
+/// A stored object failed to decode where the trait gives no way to report it. See the crate
+/// docs: answering "absent" would be a lie, so the failure is loud.
+#[track_caller]
+fn undecodable(error: CompactError) -> ! {
+    panic!("{}", informer_core::ErrorChain(&error))
+}
+
+impl<K> CompactStoreBuilder<K> {
+    /// Uses `key_func` instead of [`key_of`]. Queues feeding this store must use the same one.
+    pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
+        self.key_func = key_func;
+        self
+    }
+
+    /// Adds one index (replacing an earlier one of the same name given to this builder).
+    pub fn indexer(mut self, name: impl Into<String>, func: IndexFunc<K>) -> Self {
+        self.indexers.insert(name.into(), func);
+        self
+    }
+
+    /// Adds several indices (replacing earlier ones of the same names given to this builder).
+    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+        self.indexers.extend(indexers);
+        self
+    }
+
+    /// How objects are kept (default: [`Codec::ZstdDictionary`] with its defaults).
+    pub fn codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
+    /// How many decoded objects to keep for hot keys (default [`DEFAULT_CACHE_CAPACITY`]; 0
+    /// disables the cache). The cache changes what a lookup costs, never what it returns.
+    pub fn cache_capacity(mut self, objects: usize) -> Self {
+        self.cache_capacity = objects;
+        self
+    }
+
+    /// When to check that objects survive their encoding (default: a sample).
+    pub fn round_trip_check(mut self, check: RoundTripCheck) -> Self {
+        self.round_trip = check;
+        self
+    }
+
+    /// The empty store.
+    pub fn build(self) -> CompactStore<K> {
+        let funcs = sorted_funcs(self.indexers);
+        let indices = funcs.iter().map(|_| Index::default()).collect();
+        let trainer = match self.codec {
+            Codec::Json => Trainer::Unused,
+            Codec::ZstdDictionary(_) => Trainer::Collecting {
+                samples: Vec::new(),
+                sizes: Vec::new(),
+            },
+        };
+        CompactStore {
+            key_func: self.key_func,
+            state: RwLock::new(State {
+                content: Content::with_capacity(0),
+                funcs: funcs.into(),
+                indices,
+                writes: 0,
+                totals: Totals::default(),
+            }),
+            cache: DecodedCache::new(self.cache_capacity),
+            codec: self.codec,
+            round_trip: self.round_trip,
+            encoded: AtomicU64::new(0),
+            next_stamp: AtomicU64::new(1),
+            dictionary: OnceLock::new(),
+            trainer: Mutex::new(trainer),
+        }
+    }
+}
+
+impl<K> fmt::Debug for CompactStore<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.read();
+        f.debug_struct("CompactStore")
+            .field("len", &state.content.len())
+            .field(
+                "indices",
+                &state.funcs.iter().map(|f| &f.name).collect::<Vec<_>>(),
+            )
+            .field("codec", &self.codec)
+            .field("encoded_bytes", &state.totals.encoded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> fmt::Debug for CompactStoreBuilder<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<_> = self.indexers.keys().collect();
+        names.sort_unstable();
+        f.debug_struct("CompactStoreBuilder")
+            .field("indices", &names)
+            .field("codec", &self.codec)
+            .field("cache_capacity", &self.cache_capacity)
+            .field("round_trip", &self.round_trip)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<K> {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.state
+            .read()
+            .content
+            .positions
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// The object under `key`: from the cache, or decoded (and cached).
+    ///
+    /// # Panics
+    ///
+    /// If the stored object does not decode (a bug: see [`CompactError::Decode`]);
+    /// [`CompactStore::try_get_by_key`] reports it instead.
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.try_get_by_key(key).unwrap_or_else(|e| undecodable(e))
+    }
+}
+
+impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
+    fn add(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, None, true)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, None, true)
+    }
+
+    fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(obj)?;
+        self.delete_inner(key.as_str(), true)
+            .map(Option::flatten)
+            .map_err(|e| e.into_store_error(&format!("deleting {key}")))
+    }
+
+    /// # Panics
+    ///
+    /// If the stored object does not decode (a bug: see [`CompactError::Decode`]); the store
+    /// is left unchanged. [`CompactStore::remove`] decodes nothing.
+    fn delete_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.delete_inner(key, true)
+            .unwrap_or_else(|e| undecodable(e))
+            .flatten()
+    }
+
+    fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(obj)?;
+        self.try_get_by_key(key.as_str())
+            .map_err(|e| e.into_store_error(&format!("reading {key}")))
+    }
+
+    /// Every object, decoded (cached ones are shared). This decodes the whole store at once:
+    /// on a large store prefer `by_index`, or `list_keys` and `get_by_key`.
+    ///
+    /// # Panics
+    ///
+    /// If a stored object does not decode (a bug: see [`CompactError::Decode`]).
+    fn list(&self) -> Vec<Arc<K>> {
+        let picks: Vec<Pick<K>> = {
+            let state = self.state.read();
+            state
+                .content
+                .occupied()
+                .map(|(_, slot)| self.pick(slot))
+                .collect()
+        };
+        self.materialize(picks).unwrap_or_else(|e| undecodable(e))
+    }
+
+    fn len(&self) -> usize {
+        self.state.read().content.len()
+    }
+
+    fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), StoreError> {
+        // Encode, index and file everything outside the lock; swap under it.
+        let funcs = self.funcs();
+        let mut content: Content<Entry> = Content::with_capacity(objects.len());
+        let mut indices: Vec<Index> = funcs.iter().map(|_| Index::default()).collect();
+        // The object in each slot of the new content (a later duplicate of a key wins).
+        let mut by_slot: Vec<Option<Arc<K>>> = Vec::with_capacity(objects.len());
+        for obj in objects {
+            let key = self.key_of(&obj)?;
+            let fresh = fresh_values(&funcs, &obj);
+            let encoded = self.encode(&key, &obj, None).map_err(|e| {
+                e.into_store_error(&format!("replacing the content: storing {key}"))
+            })?;
+            // The samples may be complete: train now, so the rest is compressed.
+            self.train_if_due();
+            let entry = Entry {
+                encoded,
+                stamp: self.next_stamp.fetch_add(1, Ordering::Relaxed),
+                resource_version: obj.resource_version().map(Box::from),
+            };
+            let id = content.build_insert(&mut indices, key, entry, fresh);
+            if by_slot.len() <= id {
+                by_slot.resize(id + 1, None);
+            }
+            by_slot[id] = Some(obj);
+        }
+        // Objects encoded before the dictionary was trained, compressed now.
+        if let Some(dictionary) = self.dictionary.get() {
+            for slot in content.slots.iter_mut().flatten() {
+                if let Some(json) = slot.item.encoded.plain_json()
+                    && let Ok(compressed) = codec::compress(&slot.key, json, dictionary)
+                {
+                    slot.item.encoded = compressed;
+                }
+            }
+        }
+        let totals = Totals::of(&content);
+        let mut evicted = Evicted::new();
+        let old = {
+            let mut state = self.state.write();
+            // Indices registered while we built (rare): file the new content in them too.
+            let registered = state.funcs.clone();
+            let late = &registered[funcs.len()..];
+            if !late.is_empty() {
+                let prepared: Vec<(SlotId, FreshValues)> = by_slot
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(id, obj)| Some((id, fresh_values(late, obj.as_ref()?))))
+                    .collect();
+                content.file(prepared, late.len(), &mut indices);
+            }
+            state.writes += 1;
+            // The given objects are what readers get first: cache the last ones given.
+            self.cache.clear(&mut evicted);
+            let capacity = self.cache.capacity();
+            let mut cached = 0;
+            for (id, obj) in by_slot.iter().enumerate().rev() {
+                if cached == capacity {
+                    break;
+                }
+                if let (Some(obj), Some(slot)) = (obj, content.slot(id)) {
+                    self.cache
+                        .insert(&slot.key, slot.item.stamp, obj.clone(), &mut evicted);
+                    cached += 1;
+                }
+            }
+            state.totals = totals;
+            (
+                mem::replace(&mut state.content, content),
+                mem::replace(&mut state.indices, indices),
+            )
+        };
+        // The old content and evicted objects are freed after the lock is released.
+        drop((old, evicted, by_slot));
+        Ok(())
+    }
+}
+
+impl<K: Object + Serialize + DeserializeOwned> Indexer<K> for CompactStore<K> {
+    fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
+        let func = self.func(index_name)?;
+        let values = normalize(func(obj));
+        let picks = {
+            let state = self.state.read();
+            let position = state
+                .position(index_name)
+                .ok_or_else(|| not_found(index_name))?;
+            let index = &state.indices[position];
+            let mut ids: Vec<&SlotId> = values
+                .iter()
+                .filter_map(|v| index.slots(v))
+                .flatten()
+                .collect();
+            if values.len() > 1 {
+                // An object may be filed under several of the values: report it once.
+                ids.sort_unstable();
+                ids.dedup();
+            }
+            self.pick_slots(&state.content, ids)
+        };
+        self.materialize(picks)
+            .map_err(|e| e.into_store_error(&format!("reading index {index_name:?}")))
+    }
+
+    fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        let state = self.state.read();
+        let position = state
+            .position(index_name)
+            .ok_or_else(|| not_found(index_name))?;
+        Ok(state.indices[position]
+            .slots(value)
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|&id| state.content.slot(id).map(|s| s.key.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn list_index_func_values(&self, index_name: &str) -> Result<Vec<String>, StoreError> {
+        let state = self.state.read();
+        let position = state
+            .position(index_name)
+            .ok_or_else(|| not_found(index_name))?;
+        Ok(state.indices[position]
+            .values()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, StoreError> {
+        let picks = {
+            let state = self.state.read();
+            let position = state
+                .position(index_name)
+                .ok_or_else(|| not_found(index_name))?;
+            match state.indices[position].slots(value) {
+                Some(ids) => self.pick_slots(&state.content, ids),
+                None => Vec::new(),
+            }
+        };
+        self.materialize(picks)
+            .map_err(|e| e.into_store_error(&format!("reading index {index_name:?} = {value:?}")))
+    }
+
+    fn index_names(&self) -> Vec<String> {
+        self.state
+            .read()
+            .funcs
+            .iter()
+            .map(|f| f.name.clone())
+            .collect()
+    }
+
+    fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
+        let added = sorted_funcs(indexers);
+        let taken = |state: &State<K>| {
+            added
+                .iter()
+                .find(|f| state.position(&f.name).is_some())
+                .map(|f| StoreError::IndexExists {
+                    name: f.name.clone(),
+                })
+        };
+        let decoding = |e: CompactError| e.into_store_error("indexing the stored objects");
+        for _ in 0..OPTIMISTIC_ATTEMPTS {
+            // Decode and index a snapshot outside the lock...
+            let (picks, writes) = {
+                let state = self.state.read();
+                if let Some(err) = taken(&state) {
+                    return Err(err);
+                }
+                let picks: Vec<(SlotId, Pick<K>)> = state
+                    .content
+                    .occupied()
+                    .map(|(id, slot)| (id, self.pick(slot)))
+                    .collect();
+                (picks, state.writes)
+            };
+            let (ids, picks): (Vec<SlotId>, Vec<Pick<K>>) = picks.into_iter().unzip();
+            let objects = self.materialize(picks).map_err(decoding)?;
+            let prepared: Vec<(SlotId, FreshValues)> = ids
+                .into_iter()
+                .zip(&objects)
+                .map(|(id, obj)| (id, fresh_values(&added, obj)))
+                .collect();
+            drop(objects);
+            // ...and file it if nothing was written since (the usual case).
+            let mut state = self.state.write();
+            if let Some(err) = taken(&state) {
+                return Err(err);
+            }
+            if state.writes == writes {
+                install(&mut state, prepared, added);
+                return Ok(());
+            }
+        }
+        // Written meanwhile every time: decode and index under the lock.
+        let mut state = self.state.write();
+        if let Some(err) = taken(&state) {
+            return Err(err);
+        }
+        let mut prepared = Vec::with_capacity(state.content.len());
+        for (id, slot) in state.content.occupied() {
+            let obj = match self.cache.get(slot.key.as_str(), slot.item.stamp) {
+                Some(hit) => hit,
+                None => Arc::new(
+                    self.decode(&slot.key, &slot.item.encoded)
+                        .map_err(decoding)?,
+                ),
+            };
+            prepared.push((id, fresh_values(&added, &obj)));
+        }
+        install(&mut state, prepared, added);
+        Ok(())
+    }
+}
+
+/// Files prepared values in new indices and registers their functions.
+fn install<K>(
+    state: &mut State<K>,
+    prepared: Vec<(SlotId, FreshValues)>,
+    added: Vec<NamedIndexFunc<K>>,
+) {
+    let State {
+        content,
+        funcs,
+        indices,
+        ..
+    } = state;
+    content.file(prepared, added.len(), indices);
+    let mut all = funcs.to_vec();
+    all.extend(added);
+    *funcs = all.into();
+}
