@@ -10,7 +10,9 @@
 //! - [`WatchEvent`], [`ListPage`], [`ListOptions`], [`WatchOptions`]: what the server speaks;
 //! - [`Status`], [`Error`], [`ErrorClass`]: failures, classified the way retry decisions need;
 //! - the traits [`ListerWatcher`], [`Queue`], [`Store`], [`Indexer`], [`ResourceEventHandler`];
-//! - [`selector`]: label and field selector parsing and matching.
+//! - [`selector`]: label and field selector parsing and matching;
+//! - [`shard`]: shard selectors (server-side sharded list and watch): parse, render, FNV-1a,
+//!   matching, and even splits of the hash space.
 //!
 //! # Why this crate is small and dependency-free
 //!
@@ -36,6 +38,7 @@ mod options;
 mod queue;
 pub mod reflector;
 pub mod selector;
+pub mod shard;
 mod store;
 mod watch;
 

@@ -449,6 +449,7 @@ impl Machine {
                     limit: if full_retry { None } else { first.limit },
                     label_selector: first.label_selector.clone(),
                     field_selector: first.field_selector.clone(),
+                    shard_selector: first.shard_selector.clone(),
                     ..ListOptions::default()
                 };
                 self.state = State::Listing {
@@ -887,6 +888,8 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: Some(true),
+            // The machine has no shard selector of its own (yet): see `ListOptions`.
+            shard_selector: None,
         };
         self.state = State::StartingWatch {
             streaming: true,
@@ -926,6 +929,7 @@ impl Machine {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
             timeout_seconds: None,
+            shard_selector: None,
         };
         self.state = State::Listing {
             first: options.clone(),
@@ -946,6 +950,7 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: None,
+            shard_selector: None,
         };
         self.state = State::StartingWatch {
             streaming: false,
