@@ -32,6 +32,17 @@ pub(crate) struct ListMeta {
     pub(crate) continue_token: Option<String>,
     #[serde(default)]
     pub(crate) remaining_item_count: Option<i64>,
+    /// `shardInfo`: present when the server applied a shard selector.
+    #[serde(default)]
+    pub(crate) shard_info: Option<ShardInfo>,
+}
+
+/// `metadata.shardInfo` of a sharded list (KEP-5866).
+#[derive(Deserialize, Default)]
+pub(crate) struct ShardInfo {
+    /// The selector the server applied, in its canonical form.
+    #[serde(default)]
+    pub(crate) selector: Option<String>,
 }
 
 /// Decodes one list response body as it arrives.
@@ -88,7 +99,8 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
         )
         .with_remaining_item_count(meta.remaining_item_count)
         .with_items(self.items)
-        .with_bytes(self.bytes))
+        .with_bytes(self.bytes)
+        .with_shard_info_selector(meta.shard_info.and_then(|i| i.selector)))
     }
 
     fn take(&mut self, piece: Piece, sink: &mut dyn ListSink<K>) -> Result<(), Error> {
@@ -658,6 +670,28 @@ mod tests {
             assert_eq!(info.remaining_item_count, Some(0));
             assert_eq!(info.items, 2);
         }
+    }
+
+    #[test]
+    fn a_sharded_list_echoes_its_selector() {
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","shardInfo":
+            {"selector":"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"}},
+            "items":[{"metadata":{"name":"a","uid":"u"}}]}"#;
+        for chunk in [1, 7, body.len()] {
+            let (items, info) = decode(body, chunk, 1 << 20).unwrap();
+            assert_eq!(items.len(), 1);
+            assert_eq!(
+                info.shard_info_selector.as_deref(),
+                Some(
+                    "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+                )
+            );
+        }
+        let (_, info) = decode(br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#, 4, 100)
+            .unwrap();
+        assert_eq!(info.shard_info_selector, None);
+        let (_, info) = decode(br#"{"metadata":{"shardInfo":{}},"items":[]}"#, 4, 100).unwrap();
+        assert_eq!(info.shard_info_selector, None);
     }
 
     #[test]
