@@ -682,13 +682,15 @@ mod tests {
             assert_eq!(items.len(), 1);
             assert_eq!(
                 info.shard_info_selector.as_deref(),
-                Some(
-                    "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
-                )
+                Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
             );
         }
-        let (_, info) = decode(br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#, 4, 100)
-            .unwrap();
+        let (_, info) = decode(
+            br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#,
+            4,
+            100,
+        )
+        .unwrap();
         assert_eq!(info.shard_info_selector, None);
         let (_, info) = decode(br#"{"metadata":{"shardInfo":{}},"items":[]}"#, 4, 100).unwrap();
         assert_eq!(info.shard_info_selector, None);
