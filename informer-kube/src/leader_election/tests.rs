@@ -249,6 +249,14 @@ fn spawn(
     tokio::spawn(async move { elector.run(&stop, &mut recorder).await })
 }
 
+/// Every test's bound: on the virtual clock a hang fails at once (time jumps when idle); on
+/// the real clock it fails after 60 s.
+async fn bounded(test: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(60), test)
+        .await
+        .expect("the test ran past its bound");
+}
+
 async fn until(what: impl Fn() -> bool) {
     tokio::time::timeout(Duration::from_secs(600), async {
         while !what() {
@@ -288,238 +296,258 @@ fn configs_and_names_are_checked() {
 /// successful renewal.
 #[tokio::test(start_paused = true)]
 async fn renews_every_retry_period_and_steps_down_at_the_deadline() {
-    let server = LeaseServer::new();
-    let recorder = Recorder::default();
-    let stop = CancellationToken::new();
-    let t0 = Instant::now();
-    let run = spawn(server.elector(short("a")), &recorder, &stop);
-    until(|| recorder.heard().contains(&Heard::Started)).await;
-    assert_eq!(
-        recorder.heard(),
-        [Heard::Leader(Some("a".into())), Heard::Started]
-    );
-    let spec = server.spec();
-    assert_eq!(spec["holderIdentity"], "a");
-    assert_eq!(spec["leaseDurationSeconds"], 3);
-    assert_eq!(spec["leaseTransitions"], 0);
-    let leadership = recorder.leadership();
-    assert!(leadership.is_current());
-    assert_eq!(leadership.identity(), "a");
+    bounded(async {
+        let server = LeaseServer::new();
+        let recorder = Recorder::default();
+        let stop = CancellationToken::new();
+        let t0 = Instant::now();
+        let run = spawn(server.elector(short("a")), &recorder, &stop);
+        until(|| recorder.heard().contains(&Heard::Started)).await;
+        assert_eq!(
+            recorder.heard(),
+            [Heard::Leader(Some("a".into())), Heard::Started]
+        );
+        let spec = server.spec();
+        assert_eq!(spec["holderIdentity"], "a");
+        assert_eq!(spec["leaseDurationSeconds"], 3);
+        assert_eq!(spec["leaseTransitions"], 0);
+        let leadership = recorder.leadership();
+        assert!(leadership.is_current());
+        assert_eq!(leadership.identity(), "a");
 
-    tokio::time::sleep(Duration::from_millis(2600)).await;
-    let log = server.log();
-    let methods: Vec<&str> = log.iter().map(|(_, m)| m.as_str()).collect();
-    // GET (404), POST, then a PUT every 500 ms on the fast path (no GET).
-    assert_eq!(methods, ["GET", "POST", "PUT", "PUT", "PUT", "PUT", "PUT"]);
-    let puts: Vec<Duration> = log[2..].iter().map(|(at, _)| *at - t0).collect();
-    assert_eq!(
-        puts,
-        [500, 1000, 1500, 2000, 2500].map(Duration::from_millis)
-    );
-    assert_eq!(
-        leadership.valid_until(),
-        t0 + Duration::from_millis(2500) + Duration::from_secs(2)
-    );
-    assert_eq!(spec["acquireTime"], server.spec()["acquireTime"]);
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        let log = server.log();
+        let methods: Vec<&str> = log.iter().map(|(_, m)| m.as_str()).collect();
+        // GET (404), POST, then a PUT every 500 ms on the fast path (no GET).
+        assert_eq!(methods, ["GET", "POST", "PUT", "PUT", "PUT", "PUT", "PUT"]);
+        let puts: Vec<Duration> = log[2..].iter().map(|(at, _)| *at - t0).collect();
+        assert_eq!(
+            puts,
+            [500, 1000, 1500, 2000, 2500].map(Duration::from_millis)
+        );
+        assert_eq!(
+            leadership.valid_until(),
+            t0 + Duration::from_millis(2500) + Duration::from_secs(2)
+        );
+        assert_eq!(spec["acquireTime"], server.spec()["acquireTime"]);
 
-    // The server stops answering: the renewal sent at 3.0 s hangs until the deadline.
-    server.set_mode(Mode::Hang);
-    let lost = tokio::time::timeout(Duration::from_secs(10), leadership.lost()).await;
-    assert!(lost.is_ok());
-    let stopped = recorder.when(|h| matches!(h, Heard::Stopped(_))).unwrap();
-    assert_eq!(stopped - t0, Duration::from_millis(4500));
-    assert!(!leadership.is_current());
-    let outcome = run.await.unwrap();
-    assert_eq!(
-        outcome,
-        ElectionOutcome {
-            led: true,
-            step_down: Some(StepDown::RenewDeadlineExceeded),
-            released: false
-        }
-    );
-    let failures: Vec<String> = recorder
-        .heard
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|(_, h)| match h {
-            Heard::Failed(f) => Some(f.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        failures,
-        ["updating lease ns/lock: no answer within 1.5s"],
-        "{failures:?}"
-    );
-    drop(stop);
+        // The server stops answering: the renewal sent at 3.0 s hangs until the deadline.
+        server.set_mode(Mode::Hang);
+        let lost = tokio::time::timeout(Duration::from_secs(10), leadership.lost()).await;
+        assert!(lost.is_ok());
+        let stopped = recorder.when(|h| matches!(h, Heard::Stopped(_))).unwrap();
+        assert_eq!(stopped - t0, Duration::from_millis(4500));
+        assert!(!leadership.is_current());
+        let outcome = run.await.unwrap();
+        assert_eq!(
+            outcome,
+            ElectionOutcome {
+                led: true,
+                step_down: Some(StepDown::RenewDeadlineExceeded),
+                released: false
+            }
+        );
+        let failures: Vec<String> = recorder
+            .heard
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|(_, h)| match h {
+                Heard::Failed(f) => Some(f.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            failures,
+            ["updating lease ns/lock: no answer within 1.5s"],
+            "{failures:?}"
+        );
+        drop(stop);
+    })
+    .await;
 }
 
 /// Another candidate waits while the lease is renewed, and takes it over once the leader is
 /// gone (stopped without release) and a full lease duration has passed on its own clock.
 #[tokio::test(start_paused = true)]
 async fn a_second_candidate_takes_over_a_lease_duration_after_the_last_renewal() {
-    let server = LeaseServer::new();
-    let (ra, rb) = (Recorder::default(), Recorder::default());
-    let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
-    let run_a = spawn(server.elector(short("a")), &ra, &stop_a);
-    until(|| ra.heard().contains(&Heard::Started)).await;
-    let run_b = spawn(server.elector(short("b")), &rb, &stop_b);
-    tokio::time::sleep(Duration::from_secs(20)).await;
-    assert_eq!(rb.heard(), [Heard::Leader(Some("a".into()))]);
+    bounded(async {
+        let server = LeaseServer::new();
+        let (ra, rb) = (Recorder::default(), Recorder::default());
+        let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
+        let run_a = spawn(server.elector(short("a")), &ra, &stop_a);
+        until(|| ra.heard().contains(&Heard::Started)).await;
+        let run_b = spawn(server.elector(short("b")), &rb, &stop_b);
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        assert_eq!(rb.heard(), [Heard::Leader(Some("a".into()))]);
 
-    stop_a.cancel();
-    let outcome = run_a.await.unwrap();
-    assert_eq!(outcome.step_down, Some(StepDown::Stopped));
-    assert!(!outcome.released);
-    let last_renewal = server
-        .log()
-        .iter()
-        .rev()
-        .find(|(_, m)| m == "PUT")
-        .map(|(at, _)| *at)
-        .unwrap();
-    until(|| rb.heard().contains(&Heard::Started)).await;
-    let took = rb.when(|h| *h == Heard::Started).unwrap() - last_renewal;
-    // At least the lease duration; at most that plus one jittered retry (0.5 s × 2.2).
-    assert!(
-        took >= Duration::from_secs(3) && took <= Duration::from_millis(4200),
-        "{took:?}"
-    );
-    let spec = server.spec();
-    assert_eq!(spec["holderIdentity"], "b");
-    assert_eq!(spec["leaseTransitions"], 1);
-    assert_eq!(
-        rb.heard(),
-        [
-            Heard::Leader(Some("a".into())),
-            Heard::Leader(Some("b".into())),
-            Heard::Started
-        ]
-    );
-    stop_b.cancel();
-    run_b.await.unwrap();
+        stop_a.cancel();
+        let outcome = run_a.await.unwrap();
+        assert_eq!(outcome.step_down, Some(StepDown::Stopped));
+        assert!(!outcome.released);
+        let last_renewal = server
+            .log()
+            .iter()
+            .rev()
+            .find(|(_, m)| m == "PUT")
+            .map(|(at, _)| *at)
+            .unwrap();
+        until(|| rb.heard().contains(&Heard::Started)).await;
+        let took = rb.when(|h| *h == Heard::Started).unwrap() - last_renewal;
+        // At least the lease duration; at most that plus one jittered retry (0.5 s × 2.2).
+        assert!(
+            took >= Duration::from_secs(3) && took <= Duration::from_millis(4200),
+            "{took:?}"
+        );
+        let spec = server.spec();
+        assert_eq!(spec["holderIdentity"], "b");
+        assert_eq!(spec["leaseTransitions"], 1);
+        assert_eq!(
+            rb.heard(),
+            [
+                Heard::Leader(Some("a".into())),
+                Heard::Leader(Some("b".into())),
+                Heard::Started
+            ]
+        );
+        stop_b.cancel();
+        run_b.await.unwrap();
+    })
+    .await;
 }
 
 /// Release on stop: leadership ends first, then the lease is handed back (holder cleared,
 /// 1 s), and the other candidate takes it at its next attempt.
 #[tokio::test(start_paused = true)]
 async fn release_on_cancel_hands_the_lease_over_at_once() {
-    let server = LeaseServer::new();
-    let (ra, rb) = (Recorder::default(), Recorder::default());
-    let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
-    let config = ElectionConfig {
-        release_on_cancel: true,
-        ..short("a")
-    };
-    let run_a = spawn(server.elector(config), &ra, &stop_a);
-    until(|| ra.heard().contains(&Heard::Started)).await;
-    let run_b = spawn(server.elector(short("b")), &rb, &stop_b);
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let leadership = ra.leadership();
+    bounded(async {
+        let server = LeaseServer::new();
+        let (ra, rb) = (Recorder::default(), Recorder::default());
+        let (stop_a, stop_b) = (CancellationToken::new(), CancellationToken::new());
+        let config = ElectionConfig {
+            release_on_cancel: true,
+            ..short("a")
+        };
+        let run_a = spawn(server.elector(config), &ra, &stop_a);
+        until(|| ra.heard().contains(&Heard::Started)).await;
+        let run_b = spawn(server.elector(short("b")), &rb, &stop_b);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let leadership = ra.leadership();
 
-    let stopped_at = Instant::now();
-    stop_a.cancel();
-    let outcome = run_a.await.unwrap();
-    assert_eq!(
-        outcome,
-        ElectionOutcome {
-            led: true,
-            step_down: Some(StepDown::Stopped),
-            released: true
-        }
-    );
-    assert!(!leadership.is_current());
-    assert_eq!(
-        ra.heard(),
-        [
-            Heard::Leader(Some("a".into())),
-            Heard::Started,
-            Heard::Stopped(StepDown::Stopped),
-            Heard::Leader(None),
-            Heard::Released
-        ]
-    );
-    until(|| rb.heard().contains(&Heard::Started)).await;
-    let took = rb.when(|h| *h == Heard::Started).unwrap() - stopped_at;
-    assert!(took <= Duration::from_millis(1100), "{took:?}");
-    assert_eq!(server.spec()["holderIdentity"], "b");
-    stop_b.cancel();
-    run_b.await.unwrap();
+        let stopped_at = Instant::now();
+        stop_a.cancel();
+        let outcome = run_a.await.unwrap();
+        assert_eq!(
+            outcome,
+            ElectionOutcome {
+                led: true,
+                step_down: Some(StepDown::Stopped),
+                released: true
+            }
+        );
+        assert!(!leadership.is_current());
+        assert_eq!(
+            ra.heard(),
+            [
+                Heard::Leader(Some("a".into())),
+                Heard::Started,
+                Heard::Stopped(StepDown::Stopped),
+                Heard::Leader(None),
+                Heard::Released
+            ]
+        );
+        until(|| rb.heard().contains(&Heard::Started)).await;
+        let took = rb.when(|h| *h == Heard::Started).unwrap() - stopped_at;
+        assert!(took <= Duration::from_millis(1100), "{took:?}");
+        assert_eq!(server.spec()["holderIdentity"], "b");
+        stop_b.cancel();
+        run_b.await.unwrap();
+    })
+    .await;
 }
 
 /// A run whose future is dropped (its task aborted) ends the term: the guarded work hears it.
 #[tokio::test(start_paused = true)]
 async fn dropping_a_run_ends_leadership() {
-    let server = LeaseServer::new();
-    let recorder = Recorder::default();
-    let stop = CancellationToken::new();
-    let run = spawn(server.elector(short("a")), &recorder, &stop);
-    until(|| recorder.heard().contains(&Heard::Started)).await;
-    let leadership = recorder.leadership();
-    let token = leadership.cancellation_token();
-    run.abort();
-    let _ = run.await;
-    assert!(token.is_cancelled());
-    assert!(!leadership.is_current());
+    bounded(async {
+        let server = LeaseServer::new();
+        let recorder = Recorder::default();
+        let stop = CancellationToken::new();
+        let run = spawn(server.elector(short("a")), &recorder, &stop);
+        until(|| recorder.heard().contains(&Heard::Started)).await;
+        let leadership = recorder.leadership();
+        let token = leadership.cancellation_token();
+        run.abort();
+        let _ = run.await;
+        assert!(token.is_cancelled());
+        assert!(!leadership.is_current());
+    })
+    .await;
 }
 
 /// Failed requests are reported, typed, and acquisition keeps retrying with jitter.
 #[tokio::test(start_paused = true)]
 async fn failed_requests_are_reported_and_retried() {
-    let server = LeaseServer::new();
-    server.set_mode(Mode::Fail);
-    let recorder = Recorder::default();
-    let stop = CancellationToken::new();
-    let run = spawn(server.elector(short("a")), &recorder, &stop);
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let attempts = server.log().len();
-    // One attempt every 0.5 s × [1, 2.2).
-    assert!((5..=21).contains(&attempts), "{attempts}");
-    assert!(recorder.heard().is_empty());
-    let first = recorder.heard.lock().unwrap()[0].1.clone();
-    assert_eq!(
-        first,
-        Heard::Failed("reading lease ns/lock: API error 500 InternalError: etcd is down".into())
-    );
-    server.set_mode(Mode::Normal);
-    until(|| recorder.heard().contains(&Heard::Started)).await;
-    stop.cancel();
-    assert!(run.await.unwrap().led);
+    bounded(async {
+        let server = LeaseServer::new();
+        server.set_mode(Mode::Fail);
+        let recorder = Recorder::default();
+        let stop = CancellationToken::new();
+        let run = spawn(server.elector(short("a")), &recorder, &stop);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let attempts = server.log().len();
+        // One attempt every 0.5 s × [1, 2.2).
+        assert!((5..=21).contains(&attempts), "{attempts}");
+        assert!(recorder.heard().is_empty());
+        let first = recorder.heard.lock().unwrap()[0].1.clone();
+        assert_eq!(
+            first,
+            Heard::Failed(
+                "reading lease ns/lock: API error 500 InternalError: etcd is down".into()
+            )
+        );
+        server.set_mode(Mode::Normal);
+        until(|| recorder.heard().contains(&Heard::Started)).await;
+        stop.cancel();
+        assert!(run.await.unwrap().led);
+    })
+    .await;
 }
 
 /// The same timers on the real clock: a leader whose server stops answering steps down at
 /// its renew deadline (lease 1 s, renew deadline 0.6 s, retry 0.2 s).
 #[tokio::test]
 async fn real_time_step_down_at_the_renew_deadline() {
-    let server = LeaseServer::new();
-    let recorder = Recorder::default();
-    let stop = CancellationToken::new();
-    let config = ElectionConfig {
-        lease_duration: Duration::from_secs(1),
-        renew_deadline: Duration::from_millis(600),
-        retry_period: Duration::from_millis(200),
-        ..ElectionConfig::new("a")
-    };
-    let run = spawn(server.elector(config), &recorder, &stop);
-    until(|| recorder.heard().contains(&Heard::Started)).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let leadership = recorder.leadership();
-    assert!(leadership.is_current());
-    server.set_mode(Mode::Hang);
-    let hung_at = Instant::now();
-    tokio::time::timeout(Duration::from_secs(30), leadership.lost())
-        .await
-        .expect("still leading long after the deadline");
-    let after = hung_at.elapsed();
-    // The last success started at most one retry period before the hang.
-    assert!(
-        after <= Duration::from_millis(600) + Duration::from_millis(300),
-        "{after:?}"
-    );
-    assert_eq!(
-        run.await.unwrap().step_down,
-        Some(StepDown::RenewDeadlineExceeded)
-    );
+    bounded(async {
+        let server = LeaseServer::new();
+        let recorder = Recorder::default();
+        let stop = CancellationToken::new();
+        let config = ElectionConfig {
+            lease_duration: Duration::from_secs(1),
+            renew_deadline: Duration::from_millis(600),
+            retry_period: Duration::from_millis(200),
+            ..ElectionConfig::new("a")
+        };
+        let run = spawn(server.elector(config), &recorder, &stop);
+        until(|| recorder.heard().contains(&Heard::Started)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let leadership = recorder.leadership();
+        assert!(leadership.is_current());
+        server.set_mode(Mode::Hang);
+        let hung_at = Instant::now();
+        tokio::time::timeout(Duration::from_secs(30), leadership.lost())
+            .await
+            .expect("still leading long after the deadline");
+        let after = hung_at.elapsed();
+        // The last success started at most one retry period before the hang.
+        assert!(
+            after <= Duration::from_millis(600) + Duration::from_millis(300),
+            "{after:?}"
+        );
+        assert_eq!(
+            run.await.unwrap().step_down,
+            Some(StepDown::RenewDeadlineExceeded)
+        );
+    })
+    .await;
 }
