@@ -10,7 +10,11 @@
 //! - [`WatchEvent`], [`ListPage`], [`ListOptions`], [`WatchOptions`]: what the server speaks;
 //! - [`Status`], [`Error`], [`ErrorClass`]: failures, classified the way retry decisions need;
 //! - the traits [`ListerWatcher`], [`Queue`], [`Store`], [`Indexer`], [`ResourceEventHandler`];
-//! - [`selector`]: label and field selector parsing and matching.
+//! - [`selector`]: label and field selector parsing and matching;
+//! - [`leader_election`]: leader election on a Lease as a pure state machine (client-go's
+//!   rules; the IO is `informer-kube`'s `LeaderElector`);
+//! - [`shard`]: shard selectors (server-side sharded list and watch): parse, render, FNV-1a,
+//!   matching, and even splits of the hash space.
 //!
 //! # Why this crate is small and dependency-free
 //!
@@ -30,12 +34,14 @@ mod delta;
 mod error;
 mod handler;
 mod key;
+pub mod leader_election;
 mod lister_watcher;
 mod object;
 mod options;
 mod queue;
 pub mod reflector;
 pub mod selector;
+pub mod shard;
 mod store;
 mod watch;
 

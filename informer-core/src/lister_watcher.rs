@@ -112,6 +112,11 @@ pub struct ListPageInfo {
     pub items: usize,
     /// The size of the response body, when the backend saw bytes.
     pub bytes: Option<u64>,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied, echoed back.
+    /// `None` when the list is not sharded, or when the server ignored a `shardSelector` it
+    /// does not know (it then sent every object); see
+    /// [`ShardSelector::check_echo`](crate::shard::ShardSelector::check_echo).
+    pub shard_info_selector: Option<String>,
 }
 
 impl ListPageInfo {
@@ -140,6 +145,12 @@ impl ListPageInfo {
     /// With the size of the response body.
     pub fn with_bytes(mut self, bytes: u64) -> Self {
         self.bytes = Some(bytes);
+        self
+    }
+
+    /// With the echo of the shard selector (`metadata.shardInfo.selector`).
+    pub fn with_shard_info_selector(mut self, selector: Option<String>) -> Self {
+        self.shard_info_selector = selector;
         self
     }
 }

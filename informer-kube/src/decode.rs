@@ -169,6 +169,17 @@ pub(crate) struct ListMeta {
     pub(crate) continue_token: Option<String>,
     #[serde(default)]
     pub(crate) remaining_item_count: Option<i64>,
+    /// `shardInfo`: present when the server applied a shard selector.
+    #[serde(default)]
+    pub(crate) shard_info: Option<ShardInfo>,
+}
+
+/// `metadata.shardInfo` of a sharded list (KEP-5866).
+#[derive(Deserialize, Default)]
+pub(crate) struct ShardInfo {
+    /// The selector the server applied, in its canonical form.
+    #[serde(default)]
+    pub(crate) selector: Option<String>,
 }
 
 /// A watch line: `{"type": "...", "object": {...}}`, the object kept raw until the type is

@@ -13,6 +13,10 @@
 //! - [`client_for_informers`]: a `Client` whose own retries are off, so that the reflector sees
 //!   429s and 504s first-hand. [`drop_managed_fields`]: a transform that makes cached objects
 //!   smaller.
+//! - [`leader_election::LeaderElector`]: leader election on a Lease with client-go's
+//!   rules, for controllers that must run as a singleton: callbacks when leadership starts and
+//!   ends, a [`Leadership`](leader_election::Leadership) handle the guarded work checks, and
+//!   release on stop.
 //! - [`sample`]: example code, the library side of the `configmap-mirror` example: a complete
 //!   controller (informers, handlers, rate-limited work queue, workers, clean shutdown).
 //!
@@ -123,6 +127,7 @@ mod exact;
 mod factory;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+pub mod leader_election;
 mod limits;
 mod list_stream;
 mod lister_watcher;

@@ -72,7 +72,8 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
         )
         .with_remaining_item_count(meta.remaining_item_count)
         .with_items(self.items)
-        .with_bytes(self.bytes))
+        .with_bytes(self.bytes)
+        .with_shard_info_selector(meta.shard_info.and_then(|i| i.selector)))
     }
 
     fn take(&mut self, piece: Piece, sink: &mut dyn ListSink<K>) -> Result<(), Error> {
@@ -638,6 +639,30 @@ mod tests {
             assert_eq!(info.remaining_item_count, Some(0));
             assert_eq!(info.items, 2);
         }
+    }
+
+    #[test]
+    fn a_sharded_list_echoes_its_selector() {
+        let body = br#"{"kind":"PodList","metadata":{"resourceVersion":"9","shardInfo":
+            {"selector":"shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"}},
+            "items":[{"metadata":{"name":"a","uid":"u"}}]}"#;
+        for chunk in [1, 7, body.len()] {
+            let (items, info) = decode(body, chunk, 1 << 20).unwrap();
+            assert_eq!(items.len(), 1);
+            assert_eq!(
+                info.shard_info_selector.as_deref(),
+                Some("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')")
+            );
+        }
+        let (_, info) = decode(
+            br#"{"metadata":{"resourceVersion":"9"},"items":[]}"#,
+            4,
+            100,
+        )
+        .unwrap();
+        assert_eq!(info.shard_info_selector, None);
+        let (_, info) = decode(br#"{"metadata":{"shardInfo":{}},"items":[]}"#, 4, 100).unwrap();
+        assert_eq!(info.shard_info_selector, None);
     }
 
     #[test]

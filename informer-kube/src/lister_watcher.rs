@@ -745,6 +745,14 @@ mod tests {
             label_selector: Some("app in (web,api),!canary".into()),
             field_selector: Some("metadata.name=x".into()),
             timeout_seconds: Some(30),
+            shard_selector: Some(
+                informer_core::shard::ShardSelector::even_split(
+                    informer_core::shard::ShardField::Uid,
+                    0,
+                    2,
+                )
+                .unwrap(),
+            ),
         };
         let uri = target.uri(&list.query_pairs());
         let query = uri.split_once('?').map(|(_, q)| q).unwrap_or_default();
@@ -769,10 +777,14 @@ mod tests {
             timeout_seconds: Some(540),
             allow_watch_bookmarks: true,
             send_initial_events: Some(false),
+            shard_selector: list.shard_selector.clone(),
             ..WatchOptions::default()
         };
         let uri = target.uri(&watch.query_pairs());
         for part in [
+            // shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
+            "shardSelector=shardRange%28object.metadata.uid%2C+%270x0000000000000000%27%2C+\
+             %270x8000000000000000%27%29",
             "watch=1",
             "resourceVersion=17",
             "resourceVersionMatch=NotOlderThan",

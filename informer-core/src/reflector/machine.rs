@@ -458,6 +458,7 @@ impl Machine {
                     limit: if full_retry { None } else { first.limit },
                     label_selector: first.label_selector.clone(),
                     field_selector: first.field_selector.clone(),
+                    shard_selector: first.shard_selector.clone(),
                     ..ListOptions::default()
                 };
                 self.state = State::Listing {
@@ -896,6 +897,8 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: Some(true),
+            // The machine has no shard selector of its own (yet): see `ListOptions`.
+            shard_selector: None,
         };
         self.state = State::StartingWatch {
             streaming: true,
@@ -935,6 +938,7 @@ impl Machine {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
             timeout_seconds: None,
+            shard_selector: None,
         };
         self.state = State::Listing {
             first: options.clone(),
@@ -955,6 +959,7 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: None,
+            shard_selector: None,
         };
         self.state = State::StartingWatch {
             streaming: false,

@@ -4,7 +4,7 @@
 // Included by path by several benches and tests, each using part of it.
 #![allow(dead_code)]
 
-use informer_testing::fake::seed;
+use fake_apiserver::seed;
 use k8s_openapi::api::core::v1::Pod;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
