@@ -85,6 +85,15 @@ const FIRST: &[(&str, &str)] = &[
     ("apps", "deployments"),
 ];
 
+impl ResourceDef {
+    /// The built-in resources: every resource of Kubernetes 1.37 in its newest stable
+    /// version, core/v1 first (pods, configmaps, secrets, services, namespaces, nodes, events,
+    /// ...), then apps/v1, then the other groups.
+    pub fn builtins() -> Vec<Self> {
+        builtins()
+    }
+}
+
 /// Every built-in resource, core group first, then `apps`, then the others by group.
 pub(crate) fn builtins() -> Vec<ResourceDef> {
     let mut defs: Vec<ResourceDef> = TABLE

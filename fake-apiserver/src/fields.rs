@@ -206,6 +206,15 @@ pub(crate) fn labels_of(def: &ResourceDef) -> &'static [FieldLabel] {
     }
 }
 
+impl ResourceDef {
+    /// The field labels field selectors may use on this resource (`metadata.name`, and for
+    /// pods `spec.nodeName`, `status.phase`, ...); see the
+    /// [module docs](super#field-selectors).
+    pub fn field_labels(&self) -> Vec<&'static str> {
+        label_names(self)
+    }
+}
+
 /// The names of the selectable fields of a resource.
 pub(crate) fn label_names(def: &ResourceDef) -> Vec<&'static str> {
     labels_of(def).iter().map(|f| f.label).collect()

@@ -232,6 +232,7 @@
 
 mod builtin;
 mod continue_token;
+mod fault_state;
 mod faults;
 mod fields;
 #[cfg(feature = "http")]
@@ -239,17 +240,22 @@ pub mod http;
 #[cfg(feature = "lister-watcher")]
 mod lister_watcher;
 mod log;
+mod mailbox;
+mod names;
 mod object;
 mod patch;
 mod query;
 mod resource;
 pub mod seed;
 mod server;
+mod shared;
 pub mod status;
 mod store;
+mod time;
 mod watch;
 
-pub use faults::{Faults, PendingFault, RawLine, Scope, UnseenAnnouncement};
+pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};
+pub use faults::Faults;
 #[cfg(feature = "lister-watcher")]
 pub use lister_watcher::FakeListerWatcher;
 pub use log::RequestRecord;
@@ -257,8 +263,9 @@ pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;
 pub use resource::ResourceDef;
-pub use server::{DEFAULT_HISTORY_MAX_BYTES, FakeApiServer, ListResponse, ServerConfig, Target};
+pub use server::{FakeApiServer, ListResponse, Target};
+pub use shared::{DEFAULT_HISTORY_MAX_BYTES, ServerConfig};
 pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
 #[cfg(feature = "http")]
-pub(crate) use watch::later;
+pub(crate) use time::later;
 pub use watch::{WatchFrame, WatchSubscription};

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use bytes::Bytes;
 use informer_core::Status;
@@ -15,124 +15,15 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::continue_token::ContinueToken;
-use super::faults::{FaultState, Faults, Scope};
+use super::fault_state::{FaultState, Scope};
+use super::faults::Faults;
+use super::mailbox::Injection;
 use super::object::Clock;
+use super::shared::{ServerConfig, Shared};
 use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
-use super::watch::{
-    Injection, StartMode, WatchSubscription, Watcher, WatcherHandle, WatcherSpec, later,
-};
+use super::time::later;
+use super::watch::{StartMode, WatchSubscription, Watcher, WatcherSpec};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
-
-/// The default of [`ServerConfig::history_max_bytes`]: 256 MiB.
-pub const DEFAULT_HISTORY_MAX_BYTES: usize = 256 << 20;
-
-/// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// How much history is kept (the watch cache's window).
-    pub history: HistoryConfig,
-    /// A bound on the bytes the history of every resource together accounts for (the
-    /// serialized size of the object version each event carries), default 256 MiB. Beyond
-    /// it the oldest events are dropped, across resources, whatever [`HistoryConfig`] says
-    /// (watchers that had not read them get `ERROR` 410, as for the other bounds); the newest
-    /// event of the resource just written is always kept. Without it, a few huge objects
-    /// written and deleted in a loop keep every version alive until the events age out.
-    /// (A field here rather than in [`HistoryConfig`], which other crates build field by
-    /// field.)
-    pub history_max_bytes: usize,
-    /// How often watchers that asked for bookmarks get one (the real server: about a minute).
-    pub bookmark_interval: Duration,
-    /// How long a request for a resourceVersion the server has not reached waits before
-    /// answering 504 `ResourceVersionTooLarge` (the real server: 3 s).
-    pub too_large_wait: Duration,
-    /// The resourceVersion before the first write (the first write gets this plus one).
-    pub initial_resource_version: u64,
-    /// Whether creates through the request layer (HTTP, [`FakeApiServer::create_at`],
-    /// [`FakeApiServer::apply_at`]) need an existing Namespace object (404 NotFound
-    /// otherwise), as the real server's NamespaceLifecycle admission does. On by default;
-    /// turn it off to let clients create objects in namespaces that were never created.
-    /// The test's direct writes ([`FakeApiServer::create`], seeding) never need one.
-    pub require_namespaces: bool,
-    /// Seed of the random generator for UIDs and `generateName` suffixes.
-    pub seed: u64,
-    /// Wall-clock time at start, for `creationTimestamp` (later timestamps advance with tokio
-    /// time). `None`: the system clock.
-    pub wall_clock_start: Option<SystemTime>,
-    /// Panic when the last handle to the server is dropped while scripted faults are unused
-    /// (the tokio-test style of strict mock). Off by default; see
-    /// [`Faults::assert_all_used`] for an explicit check.
-    pub strict_faults: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            history: HistoryConfig::default(),
-            history_max_bytes: DEFAULT_HISTORY_MAX_BYTES,
-            bookmark_interval: Duration::from_secs(60),
-            too_large_wait: Duration::from_secs(3),
-            initial_resource_version: 0,
-            require_namespaces: true,
-            seed: 0x5eed,
-            wall_clock_start: None,
-            strict_faults: false,
-        }
-    }
-}
-
-/// State shared by the server handle, its fault handle and every open watch.
-pub(crate) struct Shared {
-    pub config: ServerConfig,
-    pub store: Mutex<Store>,
-    pub faults: Mutex<FaultState>,
-    /// Bumped whenever fault settings change (watchers re-read their delay).
-    pub fault_generation: AtomicU64,
-    pub watchers: Mutex<Vec<Weak<WatcherHandle>>>,
-    pub log: Mutex<Vec<RequestRecord>>,
-    /// Bumped on every request recorded and every watch opened or closed.
-    pub activity: watch::Sender<u64>,
-    pub bookmark_interval: Mutex<Duration>,
-}
-
-impl Shared {
-    /// Pushes an injection into every open watcher in scope; returns how many got one.
-    pub(crate) fn inject(
-        &self,
-        scope: &Scope,
-        make: impl Fn(&WatcherHandle) -> Option<Injection>,
-    ) -> usize {
-        let mut watchers = self.watchers.lock();
-        watchers.retain(|w| w.strong_count() > 0);
-        let mut n = 0;
-        for w in watchers.iter().filter_map(Weak::upgrade) {
-            if w.is_open()
-                && scope.covers(&w.def)
-                && let Some(injection) = make(&w)
-            {
-                w.push(injection);
-                n += 1;
-            }
-        }
-        n
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if self.config.strict_faults && !std::thread::panicking() {
-            let pending = self.faults.get_mut().pending();
-            assert!(
-                pending.is_empty(),
-                "fake API server dropped with unused scripted faults: {}",
-                pending
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
-        }
-    }
-}
 
 /// A resolved request target: one resource, in one namespace or across all.
 #[derive(Clone, Debug)]

@@ -4,21 +4,22 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
 use informer_core::{INITIAL_EVENTS_END_ANNOTATION, Status};
-use parking_lot::Mutex;
-use tokio::sync::{Notify, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::faults::UnseenAnnouncement;
-use super::server::Shared;
+use super::fault_state::UnseenAnnouncement;
+use super::mailbox::{Injection, WatcherHandle};
+use super::shared::Shared;
 use super::status;
 use super::store::{EventKind, Fetch, Filter, HistoryEvent, Store};
+use super::time::{later, sleep_until_opt};
 use super::{ResourceDef, StoredObject};
 
 /// One frame of a watch stream, before serialization.
@@ -176,47 +177,6 @@ impl fmt::Debug for WatchSubscription {
     }
 }
 
-/// Something pushed into an open watch from outside.
-pub(crate) enum Injection {
-    Raw(Bytes),
-    Error(Status),
-    Expire,
-    Close,
-    Break,
-    Bookmark,
-}
-
-/// The part of a watcher the server can reach while the watch is open.
-pub(crate) struct WatcherHandle {
-    pub def: Arc<ResourceDef>,
-    pub allow_bookmarks: bool,
-    mailbox: Mutex<VecDeque<Injection>>,
-    notify: Notify,
-    closed: AtomicBool,
-}
-
-impl WatcherHandle {
-    pub(crate) fn new(def: Arc<ResourceDef>, allow_bookmarks: bool) -> Self {
-        Self {
-            def,
-            allow_bookmarks,
-            mailbox: Mutex::new(VecDeque::new()),
-            notify: Notify::new(),
-            closed: AtomicBool::new(false),
-        }
-    }
-
-    /// Whether the watch is still open (not ended, not dropped).
-    pub(crate) fn is_open(&self) -> bool {
-        !self.closed.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn push(&self, injection: Injection) {
-        self.mailbox.lock().push_back(injection);
-        self.notify.notify_one();
-    }
-}
-
 /// How a watch starts once the store has reached the requested resourceVersion.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum StartMode {
@@ -369,7 +329,7 @@ impl Watcher {
 
     fn finish(&mut self, frame: Option<WatchFrame>) -> Option<WatchFrame> {
         self.done = true;
-        self.handle.closed.store(true, Ordering::Release);
+        self.handle.close();
         self.shared.activity.send_modify(|n| *n += 1);
         frame
     }
@@ -379,7 +339,7 @@ impl Watcher {
             if self.done {
                 return None;
             }
-            let injection = self.handle.mailbox.lock().pop_front();
+            let injection = self.handle.pop();
             if let Some(injection) = injection {
                 match injection {
                     Injection::Raw(line) => return Some(WatchFrame::Raw(line)),
@@ -428,7 +388,7 @@ impl Watcher {
                     }
                     tokio::select! {
                         r = self.rv_rx.changed() => if r.is_err() { return self.finish(None) },
-                        () = self.handle.notify.notified() => {}
+                        () = self.handle.notified() => {}
                         () = tokio::time::sleep_until(until) => {}
                         () = sleep_until_opt(self.deadline) => {}
                     }
@@ -490,7 +450,7 @@ impl Watcher {
             };
             tokio::select! {
                 r = self.changed.changed() => if r.is_err() { return self.finish(None) },
-                () = self.handle.notify.notified() => {}
+                () = self.handle.notified() => {}
                 () = sleep_until_opt(self.deadline) => {}
                 () = sleep_until_opt(bookmark_at) => {}
             }
@@ -576,21 +536,7 @@ impl Watcher {
 
 impl Drop for Watcher {
     fn drop(&mut self) {
-        self.handle.closed.store(true, Ordering::Release);
+        self.handle.close();
         self.shared.activity.send_modify(|n| *n += 1);
-    }
-}
-
-/// `now + d`, saturated at about 30 years from `now` (tokio's own "far future"): no setting,
-/// however large, makes the server panic on an `Instant` overflow.
-pub(crate) fn later(now: Instant, d: Duration) -> Instant {
-    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
-    now.checked_add(d.min(FAR)).unwrap_or(now)
-}
-
-async fn sleep_until_opt(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t).await,
-        None => std::future::pending().await,
     }
 }

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::App;
+use super::app::App;
 use super::response::{json_value, status_response};
 use crate::seed::{self, Churn, ChurnConfig, SeedConfig};
 use crate::{DEFAULT_HISTORY_MAX_BYTES, HistoryConfig, RawLine, ResourceDef, Scope, status};

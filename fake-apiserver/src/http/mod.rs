@@ -123,6 +123,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admin;
+mod app;
 mod auth;
 mod crd;
 mod discovery;
@@ -153,7 +154,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::FakeApiServer;
-use crate::seed::Churn;
+use app::App;
 use auth::AuthPolicy;
 use origin::SitePolicy;
 
@@ -237,16 +238,6 @@ pub enum HttpError {
         #[source]
         source: io::Error,
     },
-}
-
-/// State shared by every handler.
-#[derive(Clone)]
-pub(crate) struct App {
-    pub server: FakeApiServer,
-    pub shutdown: CancellationToken,
-    pub churn: Arc<Mutex<Option<Churn>>>,
-    /// `host:port` for `/api`'s `serverAddressByClientCIDRs`.
-    pub server_address: String,
 }
 
 /// A running HTTP front end over a [`FakeApiServer`]. Dropping it stops the server (without

@@ -12,7 +12,7 @@ use futures::StreamExt;
 use informer_core::Status;
 use serde_json::{Value, json};
 
-use super::App;
+use super::app::App;
 use super::discovery::{self, GroupVersions};
 use super::negotiate::{self, Answer};
 use super::patch;

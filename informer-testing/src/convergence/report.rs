@@ -6,7 +6,7 @@ use std::fmt;
 
 use informer_core::{Notification, Object, ObjectOrTombstone, ObjectSummary, key_of};
 
-use super::{CheckSummary, Digest, Version};
+use super::model::{CheckSummary, Digest, Version};
 
 /// Who broke a rule: the informer's cache or one handler.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -533,8 +533,10 @@ pub(crate) fn trace<K: Object>(
 /// One notification with UIDs: `Add(ns/a@5 uid=0c1f2e3d, initial)`.
 fn describe<K: Object>(n: &Notification<K>) -> String {
     let uid = |o: &K| {
-        o.uid()
-            .map_or_else(|| "<none>".to_owned(), |u| super::short_uid(u).to_owned())
+        o.uid().map_or_else(
+            || "<none>".to_owned(),
+            |u| super::model::short_uid(u).to_owned(),
+        )
     };
     match n {
         Notification::Add {

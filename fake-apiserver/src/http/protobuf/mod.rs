@@ -19,15 +19,17 @@ mod codec;
 mod schema;
 mod wire;
 
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
-use informer_core::{INITIAL_EVENTS_END_ANNOTATION, Status};
+use informer_core::INITIAL_EVENTS_END_ANNOTATION;
 use serde_json::{Value, json};
 
 use crate::{ListResponse, ResourceDef, WatchFrame, status};
+use codec::{envelope, message_for};
 use schema::Schema;
+
+pub(crate) use codec::decode_envelope;
 
 /// The protobuf media type.
 pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
@@ -35,141 +37,10 @@ pub(crate) const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 /// The media type of a protobuf watch stream.
 pub(crate) const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
-/// The prefix of every protobuf body.
-pub(crate) const MAGIC: &[u8] = b"k8s\0";
-
-/// `(apiVersion, kind)` → message, for every built-in kind and list kind, plus the meta kinds
-/// clients send or receive (`Status`, `DeleteOptions`, autoscaling/v1 `Scale`).
-fn kinds() -> &'static HashMap<(String, String), usize> {
-    static KINDS: OnceLock<HashMap<(String, String), usize>> = OnceLock::new();
-    KINDS.get_or_init(|| {
-        let schema = Schema::get();
-        let mut map = HashMap::new();
-        for def in ResourceDef::builtins() {
-            let Some(definition) = &def.definition else {
-                continue;
-            };
-            // `io.k8s.api.core.v1.Pod` → k8s-pb's `api.core.v1.Pod`.
-            let path = definition.trim_start_matches("io.k8s.").replace('-', "_");
-            let package = path.trim_end_matches(def.kind.as_str());
-            for (kind, name) in [
-                (&def.kind, path.clone()),
-                (&def.list_kind, format!("{package}{}", def.list_kind)),
-            ] {
-                if let Some(index) = schema.find(&name) {
-                    map.insert((def.api_version(), kind.clone()), index);
-                }
-            }
-        }
-        let meta = "apimachinery.pkg.apis.meta.v1";
-        for (api_version, kind, name) in [
-            ("v1", "Status", format!("{meta}.Status")),
-            ("meta.k8s.io/v1", "Status", format!("{meta}.Status")),
-            ("v1", "DeleteOptions", format!("{meta}.DeleteOptions")),
-            (
-                "meta.k8s.io/v1",
-                "DeleteOptions",
-                format!("{meta}.DeleteOptions"),
-            ),
-            (
-                "autoscaling/v1",
-                "Scale",
-                "api.autoscaling.v1.Scale".to_owned(),
-            ),
-        ] {
-            if let Some(index) = schema.find(&name) {
-                map.insert((api_version.to_owned(), kind.to_owned()), index);
-            }
-        }
-        map
-    })
-}
-
-fn message_for(api_version: &str, kind: &str) -> Option<usize> {
-    kinds()
-        .get(&(api_version.to_owned(), kind.to_owned()))
-        .copied()
-        .or_else(|| match kind {
-            // Registered in every group version upstream: client-go sends a `DeleteOptions`
-            // of the resource's own group version (`apps/v1`).
-            "DeleteOptions" | "Status" => kinds().get(&("v1".to_owned(), kind.to_owned())).copied(),
-            _ => None,
-        })
-}
-
 /// Whether objects of `def` can be served in protobuf.
 pub(crate) fn supports(def: &ResourceDef) -> bool {
     message_for(&def.api_version(), &def.kind).is_some()
         && message_for(&def.api_version(), &def.list_kind).is_some()
-}
-
-/// Decodes a protobuf request body (`k8s\0` + `Unknown`) into the JSON object it stands for,
-/// `apiVersion` and `kind` included. A body that is not valid protobuf, or of a kind without
-/// a message, is a 400 (the real server's decode error) or a 415.
-pub(crate) fn decode_envelope(data: &[u8]) -> Result<Value, Status> {
-    let rest = data.strip_prefix(MAGIC).ok_or_else(|| {
-        status::bad_request("the protobuf body does not start with the k8s\\0 prefix")
-    })?;
-    let mut api_version = String::new();
-    let mut kind = String::new();
-    let mut raw: &[u8] = &[];
-    let mut content_encoding = String::new();
-    let bad = |e: String| status::bad_request(format!("cannot decode the protobuf body: {e}"));
-    let mut reader = wire::Reader::new(rest);
-    while let Some((number, value)) = reader.next_field().map_err(bad)? {
-        match (number, value) {
-            (1, wire::Raw::Bytes(type_meta)) => {
-                let mut tm = wire::Reader::new(type_meta);
-                while let Some((n, v)) = tm.next_field().map_err(bad)? {
-                    if let wire::Raw::Bytes(b) = v {
-                        let text = String::from_utf8_lossy(b).into_owned();
-                        match n {
-                            1 => api_version = text,
-                            2 => kind = text,
-                            _ => {}
-                        }
-                    }
-                }
-            }
-            (2, wire::Raw::Bytes(b)) => raw = b,
-            (3, wire::Raw::Bytes(b)) => content_encoding = String::from_utf8_lossy(b).into_owned(),
-            _ => {}
-        }
-    }
-    if !content_encoding.is_empty() {
-        return Err(unsupported(&format!(
-            "protobuf bodies with contentEncoding {content_encoding:?} are not supported"
-        )));
-    }
-    let index = message_for(&api_version, &kind).ok_or_else(|| {
-        unsupported(&format!(
-            "the fake API server has no protobuf encoding of {kind} ({api_version}); send JSON"
-        ))
-    })?;
-    let mut object = codec::decode(Schema::get(), index, raw).map_err(bad)?;
-    if let Value::Object(map) = &mut object {
-        map.insert("apiVersion".into(), Value::String(api_version));
-        map.insert("kind".into(), Value::String(kind));
-    }
-    Ok(object)
-}
-
-fn unsupported(message: &str) -> Status {
-    Status::failure(415, "UnsupportedMediaType", message)
-}
-
-/// `k8s\0` + `Unknown` around an encoded message.
-fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
-    let mut type_meta = Vec::new();
-    wire::put_bytes(1, api_version.as_bytes(), &mut type_meta);
-    wire::put_bytes(2, kind.as_bytes(), &mut type_meta);
-    let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
-    out.extend_from_slice(MAGIC);
-    wire::put_bytes(1, &type_meta, &mut out);
-    wire::put_bytes(2, raw, &mut out);
-    wire::put_bytes(3, b"", &mut out);
-    wire::put_bytes(4, b"", &mut out);
-    out
 }
 
 /// Encodes a JSON object (with `apiVersion` and `kind`) as a protobuf body; `None` when the
@@ -277,7 +148,7 @@ mod tests {
                 "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": null}]},
         });
         let body = encode_object(&pod).unwrap();
-        assert!(body.starts_with(MAGIC));
+        assert!(body.starts_with(codec::MAGIC));
         let back = decode_envelope(&body).unwrap();
         let mut expected = pod.clone();
         // A null time is not written; the rest comes back as it was.

@@ -1,0 +1,20 @@
+//! What every handler of the HTTP front end shares: the engine, the shutdown signal, the
+//! churn the admin API started. A leaf: the router builds it, the handlers read it.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::FakeApiServer;
+use crate::seed::Churn;
+
+/// State shared by every handler.
+#[derive(Clone)]
+pub(crate) struct App {
+    pub server: FakeApiServer,
+    pub shutdown: CancellationToken,
+    pub churn: Arc<Mutex<Option<Churn>>>,
+    /// `host:port` for `/api`'s `serverAddressByClientCIDRs`.
+    pub server_address: String,
+}
