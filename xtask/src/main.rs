@@ -5,7 +5,8 @@
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
 //! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
 //!   (see `codegen.rs`); `--check` only compares, as CI does.
-//! - `layering`: only the layering check (informer-core stays free of IO and runtimes).
+//! - `layering`: only the layering check (every dependency rule ARCHITECTURE.md states).
+//! - `modules`: only the module-cycle check (see `modules.rs`).
 //! - `soak`: the chaos convergence test over many seeds, in release, or over HTTP for some
 //!   minutes (see `soak.rs`).
 //! - `mutants`: the mutation check, by hand: known-bad patches against the chaos test and the
@@ -56,7 +57,8 @@ fn print_help() {
          ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
          codegen   regenerate the fake API server's resource and protobuf tables from the\n\
          \x20         k8s-openapi and k8s-pb sources (--check: only compare; CI runs it)\n\
-         layering  check that informer-core depends on no IO or async runtime crate\n\
+         layering  check every dependency rule of ARCHITECTURE.md (cargo tree)\n\
+         modules   check that no crate's modules form a cycle\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
          \x20         or in real time over HTTP through kube-client for M minutes:\n\
@@ -73,6 +75,7 @@ fn print_help() {
 fn ci() -> Result<(), String> {
     step("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
     step("layering", layering::check())?;
+    step("modules", modules::check(&workspace_root()))?;
     step("codegen", codegen::run(&["--check".to_owned()]))?;
     step(
         "clippy",

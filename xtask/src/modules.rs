@@ -773,6 +773,11 @@ mod tests {
     }
 
     #[test]
+    fn the_workspace_has_no_module_cycles() {
+        check(&crate::workspace_root()).unwrap();
+    }
+
+    #[test]
     fn tokenizer_skips_literals_and_lifetimes() {
         let t =
             tokenize("fn f<'a>(x: &'a str) -> char { let _ = r#\"crate::x\"#; 'c' } // crate::y");
