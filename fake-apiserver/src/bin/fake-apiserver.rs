@@ -176,6 +176,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // Listen for SIGTERM and SIGINT before anything else: one that arrives while seeding,
+    // or between the ready line and the serving loop, is kept and stops the server then,
+    // instead of killing the process with the default action.
+    let mut signals = Signals::listen()?;
     let config = ServerConfig {
         history: HistoryConfig {
             min_events: args.history_min_events,
@@ -265,7 +269,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(rate) if rate != 0.0 => return Err(format!("invalid --churn {rate}").into()),
         _ => None,
     };
-    wait_for_signal().await?;
+    signals.recv().await?;
     eprintln!("fake-apiserver: stopping");
     let stop = async {
         if let Some(c) = churn {
@@ -288,18 +292,43 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 /// take after a signal before the process exits anyway.
 const STOP_DEADLINE: Duration = Duration::from_millis(800);
 
-#[cfg(unix)]
-async fn wait_for_signal() -> std::io::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r,
-        _ = term.recv() => Ok(()),
-    }
+/// SIGTERM and SIGINT (Ctrl-C), listened for from the start of the process.
+struct Signals {
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
 }
 
-#[cfg(not(unix))]
-async fn wait_for_signal() -> std::io::Result<()> {
-    tokio::signal::ctrl_c().await
+impl Signals {
+    /// Installs the handlers: from now on the signals are caught (and kept until
+    /// [`recv`](Self::recv)) instead of ending the process.
+    fn listen() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                terminate: signal(SignalKind::terminate())?,
+                interrupt: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    /// Waits for the first signal (one caught since [`listen`](Self::listen) counts).
+    async fn recv(&mut self) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.terminate.recv() => {}
+                _ = self.interrupt.recv() => {}
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        tokio::signal::ctrl_c().await
+    }
 }
 
 #[cfg(test)]
