@@ -120,6 +120,11 @@
 // built only on failure paths, where their size costs nothing that matters.
 #![allow(clippy::result_large_err)]
 
+// The README's code blocks are compiled as doctests of this crate, so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
 mod buffer;
 mod decode;
 mod error;
