@@ -39,6 +39,33 @@ use informer_core::{Indexer, NAMESPACE_INDEX, Object, ObjectKey, StoreError};
 /// assert!(lister.get(Some("dev"), "web-0").is_some());
 /// assert!(lister.namespaced("dev").get("db-0").is_none());
 /// ```
+///
+/// # Read-only by type
+///
+/// A lister has no method that writes, and nothing hands out the indexer behind it: the
+/// informer's processing loop is the only writer of its cache. (ARCHITECTURE.md's "one writer
+/// per cache" invariant; these examples are its check.)
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+/// use informer::{Lister, Store};
+/// use informer_store::IndexedStore;
+/// use informer_testing::JsonObject;
+///
+/// let lister = Lister::new(IndexedStore::<JsonObject>::new());
+/// lister.add(Arc::new(JsonObject::new(Some("prod"), "web-0"))); // no such method
+/// ```
+///
+/// ```compile_fail
+/// use std::sync::Arc;
+/// use informer::Lister;
+/// use informer_store::IndexedStore;
+/// use informer_testing::JsonObject;
+///
+/// let store = IndexedStore::<JsonObject>::new();
+/// let lister = Lister::new(store);
+/// drop(store); // the lister took the store: no handle is left to write through
+/// ```
 pub struct Lister<K> {
     indexer: Arc<dyn Indexer<K>>,
 }
