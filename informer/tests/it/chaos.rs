@@ -126,10 +126,6 @@
 //! | 19-deletion-of-an-uncached-key-delivered | A Deleted delta for a key the cache does not hold is delivered to handlers (as upstream does) instead of being dropped | SEMANTICS 4 deletions (ours: handlers hear only of objects they were told exist) | yes: seed 11, 0.3s | yes: seed 11, 0.5s | convergence check failed: 3 violation(s) (13 live objects on the server) - handler "trait"… | 92 MB |
 //! | 20-resync-requeues-keys-with-pending-deltas | DeltaFifo.resync queues a Sync of the cached object for keys that already have pending deltas: the stale cached copy is applied after the newer one | SEMANTICS 1 resync (only objects with no pending deltas); blind spot 1 (backlog) | yes: seed 69, 0.7s | yes: seed 69, 0.7s | stale cache: idle at resourceVersion 231 (nothing queued), the cache is not the server's s… | 81 MB |
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod chaos_support;
-
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -138,7 +134,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
+use crate::chaos_support;
+use crate::chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
 
 /// Seeds run when nothing is selected: what CI runs.
 const DEFAULT_SEEDS: Range<u64> = 0..200;

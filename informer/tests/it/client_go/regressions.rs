@@ -11,8 +11,8 @@ use informer::{HandlerOptions, InformerConfig, Object};
 use informer_core::{ErrorClass, KeyError, WatchEvent};
 use informer_testing::JsonObject;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
 
 fn with_resync(name: &str, period: Duration) -> HandlerOptions {
     HandlerOptions {

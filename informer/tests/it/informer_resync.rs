@@ -1,15 +1,12 @@
 //! Resync per handler, on virtual time: equal-resourceVersion updates go only to handlers
 //! whose own period is due, and the resync check period follows client-go's rules.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod informer_support;
-
 use std::time::Duration;
 
 use fake_apiserver::FakeApiServer;
 use informer::{HandlerOptions, InformerConfig};
-use informer_support::*;
+
+use crate::informer_support::*;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

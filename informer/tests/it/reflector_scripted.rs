@@ -1,10 +1,6 @@
 //! Reflector tests against a scripted ListerWatcher: exact requests, queue operations and
 //! virtual-time arithmetic for every rule.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod reflector_support;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,8 +14,9 @@ use informer_core::{
 };
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
+
+use crate::reflector_support::*;
 
 fn secs(n: u64) -> Duration {
     Duration::from_secs(n)

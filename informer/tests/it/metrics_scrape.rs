@@ -3,7 +3,6 @@
 //! registry's text encoding is scraped and every series is checked for a sane value.
 //! Virtual time; waits are event-driven (handler notifications), guarded against hangs.
 #![cfg(feature = "metrics")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

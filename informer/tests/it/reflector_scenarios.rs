@@ -2,10 +2,6 @@
 //! the server's request log, times from virtual time, and the outcome by popping the queue
 //! into a store and comparing it with the server's state.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod reflector_support;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +16,9 @@ use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
+
+use crate::reflector_support::*;
 
 const RESOURCE: &str = "configmaps";
 const NS: &str = "ns";

@@ -1,7 +1,6 @@
 //! Observability without metrics: the `tracing` events an informer run emits (targets,
 //! levels, fields), captured as text: list and watch lifecycle, relist with its reason, sync,
 //! handler registration, the slow-handler warning, shutdown. Virtual time.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::io;
 use std::num::NonZeroUsize;

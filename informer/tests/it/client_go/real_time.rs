@@ -13,8 +13,8 @@ use informer::{HandlerOptions, InformerConfig, handler};
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
 
 /// When each key was resynced (an update with equal resourceVersions), for one handler.
 #[derive(Clone, Default)]
@@ -204,7 +204,7 @@ async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
         None,
         config,
     ));
-    let running = crate::support::RunningReflector::start(&reflector);
+    let running = super::support::RunningReflector::start(&reflector);
     tokio::time::sleep(millis(4_500)).await;
     running.stop().await;
     let log = lw.log();
@@ -272,7 +272,7 @@ async fn bookmarks_from_the_server_timer_move_the_reflector_on() {
         None,
         ReflectorConfig::default(),
     ));
-    let running = crate::support::RunningReflector::start(&reflector);
+    let running = super::support::RunningReflector::start(&reflector);
     tokio::time::timeout(secs(5), server.wait_for_open_watches(RESOURCE, 1))
         .await
         .unwrap();
