@@ -136,6 +136,7 @@ use std::time::{Duration, Instant};
 
 use crate::chaos_support;
 use crate::chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
+use crate::support::GUARD;
 
 /// Seeds run when nothing is selected: what CI runs.
 const DEFAULT_SEEDS: Range<u64> = 0..200;
@@ -788,7 +789,7 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
             .create(chaos_support::RESOURCE, &JsonObject::new(Some("ns"), name))
             .unwrap();
     }
-    let converged = tokio::time::timeout(Duration::from_secs(600), async {
+    let converged = tokio::time::timeout(GUARD, async {
         while informer.lister().len() != 3 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -846,7 +847,7 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
         informer.last_synced_resource_version().as_deref(),
         Some("0")
     );
-    let bound = Duration::from_secs(600);
+    let bound = GUARD;
     tokio::time::timeout(bound, server.wait_for_open_watches(RESOURCE, 1))
         .await
         .unwrap();

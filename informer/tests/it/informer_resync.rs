@@ -7,10 +7,7 @@ use fake_apiserver::FakeApiServer;
 use informer::{HandlerOptions, InformerConfig};
 
 use crate::informer_support::*;
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+use crate::support::secs;
 
 fn with_resync(name: &str, period: Option<Duration>) -> HandlerOptions {
     HandlerOptions {

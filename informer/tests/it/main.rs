@@ -6,6 +6,8 @@
 //! `cargo test -p informer --test it -- client_go::`.
 //!
 //! The support modules are declared here, once, and used by path (`crate::informer_support`):
+//! - `support`: the fixtures every suite shares (durations, the hang guard, the namespace
+//!   and resource of the scenarios, ...);
 //! - `informer_support`: a recording handler and a rig over the in-process fake API server;
 //! - `reflector_support`: a scripted `ListerWatcher` and a recording queue;
 //! - `chaos_support`: the chaos scenario engine, also included by path by `informer-kube`'s
@@ -16,6 +18,7 @@
 mod chaos_support;
 mod informer_support;
 mod reflector_support;
+mod support;
 
 mod chaos;
 mod client_go;

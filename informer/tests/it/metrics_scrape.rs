@@ -21,8 +21,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Far above anything the run needs in virtual time; a hang fails instead of blocking.
-const GUARD: Duration = Duration::from_secs(600);
+use crate::support::GUARD;
 
 fn pod(name: &str) -> JsonObject {
     JsonObject::new(Some("prod"), name)

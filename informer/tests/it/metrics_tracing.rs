@@ -16,7 +16,7 @@ use informer_testing::JsonObject;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-const GUARD: Duration = Duration::from_secs(600);
+use crate::support::GUARD;
 
 /// Everything the subscriber wrote.
 #[derive(Clone, Default)]

@@ -53,13 +53,6 @@ fn largest_gap(from: Instant, times: &[Instant], to: Instant) -> Duration {
         .unwrap_or_default()
 }
 
-fn with_resync(name: &str, period: Duration) -> HandlerOptions {
-    HandlerOptions {
-        resync_period: Some(period),
-        ..HandlerOptions::named(name)
-    }
-}
-
 /// Defect 1 of issue 10, in real time: a handler resyncing every second gets a resync every
 /// second, and one resyncing every two seconds every two seconds. Before the fix the
 /// reflector's timer ran at a fixed rate while each handler's next resync was counted from

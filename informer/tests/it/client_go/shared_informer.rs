@@ -35,13 +35,6 @@ fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
 }
 
-fn with_resync(name: &str, period: Duration) -> HandlerOptions {
-    HandlerOptions {
-        resync_period: Some(period),
-        ..HandlerOptions::named(name)
-    }
-}
-
 fn is_registered(informer: &SharedIndexInformer<JsonObject>, r: &Registration) -> bool {
     informer.registrations().iter().any(|x| x.id() == r.id())
 }

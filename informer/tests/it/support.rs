@@ -1,0 +1,55 @@
+//! The fixtures every suite of this binary shares: durations, the hang guard, the namespace and
+//! resource the scenarios use, and the configurations several suites build the same way. Each
+//! was defined again in several test files before they became one binary.
+//!
+//! `chaos_support` does not use this module: `informer-kube`'s HTTP chaos test includes it by
+//! path, into a crate that has no `support`.
+
+use std::time::Duration;
+
+use informer::HandlerOptions;
+use informer::reflector::{ListWatchConfig, ReflectorConfig, WatchListMode};
+use informer_testing::JsonObject;
+
+/// Far above anything a scenario needs in virtual time: a hang fails instead of blocking (a
+/// guard, not a timing assertion).
+pub const GUARD: Duration = Duration::from_secs(600);
+
+/// The namespace the scenarios write in.
+pub const NS: &str = "ns";
+
+/// The resource the scenarios write and watch.
+pub const RESOURCE: &str = "configmaps";
+
+/// Whole seconds.
+pub fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+/// Milliseconds.
+pub fn millis(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// A reflector configuration with a fixed seed, paginated list then watch (client-go with the
+/// `WatchListClient` gate off; the default streams the initial list first since issue 10, and
+/// the streaming tests set it explicitly). Named "test".
+pub fn list_watch_config() -> ReflectorConfig<JsonObject> {
+    ReflectorConfig {
+        list_watch: ListWatchConfig {
+            watch_list: WatchListMode::Off,
+            ..ListWatchConfig::default()
+        },
+        name: "test".into(),
+        seed: Some(7),
+        ..ReflectorConfig::default()
+    }
+}
+
+/// The options of a handler `name` resynced every `period`.
+pub fn with_resync(name: &str, period: Duration) -> HandlerOptions {
+    HandlerOptions {
+        resync_period: Some(period),
+        ..HandlerOptions::named(name)
+    }
+}
