@@ -1,7 +1,5 @@
 //! Helpers shared by the ported suites (on top of `reflector_support` and `informer_support`).
 
-#![allow(dead_code, reason = "each module uses a different subset")]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -1,8 +1,6 @@
 //! Shared tools of the informer scenario tests: a recording handler whose notifications can be
 //! awaited and folded back into a state, and a rig over the in-process fake API server.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
