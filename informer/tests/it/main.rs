@@ -12,6 +12,13 @@
 //! - `reflector_support`: a scripted `ListerWatcher` and a recording queue;
 //! - `chaos_support`: the chaos scenario engine, also included by path by `informer-kube`'s
 //!   HTTP chaos test (so it uses nothing else of this crate).
+//!
+//! All the tests share one process, and libtest runs them side by side: none installs a global
+//! tracing subscriber (`metrics_tracing` captures with a scoped one, through
+//! `support::set_scoped_subscriber`, which says why; the chaos test's `CHAOS_LOG` output uses
+//! `try_init`, for runs of that test alone), sets environment variables or uses a global
+//! metrics registry; the chaos test's panic hook silences only its own
+//! deliberate panics and passes every other to the hook before it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 

@@ -53,3 +53,20 @@ pub fn with_resync(name: &str, period: Duration) -> HandlerOptions {
         ..HandlerOptions::named(name)
     }
 }
+
+/// Makes `subscriber` the default of this thread until the guard drops, as
+/// `tracing::subscriber::set_default` does, and makes sure it sees every event of this thread
+/// even while other tests of the process emit events on threads without a subscriber.
+///
+/// With exactly one `Dispatch` registered in the process, tracing-core (0.1.36) computes the
+/// interest of a callsite hit for the first time from the default of the thread hitting it: a
+/// test without a subscriber caches `Interest::never` there for every thread, and the capturing
+/// test loses those events (tokio-rs/tracing#3611). With two registered, it combines them.
+/// So a second one, which records nothing, is registered first and kept for the process's life.
+pub fn set_scoped_subscriber(
+    subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+) -> tracing::subscriber::DefaultGuard {
+    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    tracing::subscriber::set_default(subscriber)
+}
