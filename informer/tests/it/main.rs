@@ -13,12 +13,15 @@
 //! - `chaos_support`: the chaos scenario engine, also included by path by `informer-kube`'s
 //!   HTTP chaos test (so it uses nothing else of this crate).
 //!
-//! All the tests share one process, and libtest runs them side by side: none installs a global
-//! tracing subscriber (`metrics_tracing` captures with a scoped one, through
-//! `support::set_scoped_subscriber`, which says why; the chaos test's `CHAOS_LOG` output uses
-//! `try_init`, for runs of that test alone), sets environment variables or uses a global
-//! metrics registry; the chaos test's panic hook silences only its own
-//! deliberate panics and passes every other to the hook before it.
+//! All the tests share one process, and libtest runs them side by side:
+//! - none installs a global tracing subscriber: `metrics_tracing` captures with a scoped one,
+//!   through `support::set_scoped_subscriber` (which says why); the chaos test's `CHAOS_LOG`
+//!   output uses `try_init`, for runs of that test alone;
+//! - none sets environment variables or uses a global metrics registry;
+//! - the chaos test's panic hook silences only its own deliberate panics and passes every
+//!   other to the hook before it;
+//! - the tests that bound real elapsed time do not run while the chaos test takes every CPU
+//!   (`support::every_cpu`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 

@@ -54,6 +54,26 @@ pub fn with_resync(name: &str, period: Duration) -> HandlerOptions {
     }
 }
 
+/// The tests of this crate share one process (they had one per file before), and libtest runs
+/// them side by side. The chaos test keeps every CPU busy while it runs (one worker per CPU);
+/// the tests that bound real elapsed time (`client_go::real_time`: timers late by at most a few
+/// hundred milliseconds) must not run then, or scheduling delays grow past their tolerances.
+/// Those take this lock shared ([`timing_sensitive`]), the chaos test exclusively
+/// ([`every_cpu`]). It does not poison: a failing test releases it as it unwinds.
+static CPUS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// Held for the whole of a test whose assertions bound real elapsed time: waits while a test
+/// holding [`every_cpu`] runs.
+pub async fn timing_sensitive() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    CPUS.read().await
+}
+
+/// Held for the whole of a test that keeps every CPU busy (a plain `#[test]`, not async):
+/// waits until no [`timing_sensitive`] test runs, and keeps new ones waiting.
+pub fn every_cpu() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    CPUS.blocking_write()
+}
+
 /// Makes `subscriber` the default of this thread until the guard drops, as
 /// `tracing::subscriber::set_default` does, and makes sure it sees every event of this thread
 /// even while other tests of the process emit events on threads without a subscriber.
