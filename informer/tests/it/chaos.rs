@@ -78,6 +78,11 @@
 //!
 //! # Running it
 //!
+//! The test is `chaos::chaos_convergence` in the crate's one integration-test binary; run it
+//! alone with `cargo test -p informer --test it -- chaos::chaos_convergence --exact
+//! --nocapture` (`-- chaos::` adds the sabotage checks and the regression tests below). It
+//! holds `support::every_cpu` while it runs: the tests bounding real elapsed time wait.
+//!
 //! Seeds: 0..200 by default, run in parallel on `CHAOS_THREADS` threads (default: the number
 //! of CPUs), one runtime per seed. `CHAOS_SEEDS=a..b` (or `a..=b`) selects a range,
 //! `CHAOS_SEED=n` reruns one seed and prints its schedule; `CHAOS_LOG=<filter>` (with
@@ -321,7 +326,8 @@ fn run_chaos() {
             .collect();
         panic!(
             "{} of {} chaos seeds failed (first: {}); reproduce one with \
-             CHAOS_SEED=<seed> cargo test -p informer --test chaos -- --nocapture\n{}",
+             CHAOS_SEED=<seed> cargo test -p informer --test it -- chaos::chaos_convergence \
+             --exact --nocapture\n{}",
             failures.len(),
             finished,
             failures[0].0,
@@ -364,8 +370,9 @@ fn print_failure(seed: u64, outcome: &Outcome, failure: &Failure) {
 
 fn print_reproduce(seed: u64) {
     eprintln!(
-        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test chaos -- --nocapture \
-         (add CHAOS_LOG=informer=debug for the informer's log)"
+        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test it -- \
+         chaos::chaos_convergence --exact --nocapture (add CHAOS_LOG=informer=debug for the \
+         informer's log)"
     );
     println!("CHAOS-FAILED-SEED: {seed}");
 }
