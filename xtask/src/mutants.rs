@@ -19,11 +19,16 @@
 //! caught"; one that does not compile likewise. Builds go to the workspace's target dir (the
 //! scratch copy's crates get their own artifacts there; dependencies are shared).
 //!
+//! The chaos test is `chaos::chaos_convergence` of `informer`'s one integration-test binary
+//! (`--test it`), run alone (`--exact`).
+//!
 //! Options: `--only a,b` (patch file names or stems containing these), `--chaos-seeds N`
-//! (default 200), `--soak-seeds N` (default 2000), `--tests pkg:test,...` (more test targets
-//! to run against each patch, e.g. `informer-fifo:delta_fifo`), `--timeout S` (per run,
-//! default 600), `--max-memory-mb M` (a run is killed past it, default 6144), `--no-baseline`
-//! (skip the run of the unpatched copy), `--report PATH` (also write the table there).
+//! (default 200), `--soak-seeds N` (default 2000), `--tests pkg:test[:filter],...` (more test
+//! targets to run against each patch, e.g. `informer-fifo:delta_fifo`, or the tests of a
+//! binary matching a filter, e.g. `informer:it:client_go::` for the ported client-go suites),
+//! `--timeout S` (per run, default 600), `--max-memory-mb M` (a run is killed past it, default
+//! 6144), `--no-baseline` (skip the run of the unpatched copy), `--report PATH` (also write the
+//! table there).
 
 use std::collections::BTreeSet;
 use std::env;
@@ -32,11 +37,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::soak::{build_test, failed_seeds};
+use crate::soak::{CHAOS_PACKAGE, CHAOS_TARGET, CHAOS_TEST, build_test, failed_seeds};
 
 const USAGE: &str = "cargo xtask mutants [--only a,b] [--chaos-seeds N] [--soak-seeds N] \
-                     [--tests pkg:test,...] [--timeout S] [--max-memory-mb M] [--no-baseline] \
-                     [--report PATH]";
+                     [--tests pkg:test[:filter],...] [--timeout S] [--max-memory-mb M] \
+                     [--no-baseline] [--report PATH]";
 
 /// What `mutants` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +49,8 @@ struct Options {
     only: Vec<String>,
     chaos_seeds: u64,
     soak_seeds: u64,
-    tests: Vec<(String, String)>,
+    /// `--tests`: (package, test target, filter passed to the test binary).
+    tests: Vec<(String, String, Option<String>)>,
     timeout: Duration,
     max_memory_mb: u64,
     baseline: bool,
@@ -87,10 +93,17 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--soak-seeds" => options.soak_seeds = number(text()?)?,
             "--tests" => {
                 for t in text()?.split(',').filter(|t| !t.is_empty()) {
-                    let (package, test) = t
-                        .split_once(':')
-                        .ok_or_else(|| format!("--tests {t:?}: expected pkg:test; {USAGE}"))?;
-                    options.tests.push((package.to_owned(), test.to_owned()));
+                    // The filter may hold `::` (a module path): split at the first two colons.
+                    let mut parts = t.splitn(3, ':');
+                    let (Some(package), Some(test)) = (parts.next(), parts.next()) else {
+                        return Err(format!(
+                            "--tests {t:?}: expected pkg:test[:filter]; {USAGE}"
+                        ));
+                    };
+                    let filter = parts.next().filter(|f| !f.is_empty()).map(str::to_owned);
+                    options
+                        .tests
+                        .push((package.to_owned(), test.to_owned(), filter));
                 }
             }
             "--timeout" => options.timeout = Duration::from_secs(number(text()?)?.max(1)),
@@ -236,7 +249,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
     if options.baseline {
         println!("mutants: baseline (no patch): building and running the chaos test");
-        let binary = env.build("informer", "chaos")?;
+        let binary = env.build(CHAOS_PACKAGE, CHAOS_TARGET)?;
         let verdict = env.chaos(&binary, options.chaos_seeds);
         println!("mutants: baseline: chaos {}", verdict.cell());
         if verdict.caught() || matches!(verdict, Verdict::Killed { .. }) {
@@ -422,7 +435,7 @@ impl RunEnv {
     }
 
     fn run_patched(&self, row: &mut Row) {
-        let binary = match self.build("informer", "chaos") {
+        let binary = match self.build(CHAOS_PACKAGE, CHAOS_TARGET) {
             Ok(binary) => binary,
             Err(why) => {
                 row.problem = Some(format!("does not build: {}", compile_error(&why)));
@@ -433,15 +446,23 @@ impl RunEnv {
         if self.options.soak_seeds > 0 {
             row.soak = self.chaos(&binary, self.options.soak_seeds);
         }
-        for (package, test) in &self.options.tests {
+        for (package, test, filter) in &self.options.tests {
             let verdict = match build_test_in(package, test, &self.scratch, &self.target) {
-                Ok(binary) => self.measure(Command::new(&binary), false),
+                Ok(binary) => {
+                    let mut command = Command::new(&binary);
+                    command.args(filter);
+                    self.measure(command, false)
+                }
                 Err(why) => Verdict::Killed {
                     why: format!("does not build: {}", compile_error(&why)),
                     peak_mb: None,
                 },
             };
-            row.tests.push((format!("{package}:{test}"), verdict));
+            let name = match filter {
+                Some(filter) => format!("{package}:{test}:{filter}"),
+                None => format!("{package}:{test}"),
+            };
+            row.tests.push((name, verdict));
         }
     }
 
@@ -449,7 +470,7 @@ impl RunEnv {
     fn chaos(&self, binary: &str, seeds: u64) -> Verdict {
         let mut command = Command::new(binary);
         command
-            .args(["chaos_convergence", "--exact", "--nocapture"])
+            .args([CHAOS_TEST, "--exact", "--nocapture"])
             .env("CHAOS_SEEDS", format!("0..{seeds}"))
             .env("CHAOS_FAIL_FAST", "1");
         self.measure(command, true)
@@ -643,7 +664,7 @@ mod tests {
     #[test]
     fn options_parse() {
         let o = parse(&args(
-            "--only a,b --chaos-seeds 50 --tests x:y,z:w --no-baseline",
+            "--only a,b --chaos-seeds 50 --tests x:y,z:w:m::n,v:u: --no-baseline",
         ))
         .unwrap();
         assert_eq!(o.only, ["a", "b"]);
@@ -652,8 +673,9 @@ mod tests {
         assert_eq!(
             o.tests,
             [
-                ("x".to_owned(), "y".to_owned()),
-                ("z".to_owned(), "w".to_owned())
+                ("x".to_owned(), "y".to_owned(), None),
+                ("z".to_owned(), "w".to_owned(), Some("m::n".to_owned())),
+                ("v".to_owned(), "u".to_owned(), None)
             ]
         );
         assert!(!o.baseline);

@@ -1,10 +1,11 @@
 //! `cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug]`: runs the chaos
-//! convergence test (`informer/tests/chaos.rs`) over many seeds, in release mode, chunk by
+//! convergence test (`informer/tests/it/chaos.rs`) over many seeds, in release mode, chunk by
 //! chunk, printing progress; on failure it prints the failing chunk's output, the first failing
 //! seed and the command that reproduces it, and exits non-zero.
 //!
-//! The test is built once (`cargo test --release -p informer --test chaos --no-run`); each
-//! chunk then runs that binary (`chaos_convergence --exact --nocapture`) with
+//! The test lives in `informer`'s one integration-test binary, `it`, which is built once
+//! (`cargo test --release -p informer --test it --no-run`); each chunk then runs that binary
+//! with the test's filter alone (`chaos::chaos_convergence --exact --nocapture`) and
 //! `CHAOS_SEEDS=a..b`. The test runs its seeds in parallel (`CHAOS_THREADS`, default: the
 //! number of CPUs) and prints `CHAOS-FAILED-SEED: n` for each failure.
 //!
@@ -105,18 +106,27 @@ pub(crate) fn failed_seeds(output: &str) -> Vec<u64> {
     seeds
 }
 
+/// The chaos convergence test: its package, its test target (the crate's one integration-test
+/// binary) and its name in that binary (a filter to run with `--exact`).
+pub(crate) const CHAOS_PACKAGE: &str = "informer";
+pub(crate) const CHAOS_TARGET: &str = "it";
+pub(crate) const CHAOS_TEST: &str = "chaos::chaos_convergence";
+
 /// The test's own summary line (`chaos: 500 seed(s) on 2 thread(s) in ...`).
 fn summary_line(output: &str) -> Option<&str> {
     output.lines().find(|l| l.starts_with("chaos: "))
 }
 
-/// The path of the test binary built from `tests/<test>.rs`, from `cargo test --no-run`'s
-/// `Executable tests/<test>.rs (path)`.
+/// The path of the test binary built from `tests/<test>.rs` or `tests/<test>/main.rs`, from
+/// `cargo test --no-run`'s `Executable tests/<test>.rs (path)`.
 pub(crate) fn executable<'a>(build_output: &'a str, test: &str) -> Option<&'a str> {
-    let source = format!("tests/{test}.rs ");
+    let sources = [
+        format!("tests/{test}.rs "),
+        format!("tests/{test}/main.rs "),
+    ];
     build_output
         .lines()
-        .filter(|l| l.contains("Executable") && l.contains(&source))
+        .filter(|l| l.contains("Executable") && sources.iter().any(|s| l.contains(s.as_str())))
         .find_map(|l| l.rsplit_once('(')?.1.strip_suffix(')'))
 }
 
@@ -169,10 +179,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
     // Build once and run that binary for every chunk: one soak, one build.
     println!(
-        "soak: building the chaos test (`cargo test{} -p informer --test chaos --no-run`)",
+        "soak: building the chaos test (`cargo test{} -p {CHAOS_PACKAGE} --test {CHAOS_TARGET} \
+         --no-run`)",
         if options.release { " --release" } else { "" }
     );
-    let binary = build_test("informer", "chaos", options.release, None)?;
+    let binary = build_test(CHAOS_PACKAGE, CHAOS_TARGET, options.release, None)?;
     println!("soak: running {binary}");
 
     let started = Instant::now();
@@ -181,7 +192,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     while from < end {
         let to = (from + options.chunk).min(end);
         let range = format!("{from}..{to}");
-        let args = ["chaos_convergence", "--exact", "--nocapture"];
+        let args = [CHAOS_TEST, "--exact", "--nocapture"];
         let mut command = Command::new(&binary);
         command.args(args).env("CHAOS_SEEDS", &range);
         if let Some(threads) = options.threads {
@@ -211,9 +222,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 .collect();
             return Err(format!(
                 "seeds {range}: {} failed: {failed:?}\nfirst failing seed: {first}\nreproduce: \
-                 {env}CHAOS_SEED={first} cargo test{release} -p informer --test chaos -- \
-                 chaos_convergence --nocapture   (add CHAOS_LOG=informer=debug for the \
-                 informer's log)",
+                 {env}CHAOS_SEED={first} cargo test{release} -p {CHAOS_PACKAGE} --test \
+                 {CHAOS_TARGET} -- {CHAOS_TEST} --exact --nocapture   (add \
+                 CHAOS_LOG=informer=debug for the informer's log)",
                 failed.len()
             ));
         }
@@ -377,12 +388,14 @@ mod tests {
     #[test]
     fn the_binary_is_read_from_the_build_output() {
         let log = "   Compiling informer v0.1.0\n    Finished `release` profile\n  Executable \
-                   tests/chaos.rs (/t/release/deps/chaos-962827dcd0807224)\n  Executable \
+                   tests/it/main.rs (/t/release/deps/it-962827dcd0807224)\n  Executable \
+                   tests/chaos.rs (/t/release/deps/chaos-5)\n  Executable \
                    tests/http_chaos.rs (/t/release/deps/http_chaos-12)\n";
         assert_eq!(
-            executable(log, "chaos"),
-            Some("/t/release/deps/chaos-962827dcd0807224")
+            executable(log, "it"),
+            Some("/t/release/deps/it-962827dcd0807224")
         );
+        assert_eq!(executable(log, "chaos"), Some("/t/release/deps/chaos-5"));
         assert_eq!(
             executable(log, "http_chaos"),
             Some("/t/release/deps/http_chaos-12")

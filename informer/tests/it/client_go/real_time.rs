@@ -2,7 +2,9 @@
 //! timeout, bookmarks and the shutdown drain bound. Paused time fires every timer exactly on
 //! its deadline; real timers fire late by a little, and these tests show whether the code
 //! survives that (defect 1 of issue 10 was invisible in paused time). Each takes a few seconds
-//! and checks counts and gaps with tolerances, never exact instants.
+//! and checks counts and gaps with tolerances, never exact instants, holding
+//! `support::timing_sensitive` so that the chaos test, which takes every CPU, does not run at
+//! the same time in this shared test process.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,8 +15,8 @@ use informer::{HandlerOptions, InformerConfig, handler};
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
 
 /// When each key was resynced (an update with equal resourceVersions), for one handler.
 #[derive(Clone, Default)]
@@ -53,13 +55,6 @@ fn largest_gap(from: Instant, times: &[Instant], to: Instant) -> Duration {
         .unwrap_or_default()
 }
 
-fn with_resync(name: &str, period: Duration) -> HandlerOptions {
-    HandlerOptions {
-        resync_period: Some(period),
-        ..HandlerOptions::named(name)
-    }
-}
-
 /// Defect 1 of issue 10, in real time: a handler resyncing every second gets a resync every
 /// second, and one resyncing every two seconds every two seconds. Before the fix the
 /// reflector's timer ran at a fixed rate while each handler's next resync was counted from
@@ -67,6 +62,7 @@ fn with_resync(name: &str, period: Duration) -> HandlerOptions {
 /// for a whole period (3-4 resyncs in 6.5 s, gaps of 2 s, instead of 6).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_handler_resync_keeps_every_period() {
+    let _cpus = crate::support::timing_sensitive().await;
     let server = FakeApiServer::new();
     server.create(RESOURCE, &cm("a")).unwrap();
     server.create(RESOURCE, &cm("b")).unwrap();
@@ -122,6 +118,7 @@ async fn per_handler_resync_keeps_every_period() {
 /// a little, and without a relist.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reflector_backoff_delays_hold_in_real_time() {
+    let _cpus = crate::support::timing_sensitive().await;
     use crate::reflector_support::{Answer, RecordingQueue, Request, ScriptedListerWatcher, Step};
     use informer::reflector::{BackoffConfig, Jitter, ReflectorConfig};
 
@@ -181,6 +178,7 @@ async fn reflector_backoff_delays_hold_in_real_time() {
 /// re-watches at once from the last resourceVersion, never relisting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
+    let _cpus = crate::support::timing_sensitive().await;
     use crate::reflector_support::{RecordingQueue, Request, TimedListerWatcher};
     use informer::reflector::{Reflector, ReflectorConfig};
 
@@ -204,7 +202,7 @@ async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
         None,
         config,
     ));
-    let running = crate::support::RunningReflector::start(&reflector);
+    let running = super::support::RunningReflector::start(&reflector);
     tokio::time::sleep(millis(4_500)).await;
     running.stop().await;
     let log = lw.log();
@@ -254,6 +252,7 @@ async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
 /// resource changed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bookmarks_from_the_server_timer_move_the_reflector_on() {
+    let _cpus = crate::support::timing_sensitive().await;
     use crate::reflector_support::RecordingQueue;
     use informer::reflector::{Reflector, ReflectorConfig};
 
@@ -272,7 +271,7 @@ async fn bookmarks_from_the_server_timer_move_the_reflector_on() {
         None,
         ReflectorConfig::default(),
     ));
-    let running = crate::support::RunningReflector::start(&reflector);
+    let running = super::support::RunningReflector::start(&reflector);
     tokio::time::timeout(secs(5), server.wait_for_open_watches(RESOURCE, 1))
         .await
         .unwrap();
@@ -304,6 +303,7 @@ async fn bookmarks_from_the_server_timer_move_the_reflector_on() {
 /// returns right after the bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_drain_bound_holds_in_real_time() {
+    let _cpus = crate::support::timing_sensitive().await;
     let server = FakeApiServer::new();
     server.create(RESOURCE, &cm("a")).unwrap();
     let informer = informer(

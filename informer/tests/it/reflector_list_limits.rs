@@ -4,10 +4,6 @@
 //! typed `LimitExceeded` error at its cap, its gathered items are dropped, the next attempt
 //! waits the backoff, and once the server behaves the queue gets exactly the real list.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod reflector_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +17,10 @@ use informer_core::{
 };
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
-use reflector_support::{Op, RecordingQueue, obj};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+
+use crate::reflector_support::{Op, RecordingQueue, obj};
 
 /// How the test server answers lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,5 @@
 //! Helpers shared by the ported suites (on top of `reflector_support` and `informer_support`).
 
-#![allow(dead_code, reason = "each module uses a different subset")]
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,30 +12,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::reflector_support::{RecordingQueue, ScriptedListerWatcher};
-
-/// Whole seconds.
-pub fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-/// Milliseconds.
-pub fn millis(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// A reflector configuration with a fixed seed, paginated list then watch (client-go with the
-/// `WatchListClient` gate off).
-pub fn list_watch_config() -> ReflectorConfig<JsonObject> {
-    ReflectorConfig {
-        list_watch: informer::reflector::ListWatchConfig {
-            watch_list: WatchListMode::Off,
-            ..informer::reflector::ListWatchConfig::default()
-        },
-        name: "test".into(),
-        seed: Some(7),
-        ..ReflectorConfig::default()
-    }
-}
+pub use crate::support::{list_watch_config, millis, secs, with_resync};
 
 /// An informer's share of [`list_watch_config`]: paginated list then watch, the fixed seed.
 pub fn list_then_watch(config: &mut informer::InformerConfig<JsonObject>) {

@@ -1,10 +1,6 @@
 //! The factory (one informer per type and spec, start, sync with a timeout, shutdown) and the
 //! listers (selectors, namespaces, cluster-scoped objects, indices), on the fake API server.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod informer_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +9,9 @@ use informer::{
     FactoryConfig, FactoryError, InformerFactory, InformerSpec, LabelSelector, ListerWatcher,
     ProviderError, StoreError, label_index_func, wait_for_cache_sync,
 };
-use informer_support::*;
 use informer_testing::JsonObject;
+
+use crate::informer_support::*;
 
 type Provider = Box<
     dyn Fn(&InformerSpec) -> Result<Arc<dyn ListerWatcher<JsonObject>>, ProviderError>

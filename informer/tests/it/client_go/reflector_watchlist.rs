@@ -14,8 +14,8 @@ use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 
+use super::support::*;
 use crate::reflector_support::{Consumer, RecordingQueue, Request};
-use crate::support::*;
 
 /// A reflector streaming from `source` into a `DeltaFifo` popped into a store.
 struct Rig {

@@ -11,15 +11,8 @@ use informer::{HandlerOptions, InformerConfig, Object};
 use informer_core::{ErrorClass, KeyError, WatchEvent};
 use informer_testing::JsonObject;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
-
-fn with_resync(name: &str, period: Duration) -> HandlerOptions {
-    HandlerOptions {
-        resync_period: Some(period),
-        ..HandlerOptions::named(name)
-    }
-}
 
 /// Defect 1, in paused time: handlers of 1, 2 and 3 s under a 1 s resync check period are
 /// resynced exactly every 1, 2 and 3 s (6, 3 and 2 times in 6.5 s, for each object).

@@ -7,16 +7,10 @@
 //! `/// client-go tools/cache/<file>: <TestName>[/<case>]`. Scenarios that cannot apply, or
 //! where we differ on purpose, are listed with the reason in `docs/parity/reflector-informer.md`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 #![allow(
     clippy::result_large_err,
     reason = "list and watch closures return the API's own Result<_, Error>"
 )]
-
-#[path = "../informer_support/mod.rs"]
-mod informer_support;
-#[path = "../reflector_support/mod.rs"]
-mod reflector_support;
 
 mod support;
 

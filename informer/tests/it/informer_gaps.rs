@@ -2,14 +2,11 @@
 //! when objects are deleted, or deleted and re-created under the same name, while the watch is
 //! down and the history they were in has been compacted away.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod informer_support;
-
 use fake_apiserver::FakeApiServer;
 use informer::{InformerConfig, QueueChoice, UidChange};
-use informer_support::*;
 use informer_testing::JsonObject;
+
+use crate::informer_support::*;
 
 /// A full list: paginated, or streamed (the default since issue 10).
 fn is_relist(r: &fake_apiserver::RequestRecord) -> bool {

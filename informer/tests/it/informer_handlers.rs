@@ -1,10 +1,6 @@
 //! Handler scenarios on the in-process fake API server: late handlers, per-handler sync, slow,
 //! stuck, panicking and overflowing handlers, removal, streams and shutdown.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod informer_support;
-
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,11 +11,12 @@ use informer::{
     Delivery, HandlerOptions, Incident, IncidentKind, InformerConfig, InformerError, Notification,
     RegistrationStatus, handler, label_index_func, wait_for_cache_sync,
 };
-use informer_support::*;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use crate::informer_support::*;
 
 fn incidents() -> (Arc<Mutex<Vec<Incident>>>, InformerConfig<JsonObject>) {
     let seen: Arc<Mutex<Vec<Incident>>> = Arc::default();

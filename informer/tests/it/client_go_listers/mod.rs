@@ -5,10 +5,6 @@
 //! Each port is named after the upstream test (its name without the `Test` prefix, in
 //! snake_case) and says which one in its first doc line; `docs/parity/cache-workqueue.md` lists
 //! every case and every deviation.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
-
-#[path = "../informer_support/mod.rs"]
-mod informer_support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -19,8 +15,9 @@ use informer::{
     SharedIndexInformer, Store,
 };
 use informer_store::IndexedStore;
-use informer_support::Running;
 use informer_testing::JsonObject;
+
+use crate::informer_support::Running;
 
 fn lister_over(store: IndexedStore<JsonObject>) -> Lister<JsonObject> {
     Lister::new(store)

@@ -2,10 +2,6 @@
 //! the server's request log, times from virtual time, and the outcome by popping the queue
 //! into a store and comparing it with the server's state.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod reflector_support;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,19 +16,10 @@ use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
 
-const RESOURCE: &str = "configmaps";
-const NS: &str = "ns";
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
+use crate::reflector_support::*;
+use crate::support::{NS, RESOURCE, millis, secs};
 
 fn cm(name: &str, version: &str) -> JsonObject {
     JsonObject::new(Some(NS), name).with_label("v", version)
@@ -538,11 +525,11 @@ async fn backoff_delays_stay_in_their_jitter_bounds_and_reset_after_two_healthy_
         let (low, high) = bounds.delay_bounds(attempt);
         // tokio's timer rounds sleeps up to the next millisecond.
         assert!(
-            low <= gap && gap <= high + ms(1),
+            low <= gap && gap <= high + millis(1),
             "attempt {attempt}: {gap:?} not in [{low:?}, {high:?}]"
         );
     }
-    assert_eq!(bounds.delay_bounds(0), (Duration::ZERO, ms(800)));
+    assert_eq!(bounds.delay_bounds(0), (Duration::ZERO, millis(800)));
     assert_eq!(bounds.delay_bounds(6), (Duration::ZERO, secs(30)));
     // Two and a half healthy minutes, then a failed re-watch: back to the first step.
     tokio::time::sleep(secs(150)).await;
@@ -553,7 +540,7 @@ async fn backoff_delays_stay_in_their_jitter_bounds_and_reset_after_two_healthy_
     until("watching again", || rig.lw.log().len() == 11).await;
     let log = rig.lw.log();
     let gap = log[10].at - log[9].at;
-    assert!(gap <= ms(801), "{gap:?}");
+    assert!(gap <= millis(801), "{gap:?}");
     assert_eq!(rig.reflector.stats().counters.list_failures, 7);
     rig.stop().await;
 }

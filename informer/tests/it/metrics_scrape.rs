@@ -3,7 +3,6 @@
 //! registry's text encoding is scraped and every series is checked for a sane value.
 //! Virtual time; waits are event-driven (handler notifications), guarded against hangs.
 #![cfg(feature = "metrics")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -22,8 +21,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Far above anything the run needs in virtual time; a hang fails instead of blocking.
-const GUARD: Duration = Duration::from_secs(600);
+use crate::support::GUARD;
 
 fn pod(name: &str) -> JsonObject {
     JsonObject::new(Some("prod"), name)

@@ -1,19 +1,13 @@
 //! Resync per handler, on virtual time: equal-resourceVersion updates go only to handlers
 //! whose own period is due, and the resync check period follows client-go's rules.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod informer_support;
-
 use std::time::Duration;
 
 use fake_apiserver::FakeApiServer;
 use informer::{HandlerOptions, InformerConfig};
-use informer_support::*;
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+use crate::informer_support::*;
+use crate::support::secs;
 
 fn with_resync(name: &str, period: Option<Duration>) -> HandlerOptions {
     HandlerOptions {

@@ -2,8 +2,6 @@
 //! records every request, and checks in `Drop` that the script was used up; and a recording
 //! `Queue`.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
-
 use std::collections::{BTreeMap, VecDeque};
 use std::future::pending;
 use std::sync::Arc;

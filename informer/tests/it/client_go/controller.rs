@@ -22,8 +22,8 @@ use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
 
 /// client-go tools/cache/controller_test.go: Example
 ///

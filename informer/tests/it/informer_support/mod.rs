@@ -1,8 +1,6 @@
 //! Shared tools of the informer scenario tests: a recording handler whose notifications can be
 //! awaited and folded back into a state, and a rig over the in-process fake API server.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -18,8 +16,8 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-pub const NS: &str = "ns";
-pub const RESOURCE: &str = "configmaps";
+use crate::support::GUARD;
+pub use crate::support::{NS, RESOURCE};
 
 /// One notification as a handler saw it.
 #[derive(Clone, PartialEq, Eq)]
@@ -368,7 +366,7 @@ impl Running {
     /// Waits until the informer has synced and its watch is open on `server`.
     pub async fn synced(&self, server: &FakeApiServer) {
         assert!(
-            tokio::time::timeout(Duration::from_secs(600), self.informer.wait_for_sync())
+            tokio::time::timeout(GUARD, self.informer.wait_for_sync())
                 .await
                 .unwrap()
         );
@@ -377,12 +375,9 @@ impl Running {
 
     /// Waits until one watch is open on `server`.
     pub async fn watching(&self, server: &FakeApiServer) {
-        tokio::time::timeout(
-            Duration::from_secs(600),
-            server.wait_for_open_watches(RESOURCE, 1),
-        )
-        .await
-        .unwrap();
+        tokio::time::timeout(GUARD, server.wait_for_open_watches(RESOURCE, 1))
+            .await
+            .unwrap();
     }
 
     pub async fn stop(self) -> ShutdownReport {

@@ -1,10 +1,6 @@
 //! Reflector tests against a scripted ListerWatcher: exact requests, queue operations and
 //! virtual-time arithmetic for every rule.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod reflector_support;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,31 +14,10 @@ use informer_core::{
 };
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-/// A config with a fixed seed, listing with paginated lists (the scripts here are about
-/// list+watch; the default streams the initial list first since issue 10, and the streaming
-/// tests set it explicitly).
-fn config() -> ReflectorConfig<JsonObject> {
-    ReflectorConfig {
-        list_watch: informer::reflector::ListWatchConfig {
-            watch_list: WatchListMode::Off,
-            ..informer::reflector::ListWatchConfig::default()
-        },
-        name: "test".into(),
-        seed: Some(7),
-        ..ReflectorConfig::default()
-    }
-}
+use crate::reflector_support::*;
+use crate::support::{list_watch_config, millis, secs};
 
 /// Failures seen by the watch-error handler: (stage, class, then, delay).
 type Seen = Arc<Mutex<Vec<(Stage, ErrorClass, Option<Then>, Duration, String)>>>;
@@ -136,7 +111,7 @@ async fn lists_pages_then_watches_and_applies_events() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     assert_eq!(r.last_synced_resource_version(), None);
     run_for(&r, secs(1000)).await;
 
@@ -191,7 +166,7 @@ async fn expired_watch_relists_at_last_rv_after_backoff() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let mut config = config();
+    let mut config = list_watch_config();
     let seen = recording_handler(&mut config);
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(100)).await;
@@ -200,7 +175,7 @@ async fn expired_watch_relists_at_last_rv_after_backoff() {
     assert_eq!(log[2].request, list_req(Some("11"), None));
     // The relist waits the first backoff delay: in [0, 800 ms] after the ERROR event at 30 s.
     let gap = log[2].at - secs(30);
-    assert!(gap <= ms(800), "{gap:?}");
+    assert!(gap <= millis(800), "{gap:?}");
     assert_eq!(watch_rv(&log[3].request).as_deref(), Some("25"));
     let seen = seen.lock();
     assert_eq!(seen.len(), 1);
@@ -209,7 +184,7 @@ async fn expired_watch_relists_at_last_rv_after_backoff() {
     assert_eq!(seen[0].2, Some(Then::Relist));
     // The reported delay is the one waited (tokio's timer rounds up to the millisecond).
     assert!(
-        seen[0].3 <= gap && gap - seen[0].3 < ms(1),
+        seen[0].3 <= gap && gap - seen[0].3 < millis(1),
         "{:?} vs {gap:?}",
         seen[0].3
     );
@@ -232,7 +207,7 @@ async fn http_410_on_watch_start_relists() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     run_for(&r, secs(10)).await;
     let requests = lw.requests();
     assert_eq!(requests[2], list_req(Some("10"), None));
@@ -248,7 +223,7 @@ async fn throttled_watch_waits_retry_after_without_relisting() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let mut config = config();
+    let mut config = list_watch_config();
     let seen = recording_handler(&mut config);
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(60)).await;
@@ -263,7 +238,7 @@ async fn throttled_watch_waits_retry_after_without_relisting() {
     // Exactly the Retry-After.
     assert_eq!(log[2].at - log[1].at, secs(7));
     // Then the second backoff step: base 1.6 s, full jitter.
-    assert!(log[3].at - log[2].at <= ms(1600));
+    assert!(log[3].at - log[2].at <= millis(1600));
     let seen = seen.lock();
     assert_eq!(
         seen.iter().map(|s| (s.0, s.1, s.2)).collect::<Vec<_>>(),
@@ -323,7 +298,7 @@ async fn garbage_in_the_stream_is_reported_and_relisted_from_last_good_rv() {
         Answer::Watch(Ok(vec![Step::added(obj("b", "14")), Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let mut config = config();
+    let mut config = list_watch_config();
     let seen = recording_handler(&mut config);
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(120)).await;
@@ -407,7 +382,7 @@ async fn nameless_list_items_are_reported_and_skipped() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let mut config = config();
+    let mut config = list_watch_config();
     let seen = recording_handler(&mut config);
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(5)).await;
@@ -429,7 +404,7 @@ async fn expired_continue_restarts_as_one_full_list_at_original_rv() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     run_for(&r, secs(5)).await;
     let requests = lw.requests();
     assert_eq!(requests[0], list_req(Some("0"), Some(500)));
@@ -469,7 +444,7 @@ async fn too_large_rv_on_list_retries_as_consistent_read() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     run_for(&r, secs(5)).await;
     let requests = lw.requests();
     assert_eq!(requests[2], list_req(Some("99"), None));
@@ -490,7 +465,7 @@ async fn failed_lists_back_off_within_bounds_then_reset_after_two_healthy_minute
     answers.push(Answer::Watch(Ok(vec![Step::Hang])));
     let lw = ScriptedListerWatcher::new(answers);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     run_for(&r, secs(600)).await;
     let log = lw.log();
     let bounds = BackoffConfig::default();
@@ -506,7 +481,7 @@ async fn failed_lists_back_off_within_bounds_then_reset_after_two_healthy_minute
     assert_eq!(bounds.delay_bounds(6).1, secs(30));
     // After 3 healthy minutes the failure is the first of a new sequence: at most 800 ms.
     let gap = log[10].at - log[9].at;
-    assert!(gap <= ms(800), "{gap:?}");
+    assert!(gap <= millis(800), "{gap:?}");
     assert_eq!(r.stats().counters.list_failures, 7);
 }
 
@@ -526,14 +501,17 @@ async fn client_go_jitter_and_exact_delays_without_jitter() {
                 jitter: Jitter::None,
                 ..BackoffConfig::default()
             },
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(60)).await;
     let at: Vec<_> = lw.log().iter().map(|l| l.at).collect();
-    assert_eq!(at[..4], [Duration::ZERO, ms(800), ms(2400), ms(5600)]);
+    assert_eq!(
+        at[..4],
+        [Duration::ZERO, millis(800), millis(2400), millis(5600)]
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -541,7 +519,10 @@ async fn short_empty_watch_backs_off() {
     let lw = ScriptedListerWatcher::new(vec![
         Answer::List(Ok(page(vec![], "10", None))),
         Answer::Watch(Ok(vec![])),
-        Answer::Watch(Ok(vec![Step::Sleep(ms(500)), Step::event(bookmark("11"))])),
+        Answer::Watch(Ok(vec![
+            Step::Sleep(millis(500)),
+            Step::event(bookmark("11")),
+        ])),
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
@@ -551,16 +532,16 @@ async fn short_empty_watch_backs_off() {
                 jitter: Jitter::None,
                 ..BackoffConfig::default()
             },
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(60)).await;
     let log = lw.log();
     // Empty and instant: a failure, 800 ms. Short but with an event: healthy, at once.
-    assert_eq!(log[2].at, ms(800));
-    assert_eq!(log[3].at, ms(1300));
+    assert_eq!(log[2].at, millis(800));
+    assert_eq!(log[3].at, millis(1300));
     assert_eq!(watch_rv(&log[3].request).as_deref(), Some("11"));
     assert_eq!(
         r.stats()
@@ -590,9 +571,9 @@ async fn streaming_list_replaces_atomically_and_continues_as_a_watch() {
     let config = ReflectorConfig {
         list_watch: informer::reflector::ListWatchConfig {
             watch_list: WatchListMode::On,
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(500)).await;
@@ -643,9 +624,9 @@ async fn streaming_ignored_falls_back_to_list_after_timeout() {
         list_watch: informer::reflector::ListWatchConfig {
             watch_list: WatchListMode::On,
             initial_events_timeout: secs(20),
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(100)).await;
@@ -692,9 +673,9 @@ async fn streaming_refused_falls_back_to_list_at_once() {
     let mut config = ReflectorConfig {
         list_watch: informer::reflector::ListWatchConfig {
             watch_list: WatchListMode::On,
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let seen = recording_handler(&mut config);
     let r = reflector(&lw, &queue, config);
@@ -739,7 +720,7 @@ async fn relist_shares_unchanged_objects_with_the_store() {
                 o.with_label("transformed", "yes")
             }
         })),
-        ..config()
+        ..list_watch_config()
     };
     let r = Arc::new(Reflector::new(
         lw.clone(),
@@ -783,9 +764,9 @@ async fn streaming_list_shares_unchanged_objects_too() {
     let config = ReflectorConfig {
         list_watch: informer::reflector::ListWatchConfig {
             watch_list: WatchListMode::On,
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = Arc::new(Reflector::new(
         lw.clone(),
@@ -818,7 +799,7 @@ async fn resync_every_period_after_first_sync_never_asking_the_server() {
                 jitter: Jitter::None,
                 ..BackoffConfig::default()
             },
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
         resync_period: Some(secs(30)),
         should_resync: Some(Arc::new({
@@ -826,7 +807,7 @@ async fn resync_every_period_after_first_sync_never_asking_the_server() {
             // Skip the third resync.
             move || calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) != 2
         })),
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(130)).await;
@@ -837,7 +818,10 @@ async fn resync_every_period_after_first_sync_never_asking_the_server() {
         .map(|(at, _)| at)
         .collect();
     // First sync at 0.8 s (after one failed list), then every 30 s but the skipped one.
-    assert_eq!(resyncs, vec![ms(30_800), ms(60_800), ms(120_800)]);
+    assert_eq!(
+        resyncs,
+        vec![millis(30_800), millis(60_800), millis(120_800)]
+    );
     assert_eq!(r.stats().resyncs, 3);
     assert_eq!(lw.requests().len(), 3);
 }
@@ -851,7 +835,7 @@ async fn cancel_returns_and_a_new_run_relists_from_last_rv() {
         Answer::Watch(Ok(vec![Step::Hang])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     run_for(&r, secs(5)).await;
     assert_eq!(r.last_synced_resource_version().as_deref(), Some("12"));
     // A second concurrent run only waits for its own token.
@@ -886,12 +870,12 @@ async fn closed_queue_stops_the_reflector() {
         ])),
     ]);
     let queue = RecordingQueue::new();
-    let r = reflector(&lw, &queue, config());
+    let r = reflector(&lw, &queue, list_watch_config());
     let task = tokio::spawn({
         let r = Arc::clone(&r);
         async move { r.run(CancellationToken::new()).await }
     });
-    tokio::time::sleep(ms(500)).await;
+    tokio::time::sleep(millis(500)).await;
     informer_core::Queue::close(&*queue);
     // Returns by itself, without cancellation.
     task.await.unwrap();
@@ -910,7 +894,7 @@ async fn a_panicking_error_handler_does_not_stop_the_reflector() {
         watch_error_handler: Some(Arc::new(|_: &Error, _: &FailureContext<'_>| {
             panic!("handler bug")
         })),
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(5)).await;
@@ -930,9 +914,9 @@ async fn selectors_go_on_every_request() {
             label_selector: Some("app=web".into()),
             field_selector: Some("metadata.name=x".into()),
             page_size: Some(2),
-            ..config().list_watch
+            ..list_watch_config().list_watch
         },
-        ..config()
+        ..list_watch_config()
     };
     let r = reflector(&lw, &queue, config);
     run_for(&r, secs(5)).await;
@@ -965,7 +949,7 @@ async fn same_seed_same_requests() {
             &queue,
             ReflectorConfig {
                 seed: Some(seed),
-                ..config()
+                ..list_watch_config()
             },
         );
         run_for(&r, secs(60)).await;

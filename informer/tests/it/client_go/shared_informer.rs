@@ -17,9 +17,9 @@ use informer_core::{IndexFunc, Indexers, Status, WatchEvent};
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
+use super::support::*;
 use crate::informer_support::*;
 use crate::reflector_support::{Answer, ScriptedListerWatcher, Step, page};
-use crate::support::*;
 
 /// Names of the objects a handler was told about by adds and updates (client-go's
 /// `testListener` records exactly those).
@@ -33,13 +33,6 @@ fn names(log: &Log) -> BTreeSet<String> {
 
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|n| (*n).to_owned()).collect()
-}
-
-fn with_resync(name: &str, period: Duration) -> HandlerOptions {
-    HandlerOptions {
-        resync_period: Some(period),
-        ..HandlerOptions::named(name)
-    }
 }
 
 fn is_registered(informer: &SharedIndexInformer<JsonObject>, r: &Registration) -> bool {

@@ -78,6 +78,11 @@
 //!
 //! # Running it
 //!
+//! The test is `chaos::chaos_convergence` in the crate's one integration-test binary; run it
+//! alone with `cargo test -p informer --test it -- chaos::chaos_convergence --exact
+//! --nocapture` (`-- chaos::` adds the sabotage checks and the regression tests below). It
+//! holds `support::every_cpu` while it runs: the tests bounding real elapsed time wait.
+//!
 //! Seeds: 0..200 by default, run in parallel on `CHAOS_THREADS` threads (default: the number
 //! of CPUs), one runtime per seed. `CHAOS_SEEDS=a..b` (or `a..=b`) selects a range,
 //! `CHAOS_SEED=n` reruns one seed and prints its schedule; `CHAOS_LOG=<filter>` (with
@@ -126,10 +131,6 @@
 //! | 19-deletion-of-an-uncached-key-delivered | A Deleted delta for a key the cache does not hold is delivered to handlers (as upstream does) instead of being dropped | SEMANTICS 4 deletions (ours: handlers hear only of objects they were told exist) | yes: seed 11, 0.3s | yes: seed 11, 0.5s | convergence check failed: 3 violation(s) (13 live objects on the server) - handler "trait"… | 92 MB |
 //! | 20-resync-requeues-keys-with-pending-deltas | DeltaFifo.resync queues a Sync of the cached object for keys that already have pending deltas: the stale cached copy is applied after the newer one | SEMANTICS 1 resync (only objects with no pending deltas); blind spot 1 (backlog) | yes: seed 69, 0.7s | yes: seed 69, 0.7s | stale cache: idle at resourceVersion 231 (nothing queued), the cache is not the server's s… | 81 MB |
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod chaos_support;
-
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -138,7 +139,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
+use crate::chaos_support;
+use crate::chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
+use crate::support::GUARD;
 
 /// Seeds run when nothing is selected: what CI runs.
 const DEFAULT_SEEDS: Range<u64> = 0..200;
@@ -213,6 +216,8 @@ enum Event {
 
 #[test]
 fn chaos_convergence() {
+    // Its workers take every CPU: the tests bounding real elapsed time wait (see `support`).
+    let _cpus = crate::support::every_cpu();
     run_chaos();
 }
 
@@ -321,7 +326,8 @@ fn run_chaos() {
             .collect();
         panic!(
             "{} of {} chaos seeds failed (first: {}); reproduce one with \
-             CHAOS_SEED=<seed> cargo test -p informer --test chaos -- --nocapture\n{}",
+             CHAOS_SEED=<seed> cargo test -p informer --test it -- chaos::chaos_convergence \
+             --exact --nocapture\n{}",
             failures.len(),
             finished,
             failures[0].0,
@@ -364,8 +370,9 @@ fn print_failure(seed: u64, outcome: &Outcome, failure: &Failure) {
 
 fn print_reproduce(seed: u64) {
     eprintln!(
-        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test chaos -- --nocapture \
-         (add CHAOS_LOG=informer=debug for the informer's log)"
+        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test it -- \
+         chaos::chaos_convergence --exact --nocapture (add CHAOS_LOG=informer=debug for the \
+         informer's log)"
     );
     println!("CHAOS-FAILED-SEED: {seed}");
 }
@@ -791,7 +798,7 @@ async fn a_server_resending_a_nameless_object_does_not_stall_the_informer() {
             .create(chaos_support::RESOURCE, &JsonObject::new(Some("ns"), name))
             .unwrap();
     }
-    let converged = tokio::time::timeout(Duration::from_secs(600), async {
+    let converged = tokio::time::timeout(GUARD, async {
         while informer.lister().len() != 3 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -849,7 +856,7 @@ async fn a_watch_from_resource_version_zero_does_not_travel_back_in_time() {
         informer.last_synced_resource_version().as_deref(),
         Some("0")
     );
-    let bound = Duration::from_secs(600);
+    let bound = GUARD;
     tokio::time::timeout(bound, server.wait_for_open_watches(RESOURCE, 1))
         .await
         .unwrap();

@@ -1,7 +1,6 @@
 //! Observability without metrics: the `tracing` events an informer run emits (targets,
 //! levels, fields), captured as text: list and watch lifecycle, relist with its reason, sync,
 //! handler registration, the slow-handler warning, shutdown. Virtual time.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::io;
 use std::num::NonZeroUsize;
@@ -17,7 +16,7 @@ use informer_testing::JsonObject;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-const GUARD: Duration = Duration::from_secs(600);
+use crate::support::{GUARD, set_scoped_subscriber};
 
 /// Everything the subscriber wrote.
 #[derive(Clone, Default)]
@@ -63,7 +62,9 @@ async fn an_informer_run_tells_its_story() {
         .with_ansi(false)
         .with_max_level(tracing::Level::DEBUG)
         .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    // Scoped to this thread (the tests share the process), with tracing's interest cache kept
+    // honest while other tests run (see `set_scoped_subscriber`).
+    let _default = set_scoped_subscriber(subscriber);
 
     let server = FakeApiServer::new();
     server

@@ -10,8 +10,8 @@ use fake_apiserver::FakeApiServer;
 use informer::{InformerConfig, handler};
 use informer_testing::JsonObject;
 
+use super::support::*;
 use crate::informer_support::*;
-use crate::support::*;
 
 /// client-go tools/cache/processor_listener_test.go: BenchmarkListener
 ///

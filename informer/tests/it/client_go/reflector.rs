@@ -18,10 +18,10 @@ use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 use tokio_util::sync::CancellationToken;
 
+use super::support::*;
 use crate::reflector_support::{
     Answer, Consumer, Op, RecordingQueue, Request, ScriptedListerWatcher, Step, page,
 };
-use crate::support::*;
 
 /// A reflector over `source` into `queue`.
 fn reflector(
