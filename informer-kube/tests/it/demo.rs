@@ -2,10 +2,8 @@
 //! seconds against the embedded fake API server: the final summary must report every seeded
 //! pod synced, live events, and the per-namespace handler agreeing with the namespace index.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
 #[allow(dead_code, reason = "the example's entry points are not all used here")]
-#[path = "../examples/informer-demo/app.rs"]
+#[path = "../../examples/informer-demo/app.rs"]
 mod app;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,13 +34,11 @@ async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
     assert!(churn.creates + churn.updates + churn.deletes > 0);
 }
 
-mod hostile_support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::hostile::{Behaviour, Hostile};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use hostile_support::{Behaviour, Hostile};
 
 /// `--duration` bounds the initial sync too: against a server that answers every list with
 /// `429 Retry-After: 0` (the informer never syncs), the demo ends by itself at the duration,

@@ -4,11 +4,8 @@
 //! watches, compaction while the watches are down, ERROR 410 in open watches, failed writes
 //! with 500 and 429, failed lists). Waits are event-driven (every reconcile wakes them) with
 //! real-time guards only against hangs; nothing asserts on timing.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-mod controller_support;
-
-use controller_support::{Cluster, GUARD, check, mirror_data};
+use crate::support::controller::{Cluster, GUARD, check, mirror_data};
 use fake_apiserver::status;
 use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorError};
 use serde_json::json;

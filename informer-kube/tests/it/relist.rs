@@ -5,12 +5,9 @@
 //! object swapped for the one already cached, so that the relist holds neither the whole
 //! body nor a second copy of the cache.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{GUARD, State, cache_state, diff, wait_until};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::seed::{SeedConfig, seed};
@@ -18,7 +15,6 @@ use informer::reflector::WatchListMode;
 use informer::{InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer};
 use informer_kube::{KubeListerWatcher, client_for_informers};
 use k8s_openapi::api::core::v1::Pod;
-use support::{GUARD, State, cache_state, diff, wait_until};
 use tokio_util::sync::CancellationToken;
 
 fn server_state(engine: &FakeApiServer) -> State {

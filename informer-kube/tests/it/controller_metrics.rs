@@ -1,11 +1,8 @@
 //! The sample controller's metrics: with `InformerMetrics` and `WorkQueueMetrics` in one
 //! registry, a run with injected write failures and a relist leaves the work queue's and the
 //! informers' series with sane values (scraped from the text encoding).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-mod controller_support;
-
-use controller_support::{Cluster, GUARD};
+use crate::support::controller::{Cluster, GUARD};
 use fake_apiserver::status;
 use informer::InformerMetrics;
 use informer_kube::sample::{MirrorConfig, QUEUE_NAME};

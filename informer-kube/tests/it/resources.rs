@@ -3,10 +3,7 @@
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
+use crate::support::{Env, GUARD, State, cache_state, converge, wait_until};
 use fake_apiserver::seed::{SeedConfig, seed};
 use informer::{LabelSelector, Object, SharedIndexInformer};
 use k8s_openapi::api::core::v1::Pod;
@@ -17,7 +14,6 @@ use kube_client::core::{GroupVersionKind, PartialObjectMeta};
 use kube_derive::CustomResource;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use support::{Env, GUARD, State, cache_state, converge, wait_until};
 
 /// A custom resource, typed with kube-derive (schema generation off: the fake server does
 /// not validate, and schemars would be one more dependency for nothing here).

@@ -5,6 +5,9 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
+pub mod controller;
+pub mod hostile;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
