@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::support::{
-    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, wait_until, watching,
+    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, synced, wait_until, watching,
 };
 use fake_apiserver::seed::{Churn, ChurnConfig, SeedConfig, seed};
 use fake_apiserver::{RawLine, status};
@@ -34,15 +34,6 @@ fn watches_of(env: &Env, plural: &str) -> Vec<fake_apiserver::RequestRecord> {
         .into_iter()
         .filter(|r| r.is_watch_of(plural))
         .collect()
-}
-
-async fn synced<K: informer::Object>(informer: &SharedIndexInformer<K>) {
-    let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
-    assert!(
-        matches!(synced, Ok(true)),
-        "{} did not sync",
-        informer.name()
-    );
 }
 
 /// Waits until the model handler's view equals the server's pods (handlers run on their own

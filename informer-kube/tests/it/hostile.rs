@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::hostile::{Behaviour, Hostile, Kind};
-use crate::support::{GUARD, State, cache_state, diff, wait_until};
+use crate::support::{self, GUARD, State, cache_state, diff, server_state, wait_until};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::seed::{SeedConfig, seed};
@@ -81,9 +81,9 @@ impl Rig {
         let hostile = Hostile::start(http.addr()).await;
         hostile.set_list(list);
         hostile.set_watch(watch);
-        let client =
-            client_for_informers(kube_client::Config::new(hostile.url().parse().unwrap())).unwrap();
-        let lister_watcher = KubeListerWatcher::<Pod>::all(client).with_limits(limits);
+        let lister_watcher =
+            KubeListerWatcher::<Pod>::all(support::client(&hostile.url()).unwrap())
+                .with_limits(limits);
         let failures: Arc<Mutex<Vec<Failure>>> = Arc::default();
         let mut config = InformerConfig::<Pod> {
             name: "pods".into(),
@@ -145,17 +145,7 @@ impl Rig {
     }
 
     fn server_state(&self) -> State {
-        self.engine
-            .objects("pods", None)
-            .unwrap()
-            .iter()
-            .map(|o| {
-                (
-                    o.key().to_owned(),
-                    (o.resource_version().to_string(), o.uid().to_owned()),
-                )
-            })
-            .collect()
+        server_state(&self.engine, "pods", None)
     }
 
     /// The server behaves from now on; a pod is created so that a live event must arrive

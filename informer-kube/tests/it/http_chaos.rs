@@ -25,9 +25,9 @@ use crate::chaos_support::plan::{Clock, Plan};
 use crate::chaos_support::{
     Connection, RESOURCE, SeedStats, Transport, quiet_deliberate_panics, run_plan,
 };
+use crate::support::Env;
 use fake_apiserver::FakeApiServer;
-use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use informer_kube::{KubeListerWatcher, client_for_informers};
+use informer_kube::KubeListerWatcher;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
@@ -47,28 +47,20 @@ impl Transport for Http {
         server: &FakeApiServer,
         namespace: Option<&str>,
     ) -> Result<Connection, String> {
-        let http = FakeHttpServer::start(server.clone(), HttpConfig::default())
-            .await
-            .map_err(|e| format!("starting the HTTP fake server: {e}"))?;
-        let url = http
-            .url()
-            .parse()
-            .map_err(|e| format!("the server's URL: {e}"))?;
-        let client = client_for_informers(kube_client::Config::new(url))
-            .map_err(|e| format!("a kube client: {e}"))?;
+        let env = Env::with_engine(server.clone()).await?;
         let path = match namespace {
             Some(ns) => format!("/api/v1/namespaces/{ns}/{RESOURCE}"),
             None => format!("/api/v1/{RESOURCE}"),
         };
         let lw = KubeListerWatcher::<JsonObject>::from_url(
-            client,
+            env.client.clone(),
             path,
             namespace.map(str::to_owned),
             false,
         );
         Ok(Connection {
             lister_watcher: Arc::new(lw),
-            keep_alive: Box::new(http),
+            keep_alive: Box::new(env),
         })
     }
 }
