@@ -8,6 +8,7 @@ mod app;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
+    crate::support::exit_on_ctrl_c();
     let summary = app::run([
         "informer-demo",
         "--fake",
@@ -57,6 +58,7 @@ async fn duration_bounds_an_initial_sync_that_never_finishes() {
     let text = http.kubeconfig(None).replace(&http.url(), &hostile.url());
     assert!(text.contains(&hostile.url()));
     std::fs::write(&kubeconfig, text).unwrap();
+    crate::support::exit_on_ctrl_c();
     let started = Instant::now();
     let run = app::run([
         "informer-demo",
