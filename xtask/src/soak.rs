@@ -10,7 +10,7 @@
 //!
 //! `cargo xtask soak --http --minutes M [--start S] [--threads T] [--debug]` runs the same
 //! scenarios in real time over the HTTP fake server through kube-client
-//! (`informer-kube/tests/http_chaos.rs`, `CHAOS_HTTP_MINUTES=M`): seeds one after another from
+//! (`informer-kube/tests/it/http_chaos.rs`, `CHAOS_HTTP_MINUTES=M`): seeds one after another from
 //! S until M minutes have passed, each seed's result printed as it comes, then the totals.
 
 use std::env;
@@ -110,13 +110,16 @@ fn summary_line(output: &str) -> Option<&str> {
     output.lines().find(|l| l.starts_with("chaos: "))
 }
 
-/// The path of the test binary built from `tests/<test>.rs`, from `cargo test --no-run`'s
-/// `Executable tests/<test>.rs (path)`.
+/// The path of the test binary built from `tests/<test>.rs` or `tests/<test>/main.rs`, from
+/// `cargo test --no-run`'s `Executable tests/<test>.rs (path)` (or `tests/<test>/main.rs`).
 pub(crate) fn executable<'a>(build_output: &'a str, test: &str) -> Option<&'a str> {
-    let source = format!("tests/{test}.rs ");
+    let sources = [
+        format!("tests/{test}.rs "),
+        format!("tests/{test}/main.rs "),
+    ];
     build_output
         .lines()
-        .filter(|l| l.contains("Executable") && l.contains(&source))
+        .filter(|l| l.contains("Executable") && sources.iter().any(|s| l.contains(s.as_str())))
         .find_map(|l| l.rsplit_once('(')?.1.strip_suffix(')'))
 }
 
@@ -241,11 +244,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 /// `--http --minutes M`: the HTTP chaos test for M minutes, its output shown as it comes.
 fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     println!(
-        "soak: building the HTTP chaos test (`cargo test{} -p informer-kube --test http_chaos \
-         --no-run`)",
+        "soak: building the HTTP chaos test (`cargo test{} -p informer-kube --test it --no-run`)",
         if options.release { " --release" } else { "" }
     );
-    let binary = build_test("informer-kube", "http_chaos", options.release, None)?;
+    let binary = build_test("informer-kube", "it", options.release, None)?;
     println!(
         "soak: running {binary} for {minutes} minute(s), seeds from {}",
         options.start
@@ -253,7 +255,7 @@ fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     let started = Instant::now();
     let mut command = Command::new(&binary);
     command
-        .args(["http_chaos", "--exact", "--nocapture"])
+        .args(["http_chaos::http_chaos", "--exact", "--nocapture"])
         .env("CHAOS_HTTP_MINUTES", minutes.to_string())
         .env("CHAOS_HTTP_START", options.start.to_string())
         .stdout(Stdio::piped());
@@ -286,8 +288,8 @@ fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     match failed.first() {
         Some(first) => Err(format!(
             "HTTP chaos: {} seed(s) failed: {failed:?}\nrerun one: CHAOS_SEEDS={first}..={first} \
-             cargo test{release} -p informer-kube --test http_chaos -- --nocapture (real time: \
-             the interleaving differs from run to run)",
+             cargo test{release} -p informer-kube --test it -- http_chaos::http_chaos --exact \
+             --nocapture (real time: the interleaving differs from run to run)",
             failed.len()
         )),
         None => Err(format!("{binary} failed ({status}) without naming a seed")),
@@ -378,15 +380,12 @@ mod tests {
     fn the_binary_is_read_from_the_build_output() {
         let log = "   Compiling informer v0.1.0\n    Finished `release` profile\n  Executable \
                    tests/chaos.rs (/t/release/deps/chaos-962827dcd0807224)\n  Executable \
-                   tests/http_chaos.rs (/t/release/deps/http_chaos-12)\n";
+                   tests/it/main.rs (/t/release/deps/it-12)\n";
         assert_eq!(
             executable(log, "chaos"),
             Some("/t/release/deps/chaos-962827dcd0807224")
         );
-        assert_eq!(
-            executable(log, "http_chaos"),
-            Some("/t/release/deps/http_chaos-12")
-        );
+        assert_eq!(executable(log, "it"), Some("/t/release/deps/it-12"));
         assert_eq!(executable("Finished", "chaos"), None);
     }
 }
