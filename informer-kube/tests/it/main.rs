@@ -11,7 +11,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
-#[path = "../../../informer/tests/chaos_support/mod.rs"]
+#[path = "../../../informer/tests/it/chaos_support/mod.rs"]
 mod chaos_support;
 mod support;
 
