@@ -11,7 +11,7 @@
 //!
 //! `cargo xtask soak --http --minutes M [--start S] [--threads T] [--debug]` runs the same
 //! scenarios in real time over the HTTP fake server through kube-client
-//! (`informer-kube/tests/http_chaos.rs`, `CHAOS_HTTP_MINUTES=M`): seeds one after another from
+//! (`informer-kube/tests/it/http_chaos.rs`, `CHAOS_HTTP_MINUTES=M`): seeds one after another from
 //! S until M minutes have passed, each seed's result printed as it comes, then the totals.
 
 use std::env;
@@ -118,7 +118,7 @@ fn summary_line(output: &str) -> Option<&str> {
 }
 
 /// The path of the test binary built from `tests/<test>.rs` or `tests/<test>/main.rs`, from
-/// `cargo test --no-run`'s `Executable tests/<test>.rs (path)`.
+/// `cargo test --no-run`'s `Executable tests/<test>.rs (path)` (or `tests/<test>/main.rs`).
 pub(crate) fn executable<'a>(build_output: &'a str, test: &str) -> Option<&'a str> {
     let sources = [
         format!("tests/{test}.rs "),
@@ -252,11 +252,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 /// `--http --minutes M`: the HTTP chaos test for M minutes, its output shown as it comes.
 fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     println!(
-        "soak: building the HTTP chaos test (`cargo test{} -p informer-kube --test http_chaos \
-         --no-run`)",
+        "soak: building the HTTP chaos test (`cargo test{} -p informer-kube --test it --no-run`)",
         if options.release { " --release" } else { "" }
     );
-    let binary = build_test("informer-kube", "http_chaos", options.release, None)?;
+    let binary = build_test("informer-kube", "it", options.release, None)?;
     println!(
         "soak: running {binary} for {minutes} minute(s), seeds from {}",
         options.start
@@ -264,7 +263,7 @@ fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     let started = Instant::now();
     let mut command = Command::new(&binary);
     command
-        .args(["http_chaos", "--exact", "--nocapture"])
+        .args(["http_chaos::http_chaos", "--exact", "--nocapture"])
         .env("CHAOS_HTTP_MINUTES", minutes.to_string())
         .env("CHAOS_HTTP_START", options.start.to_string())
         .stdout(Stdio::piped());
@@ -297,8 +296,8 @@ fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
     match failed.first() {
         Some(first) => Err(format!(
             "HTTP chaos: {} seed(s) failed: {failed:?}\nrerun one: CHAOS_SEEDS={first}..={first} \
-             cargo test{release} -p informer-kube --test http_chaos -- --nocapture (real time: \
-             the interleaving differs from run to run)",
+             cargo test{release} -p informer-kube --test it -- http_chaos::http_chaos --exact \
+             --nocapture (real time: the interleaving differs from run to run)",
             failed.len()
         )),
         None => Err(format!("{binary} failed ({status}) without naming a seed")),

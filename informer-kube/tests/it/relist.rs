@@ -5,35 +5,16 @@
 //! object swapped for the one already cached, so that the relist holds neither the whole
 //! body nor a second copy of the cache.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{Env, cache_state, diff, server_state, synced, wait_until};
 use fake_apiserver::FakeApiServer;
-use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
 use informer::{InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer};
-use informer_kube::{KubeListerWatcher, client_for_informers};
+use informer_kube::KubeListerWatcher;
 use k8s_openapi::api::core::v1::Pod;
-use support::{GUARD, State, cache_state, diff, wait_until};
 use tokio_util::sync::CancellationToken;
-
-fn server_state(engine: &FakeApiServer) -> State {
-    engine
-        .objects("pods", None)
-        .unwrap()
-        .iter()
-        .map(|o| {
-            (
-                o.key().to_owned(),
-                (o.resource_version().to_string(), o.uid().to_owned()),
-            )
-        })
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
@@ -47,12 +28,9 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
         },
     )
     .unwrap();
-    let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
-        .await
-        .unwrap();
-    let client =
-        client_for_informers(kube_client::Config::new(http.url().parse().unwrap())).unwrap();
-    let lister_watcher = KubeListerWatcher::<Pod>::all(client);
+    let env = Env::with_engine(engine).await.unwrap();
+    let engine = &env.engine;
+    let lister_watcher = KubeListerWatcher::<Pod>::all(env.client.clone());
     let informer = SharedIndexInformer::new(
         Arc::new(lister_watcher.clone()),
         InformerConfig {
@@ -68,11 +46,7 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     .unwrap();
     let cancel = CancellationToken::new();
     informer.spawn(cancel.clone());
-    assert!(
-        tokio::time::timeout(GUARD, informer.wait_for_sync())
-            .await
-            .unwrap()
-    );
+    synced(&informer).await;
     let listed = engine.resource_version().to_string();
     let sample: Vec<Arc<Pod>> = informer.lister().list_all().into_iter().take(50).collect();
     assert_eq!(sample.len(), 50);
@@ -89,9 +63,9 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
                 .stats()
                 .reflector
                 .is_some_and(|r| r.counters.lists >= 2)
-                && cache_state(&informer) == server_state(&engine)
+                && cache_state(&informer) == server_state(engine, "pods", None)
         },
-        || diff(&cache_state(&informer), &server_state(&engine)),
+        || diff(&cache_state(&informer), &server_state(engine, "pods", None)),
     )
     .await;
 

@@ -1,9 +1,11 @@
-//! Shared pieces of the end-to-end tests: the HTTP fake API server with a kube-client pointed
-//! at it, a handler that checks what informers tell against a model, an error recorder, and
-//! convergence waits (event-driven, with generous real-time guards against hangs; never a
-//! timing assertion).
+//! The fixtures every test module shares: the HTTP fake API server with a kube client pointed
+//! at it ([`Env`], the one place that sets them up), a handler that checks what informers tell
+//! against a model, an error recorder, and convergence waits (event-driven, with generous
+//! real-time guards against hangs; never a timing assertion). [`controller`] adds the sample
+//! controller's helpers, [`hostile`] the misbehaving server.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
+pub mod controller;
+pub mod hostile;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,6 +24,51 @@ use tokio::sync::watch;
 /// machine needs, only there so that a bug fails the test instead of hanging it.
 pub const GUARD: Duration = Duration::from_secs(120);
 
+/// Makes Ctrl-C (SIGINT) end the test process again, with status 130. Code that listens for
+/// Ctrl-C through tokio (the demo's program logic) replaces the default action of SIGINT for
+/// the whole process, for good: a signal handler cannot be removed. In a process of its own
+/// that lasted the few seconds of the demo's tests; in the one test binary, a Ctrl-C after
+/// them would be swallowed and the binary would run on after cargo has gone. Call it before
+/// such code; the watcher is registered when this returns. Once per process.
+pub fn exit_on_ctrl_c() {
+    #[cfg(unix)]
+    {
+        static WATCHER: std::sync::Once = std::sync::Once::new();
+        WATCHER.call_once(|| {
+            let (registered, ready) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("ctrl-c-exits".into())
+                .spawn(move || {
+                    let runtime = tokio::runtime::Builder::new_current_thread()
+                        .enable_io()
+                        .build()
+                        .expect("a runtime for the Ctrl-C watcher");
+                    let mut interrupt = {
+                        let _context = runtime.enter();
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                            .expect("listen for SIGINT")
+                    };
+                    registered.send(()).expect("the caller waits");
+                    if runtime.block_on(interrupt.recv()).is_some() {
+                        std::process::exit(130);
+                    }
+                })
+                .expect("the Ctrl-C watcher thread");
+            ready.recv().expect("the Ctrl-C watcher registered");
+        });
+    }
+}
+
+/// A kube client for informers ([`client_for_informers`]) at `url`, a plain-HTTP server of
+/// these tests.
+pub fn client(url: &str) -> Result<Client, String> {
+    let parsed = url
+        .parse()
+        .map_err(|e| format!("the server's URL {url}: {e}"))?;
+    client_for_informers(kube_client::Config::new(parsed))
+        .map_err(|e| format!("a kube client: {e}"))
+}
+
 /// An HTTP fake API server on a free loopback port and a kube client for it.
 pub struct Env {
     pub engine: FakeApiServer,
@@ -30,21 +77,25 @@ pub struct Env {
 }
 
 impl Env {
+    /// A fresh engine behind the HTTP front end.
     pub async fn start() -> Self {
-        Self::with_engine(FakeApiServer::new()).await
+        Self::with_engine(FakeApiServer::new())
+            .await
+            .expect("the HTTP fake server and a client")
     }
 
-    pub async fn with_engine(engine: FakeApiServer) -> Self {
+    /// `engine` (seeded or configured by the caller) behind the HTTP front end. Errors are
+    /// text, for callers that report instead of panicking (the HTTP chaos transport).
+    pub async fn with_engine(engine: FakeApiServer) -> Result<Self, String> {
         let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
             .await
-            .expect("start the HTTP fake server");
-        let config = kube_client::Config::new(http.url().parse().expect("server URL"));
-        let client = client_for_informers(config).expect("kube client");
-        Self {
+            .map_err(|e| format!("starting the HTTP fake server: {e}"))?;
+        let client = client(&http.url())?;
+        Ok(Self {
             engine,
             http,
             client,
-        }
+        })
     }
 
     pub fn factory(&self) -> KubeInformerFactory {
@@ -53,22 +104,28 @@ impl Env {
 
     /// The server's objects of `resource` in `namespace` as key → (resourceVersion, uid).
     pub fn server_state(&self, resource: &str, namespace: Option<&str>) -> State {
-        self.engine
-            .objects(resource, namespace)
-            .expect("server objects")
-            .iter()
-            .map(|o| {
-                (
-                    o.key().to_owned(),
-                    (o.resource_version().to_string(), o.uid().to_owned()),
-                )
-            })
-            .collect()
+        server_state(&self.engine, resource, namespace)
     }
 }
 
 /// key → (resourceVersion, uid).
 pub type State = BTreeMap<String, (String, String)>;
+
+/// The objects of `resource` in `namespace` that `engine` holds, as key → (resourceVersion,
+/// uid).
+pub fn server_state(engine: &FakeApiServer, resource: &str, namespace: Option<&str>) -> State {
+    engine
+        .objects(resource, namespace)
+        .expect("server objects")
+        .iter()
+        .map(|o| {
+            (
+                o.key().to_owned(),
+                (o.resource_version().to_string(), o.uid().to_owned()),
+            )
+        })
+        .collect()
+}
 
 /// What an informer's cache holds, as key → (resourceVersion, uid).
 pub fn cache_state<K: Object>(informer: &SharedIndexInformer<K>) -> State {
@@ -76,20 +133,18 @@ pub fn cache_state<K: Object>(informer: &SharedIndexInformer<K>) -> State {
         .lister()
         .list_all()
         .iter()
-        .map(|o| {
-            let key = match o.namespace() {
-                Some(ns) => format!("{ns}/{}", o.name().unwrap_or_default()),
-                None => o.name().unwrap_or_default().to_owned(),
-            };
-            (
-                key,
-                (
-                    o.resource_version().unwrap_or_default().to_owned(),
-                    o.uid().unwrap_or_default().to_owned(),
-                ),
-            )
-        })
+        .map(|o| key_and_state(o.as_ref()))
         .collect()
+}
+
+/// Waits (at most [`GUARD`]) until the informer has synced; fails if it stopped first.
+pub async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
+    let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
+    assert!(
+        matches!(synced, Ok(true)),
+        "{} did not sync",
+        informer.name()
+    );
 }
 
 /// The state handlers were told about, rebuilt from notifications, and every notification that
@@ -272,6 +327,8 @@ pub fn diff(cache: &State, server: &State) -> String {
 pub struct Recorded {
     pub stage: Stage,
     pub class: ErrorClass,
+    /// The delay the error asks for, as the reflector classifies it.
+    #[allow(dead_code, reason = "no test asserts on it; failure messages show it")]
     pub retry_after: Option<Duration>,
     /// The `Retry-After` header, as the lister-watcher read it.
     pub header_retry_after: Option<Duration>,

@@ -2,14 +2,13 @@
 //! seconds against the embedded fake API server: the final summary must report every seeded
 //! pod synced, live events, and the per-namespace handler agreeing with the namespace index.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
 #[allow(dead_code, reason = "the example's entry points are not all used here")]
-#[path = "../examples/informer-demo/app.rs"]
+#[path = "../../examples/informer-demo/app.rs"]
 mod app;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
+    crate::support::exit_on_ctrl_c();
     let summary = app::run([
         "informer-demo",
         "--fake",
@@ -36,13 +35,11 @@ async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
     assert!(churn.creates + churn.updates + churn.deletes > 0);
 }
 
-mod hostile_support;
-
 use std::time::{Duration, Instant};
 
+use crate::support::hostile::{Behaviour, Hostile};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use hostile_support::{Behaviour, Hostile};
 
 /// `--duration` bounds the initial sync too: against a server that answers every list with
 /// `429 Retry-After: 0` (the informer never syncs), the demo ends by itself at the duration,
@@ -61,6 +58,7 @@ async fn duration_bounds_an_initial_sync_that_never_finishes() {
     let text = http.kubeconfig(None).replace(&http.url(), &hostile.url());
     assert!(text.contains(&hostile.url()));
     std::fs::write(&kubeconfig, text).unwrap();
+    crate::support::exit_on_ctrl_c();
     let started = Instant::now();
     let run = app::run([
         "informer-demo",

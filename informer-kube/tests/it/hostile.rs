@@ -1,5 +1,5 @@
 //! The informer against broken and hostile API servers (issue 11): kube-client → a
-//! misbehaving HTTP server written for these tests (`hostile_support`) → informer. Each test
+//! misbehaving HTTP server written for these tests (`support::hostile`) → informer. Each test
 //! stages one failure, checks that the informer neither spins, nor parks, nor hangs, nor
 //! grows its buffers past their caps, that every stall ends in a typed error within its
 //! timeout (plus a tolerance for a loaded machine), and that once the server behaves the
@@ -10,18 +10,14 @@
 //! windows against bounds derived from the backoff; a bound that holds for the slowest
 //! machine is loose on a fast one, never the other way round.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod hostile_support;
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::hostile::{Behaviour, Hostile, Kind};
+use crate::support::{self, GUARD, State, cache_state, diff, server_state, wait_until};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::seed::{SeedConfig, seed};
-use hostile_support::{Behaviour, Hostile, Kind};
 use informer::reflector::{BackoffConfig, Jitter, ListLimits, Stage, WatchListMode};
 use informer::{
     ErrorClass, InformerConfig, Limit, ListOptions, ListerWatcher, SharedIndexInformer,
@@ -30,7 +26,6 @@ use informer_kube::{ClientLimits, KubeListerWatcher, client_for_informers};
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 use serde_json::json;
-use support::{GUARD, State, cache_state, diff, wait_until};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -86,9 +81,9 @@ impl Rig {
         let hostile = Hostile::start(http.addr()).await;
         hostile.set_list(list);
         hostile.set_watch(watch);
-        let client =
-            client_for_informers(kube_client::Config::new(hostile.url().parse().unwrap())).unwrap();
-        let lister_watcher = KubeListerWatcher::<Pod>::all(client).with_limits(limits);
+        let lister_watcher =
+            KubeListerWatcher::<Pod>::all(support::client(&hostile.url()).unwrap())
+                .with_limits(limits);
         let failures: Arc<Mutex<Vec<Failure>>> = Arc::default();
         let mut config = InformerConfig::<Pod> {
             name: "pods".into(),
@@ -150,17 +145,7 @@ impl Rig {
     }
 
     fn server_state(&self) -> State {
-        self.engine
-            .objects("pods", None)
-            .unwrap()
-            .iter()
-            .map(|o| {
-                (
-                    o.key().to_owned(),
-                    (o.resource_version().to_string(), o.uid().to_owned()),
-                )
-            })
-            .collect()
+        server_state(&self.engine, "pods", None)
     }
 
     /// The server behaves from now on; a pod is created so that a live event must arrive
@@ -215,7 +200,7 @@ fn no_jitter(config: &mut InformerConfig<Pod>) {
 }
 
 /// Requests of `kind` that start a list (no continue token) or are watches, in order.
-fn attempts(hostile: &Hostile, kind: Kind) -> Vec<hostile_support::Seen> {
+fn attempts(hostile: &Hostile, kind: Kind) -> Vec<crate::support::hostile::Seen> {
     hostile
         .seen()
         .into_iter()
@@ -474,7 +459,7 @@ async fn a_server_that_never_answers_ends_in_a_response_timeout() {
     rig.recovers().await;
 }
 
-async fn wait_closed(seen: &hostile_support::Seen) -> Instant {
+async fn wait_closed(seen: &crate::support::hostile::Seen) -> Instant {
     let mut at = None;
     wait_until(
         "the client to hang up",

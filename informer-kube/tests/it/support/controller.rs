@@ -1,54 +1,25 @@
-//! Shared pieces of the sample controller's tests: the HTTP fake API server with a kube client,
-//! seeding helpers, an independent convergence check (raw JSON from the server, not the
-//! controller's own decision code), and an event-driven wait for convergence (woken by every
-//! reconcile, with a generous real-time guard against hangs; never a timing assertion).
-
-#![allow(dead_code, reason = "each test file uses a different subset")]
-
-use std::time::Duration;
+//! The sample controller's tests' helpers on the shared [`Env`]: seeding, an independent
+//! convergence check (raw JSON from the server, not the controller's own decision code), and
+//! an event-driven wait for convergence (woken by every reconcile, with the [`GUARD`] against
+//! hangs; never a timing assertion).
 
 use fake_apiserver::FakeApiServer;
-use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use informer_kube::client_for_informers;
 use informer_kube::sample::{
     ConfigMapMirror, MANAGED_BY_LABEL, MANAGER, MirrorConfig, MirrorError, MirrorReport,
     MirrorStats, SOURCE_ANNOTATION,
 };
-use kube_client::Client;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The longest any wait may take before the test fails: far above what a loaded machine
-/// needs, only there so that a bug fails the test instead of hanging it.
-pub const GUARD: Duration = Duration::from_secs(120);
+use super::{Env, GUARD};
 
 /// The label selecting namespaces in these tests (the controller's default selector).
 pub const LABEL: (&str, &str) = ("informer-rs/mirror", "true");
 
-/// An HTTP fake API server on a free loopback port and a kube client for it.
-pub struct Cluster {
-    pub engine: FakeApiServer,
-    pub http: FakeHttpServer,
-    pub client: Client,
-}
-
-impl Cluster {
-    pub async fn start() -> Self {
-        let engine = FakeApiServer::new();
-        let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
-            .await
-            .expect("start the HTTP fake server");
-        let config = kube_client::Config::new(http.url().parse().expect("server URL"));
-        let client = client_for_informers(config).expect("kube client");
-        Self {
-            engine,
-            http,
-            client,
-        }
-    }
-
+/// The sample controller's fixtures.
+impl Env {
     /// Creates a namespace, with the mirror label or without.
     pub fn namespace(&self, name: &str, labelled: bool) {
         let labels = if labelled {
@@ -126,7 +97,7 @@ impl Cluster {
     }
 
     /// Waits until the server's state is the converged one, re-checking after every reconcile.
-    pub async fn converge(&self, config: &MirrorConfig, running: &mut Running, step: &str) {
+    pub async fn converge_mirrors(&self, config: &MirrorConfig, running: &mut Running, step: &str) {
         loop {
             let Err(divergence) = check(&self.engine, config) else {
                 return;

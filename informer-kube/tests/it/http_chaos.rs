@@ -1,5 +1,5 @@
 //! The chaos convergence check in real time over HTTP: the scenarios of the `informer` crate's
-//! chaos test (`informer/tests/chaos.rs`, whose engine this test includes by path), with the
+//! chaos test (`informer/tests/chaos.rs`, whose engine `main.rs` includes by path), with the
 //! informer reaching the fake API server's HTTP front end through kube-client and
 //! `KubeListerWatcher`, on a multi-thread runtime, every duration of the plan divided by 100
 //! (resync periods stay at least 1 s; a `Retry-After` is 1 s). Faults are staged on the
@@ -17,22 +17,17 @@
 //! does. A failing seed prints its plan, schedule, report and `CHAOS-FAILED-SEED: n`; real
 //! time makes the interleaving differ from run to run, so a rerun of the seed may pass.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-#[path = "../../informer/tests/chaos_support/mod.rs"]
-mod chaos_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use chaos_support::plan::{Clock, Plan};
-use chaos_support::{
+use crate::chaos_support::plan::{Clock, Plan};
+use crate::chaos_support::{
     Connection, RESOURCE, SeedStats, Transport, quiet_deliberate_panics, run_plan,
 };
+use crate::support::Env;
 use fake_apiserver::FakeApiServer;
-use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use informer_kube::{KubeListerWatcher, client_for_informers};
+use informer_kube::KubeListerWatcher;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 
@@ -52,28 +47,20 @@ impl Transport for Http {
         server: &FakeApiServer,
         namespace: Option<&str>,
     ) -> Result<Connection, String> {
-        let http = FakeHttpServer::start(server.clone(), HttpConfig::default())
-            .await
-            .map_err(|e| format!("starting the HTTP fake server: {e}"))?;
-        let url = http
-            .url()
-            .parse()
-            .map_err(|e| format!("the server's URL: {e}"))?;
-        let client = client_for_informers(kube_client::Config::new(url))
-            .map_err(|e| format!("a kube client: {e}"))?;
+        let env = Env::with_engine(server.clone()).await?;
         let path = match namespace {
             Some(ns) => format!("/api/v1/namespaces/{ns}/{RESOURCE}"),
             None => format!("/api/v1/{RESOURCE}"),
         };
         let lw = KubeListerWatcher::<JsonObject>::from_url(
-            client,
+            env.client.clone(),
             path,
             namespace.map(str::to_owned),
             false,
         );
         Ok(Connection {
             lister_watcher: Arc::new(lw),
-            keep_alive: Box::new(http),
+            keep_alive: Box::new(env),
         })
     }
 }
@@ -197,7 +184,8 @@ fn http_chaos() {
                             eprintln!("{failure}");
                             eprintln!(
                                 "rerun: CHAOS_SEEDS={seed}..={seed} cargo test --release -p \
-                                 informer-kube --test http_chaos -- --nocapture"
+                                 informer-kube --test it -- http_chaos::http_chaos --exact \
+                                 --nocapture"
                             );
                             println!("CHAOS-FAILED-SEED: {seed}");
                             let first = failure

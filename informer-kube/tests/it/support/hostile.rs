@@ -9,8 +9,6 @@
 //! Every response says `Connection: close` and every connection carries one request, so that
 //! each request the client makes is seen (and logged) here.
 
-#![allow(dead_code, reason = "each test file uses a different subset")]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +68,7 @@ pub enum Kind {
 pub struct Seen {
     pub at: Instant,
     pub kind: Kind,
+    #[allow(dead_code, reason = "no test asserts on it; failure messages show it")]
     pub path: String,
     pub query: Vec<(String, String)>,
     /// How it was answered.

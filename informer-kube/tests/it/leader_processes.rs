@@ -11,7 +11,6 @@
 //! (60 s); the build has its own, generous bound. Unix only (signals).
 
 #![cfg(unix)]
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

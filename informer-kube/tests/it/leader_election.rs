@@ -4,13 +4,10 @@
 //! replaced once the lease has not changed for its duration; a leader that releases is
 //! replaced at the other's next attempt. Every test is bounded (60 s).
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::support::Env;
 use informer_core::leader_election::{ElectionConfig, StepDown};
 use informer_kube::leader_election::{
     ElectionOutcome, LeaderCallbacks, LeaderElector, Leadership, LeaseError,
@@ -18,7 +15,6 @@ use informer_kube::leader_election::{
 use k8s_openapi::api::coordination::v1::Lease;
 use kube_client::Api;
 use serde_json::json;
-use support::Env;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

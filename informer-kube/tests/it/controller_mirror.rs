@@ -4,11 +4,9 @@
 //! watches, compaction while the watches are down, ERROR 410 in open watches, failed writes
 //! with 500 and 429, failed lists). Waits are event-driven (every reconcile wakes them) with
 //! real-time guards only against hangs; nothing asserts on timing.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-mod controller_support;
-
-use controller_support::{Cluster, GUARD, check, mirror_data};
+use crate::support::controller::{check, mirror_data};
+use crate::support::{Env, GUARD};
 use fake_apiserver::status;
 use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorError};
 use serde_json::json;
@@ -22,7 +20,7 @@ fn config() -> MirrorConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn converges_and_stays_converged_through_changes_and_faults() {
-    let cluster = Cluster::start().await;
+    let cluster = Env::start().await;
     let config = config();
     let engine = &cluster.engine;
     let faults = engine.faults();
@@ -64,7 +62,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
 
     let mut running = cluster.run(config.clone());
     cluster
-        .converge(&config, &mut running, "initial sync")
+        .converge_mirrors(&config, &mut running, "initial sync")
         .await;
     assert_eq!(
         mirror_data(engine, &config, "team-a"),
@@ -82,7 +80,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     cluster.label("team-b", false);
     cluster.label("team-d", true);
     cluster
-        .converge(
+        .converge_mirrors(
             &config,
             &mut running,
             "source changed and namespaces relabelled",
@@ -101,7 +99,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     assert_eq!(faults.drop_watches("*"), 3);
     cluster.set_source(&config, json!({"color": "teal"}));
     cluster
-        .converge(&config, &mut running, "watches dropped")
+        .converge_mirrors(&config, &mut running, "watches dropped")
         .await;
 
     tokio::time::timeout(GUARD, engine.wait_for_open_watches("*", 3))
@@ -120,7 +118,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     engine.compact_all();
     faults.clear();
     cluster
-        .converge(
+        .converge_mirrors(
             &config,
             &mut running,
             "compaction while the watches were down",
@@ -134,7 +132,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     assert_eq!(faults.expire_watches("*"), 3);
     cluster.set_source(&config, json!({"color": "purple"}));
     cluster
-        .converge(&config, &mut running, "ERROR 410 in open watches")
+        .converge_mirrors(&config, &mut running, "ERROR 410 in open watches")
         .await;
 
     // Writes fail: four 500s, then two 429s with Retry-After; the controller retries with
@@ -144,7 +142,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     faults.fail_writes("configmaps", 2, status::too_many_requests(1));
     cluster.set_source(&config, json!({"color": "black"}));
     cluster
-        .converge(&config, &mut running, "failed writes")
+        .converge_mirrors(&config, &mut running, "failed writes")
         .await;
     faults.assert_all_used();
     let after = running.stats();
@@ -171,19 +169,19 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     cluster.label("team-a", false);
     cluster.set_source(&config, json!({"color": "white"}));
     cluster
-        .converge(&config, &mut running, "failed lists during a relist")
+        .converge_mirrors(&config, &mut running, "failed lists during a relist")
         .await;
     faults.assert_all_used();
 
     // No source: no mirrors. The source back: mirrors back.
     cluster.delete_source(&config);
     cluster
-        .converge(&config, &mut running, "source deleted")
+        .converge_mirrors(&config, &mut running, "source deleted")
         .await;
     assert_eq!(mirror_data(engine, &config, "team-b"), None);
     cluster.set_source(&config, json!({"color": "gold"}));
     cluster
-        .converge(&config, &mut running, "source recreated")
+        .converge_mirrors(&config, &mut running, "source recreated")
         .await;
     assert_eq!(
         mirror_data(engine, &config, "team-b"),
@@ -194,7 +192,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     // objects stay): the controller removes the mirror it made there.
     engine.delete("namespaces", None, "team-d").unwrap();
     cluster
-        .converge(&config, &mut running, "labelled namespace deleted")
+        .converge_mirrors(&config, &mut running, "labelled namespace deleted")
         .await;
     assert_eq!(mirror_data(engine, &config, "team-d"), None);
 
@@ -230,7 +228,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_event() {
-    let cluster = Cluster::start().await;
+    let cluster = Env::start().await;
     let config = MirrorConfig {
         max_retries: 2,
         ..config()
@@ -254,7 +252,7 @@ async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_eve
     cluster.label("team-a", true);
     cluster.set_source(&config, json!({"k": "w"}));
     cluster
-        .converge(&config, &mut running, "after giving up")
+        .converge_mirrors(&config, &mut running, "after giving up")
         .await;
     let report = running.stop().await;
     assert_eq!(report.stats.given_up, 1);
@@ -263,7 +261,7 @@ async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_eve
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_before_sync_and_invalid_settings() {
-    let cluster = Cluster::start().await;
+    let cluster = Env::start().await;
     // Lists fail for a long time: cancelling before the sync still shuts down cleanly.
     cluster
         .engine

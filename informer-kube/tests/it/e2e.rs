@@ -5,24 +5,20 @@
 //! Time is real (virtual time cannot advance across a real socket), so every wait is
 //! event-driven with a generous guard against hangs, and nothing asserts on durations.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
 
+use crate::support::{
+    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, synced, wait_until, watching,
+};
 use fake_apiserver::seed::{Churn, ChurnConfig, SeedConfig, seed};
 use fake_apiserver::{RawLine, status};
 use informer::reflector::{Stage, WatchListMode};
 use informer::{ErrorClass, NAMESPACE_INDEX, SharedIndexInformer};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use serde_json::json;
-use support::{
-    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, wait_until, watching,
-};
 
 fn lists_of(env: &Env, plural: &str) -> Vec<fake_apiserver::RequestRecord> {
     env.engine
@@ -40,27 +36,18 @@ fn watches_of(env: &Env, plural: &str) -> Vec<fake_apiserver::RequestRecord> {
         .collect()
 }
 
-async fn synced<K: informer::Object>(informer: &SharedIndexInformer<K>) {
-    let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
-    assert!(
-        matches!(synced, Ok(true)),
-        "{} did not sync",
-        informer.name()
-    );
-}
-
 /// Waits until the model handler's view equals the server's pods (handlers run on their own
 /// tasks, behind the cache).
 async fn handler_caught_up(
     env: &Env,
-    model: &std::sync::Arc<parking_lot::Mutex<support::Model>>,
+    model: &std::sync::Arc<parking_lot::Mutex<crate::support::Model>>,
     changes: tokio::sync::watch::Receiver<u64>,
 ) {
     wait_until(
         "the handler to catch up with the server",
         Some(changes),
         || model.lock().live == env.server_state("pods", None),
-        || support::diff(&model.lock().live, &env.server_state("pods", None)),
+        || crate::support::diff(&model.lock().live, &env.server_state("pods", None)),
     )
     .await;
 }

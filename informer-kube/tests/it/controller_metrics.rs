@@ -1,11 +1,8 @@
 //! The sample controller's metrics: with `InformerMetrics` and `WorkQueueMetrics` in one
 //! registry, a run with injected write failures and a relist leaves the work queue's and the
 //! informers' series with sane values (scraped from the text encoding).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
-mod controller_support;
-
-use controller_support::{Cluster, GUARD};
+use crate::support::{Env, GUARD};
 use fake_apiserver::status;
 use informer::InformerMetrics;
 use informer_kube::sample::{MirrorConfig, QUEUE_NAME};
@@ -16,7 +13,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
-    let cluster = Cluster::start().await;
+    let cluster = Env::start().await;
     let mut registry = Registry::default();
     let config = MirrorConfig {
         informer_metrics: Some(InformerMetrics::register(&mut registry)),
@@ -32,7 +29,7 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     faults.fail_writes("configmaps", 3, status::internal_error("etcd is down"));
     let mut running = cluster.run(config.clone());
     cluster
-        .converge(&config, &mut running, "initial sync with failed writes")
+        .converge_mirrors(&config, &mut running, "initial sync with failed writes")
         .await;
     faults.assert_all_used();
 
@@ -44,7 +41,7 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     cluster.label("team-c", true);
     cluster.set_source(&config, json!({"k": "v2"}));
     cluster
-        .converge(&config, &mut running, "after the relist")
+        .converge_mirrors(&config, &mut running, "after the relist")
         .await;
     let stats = running.wait_for_stats(|s| s.created == 3).await;
     // Convergence needs the namespaces and source informers to relist, not the mirrors one

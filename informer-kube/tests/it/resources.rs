@@ -3,12 +3,9 @@
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
+use crate::support::{Env, GUARD, State, cache_state, converge, synced, wait_until};
 use fake_apiserver::seed::{SeedConfig, seed};
-use informer::{LabelSelector, Object, SharedIndexInformer};
+use informer::LabelSelector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Api;
@@ -17,7 +14,6 @@ use kube_client::core::{GroupVersionKind, PartialObjectMeta};
 use kube_derive::CustomResource;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use support::{Env, GUARD, State, cache_state, converge, wait_until};
 
 /// A custom resource, typed with kube-derive (schema generation off: the fake server does
 /// not validate, and schemars would be one more dependency for nothing here).
@@ -38,15 +34,6 @@ use support::{Env, GUARD, State, cache_state, converge, wait_until};
 pub struct WidgetSpec {
     size: u32,
     color: String,
-}
-
-async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
-    let synced = tokio::time::timeout(GUARD, informer.wait_for_sync()).await;
-    assert!(
-        matches!(synced, Ok(true)),
-        "{} did not sync",
-        informer.name()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

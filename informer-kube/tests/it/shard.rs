@@ -7,19 +7,15 @@
 //! ignores the parameter (its request log keeps it) and answers without the echo, which is
 //! how a client tells that it got everything.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
-mod support;
-
 use std::collections::BTreeSet;
 
+use crate::support::{Env, GUARD};
 use futures::StreamExt;
 use informer::{ListOptions, ListerWatcher, Object, WatchEvent, WatchOptions};
 use informer_core::shard::{ShardEcho, ShardField, ShardSelector};
 use informer_kube::KubeListerWatcher;
 use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::json;
-use support::{Env, GUARD};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lists_and_watches_send_the_shard_selector_and_see_it_ignored() {
