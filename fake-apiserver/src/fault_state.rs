@@ -56,7 +56,7 @@ impl fmt::Display for Scope {
     }
 }
 
-/// A scripted fault that has not been used up yet. See [`Faults::pending`].
+/// A scripted fault that has not been used up yet. See [`Faults::pending`](crate::Faults::pending).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PendingFault {
@@ -144,7 +144,7 @@ impl fmt::Display for PendingFault {
 }
 
 /// How a watch announces an object it has not shown before, outside its initial events. See
-/// [`Faults::announce_unseen`].
+/// [`Faults::announce_unseen`](crate::Faults::announce_unseen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum UnseenAnnouncement {
@@ -159,7 +159,7 @@ pub enum UnseenAnnouncement {
     Modified,
 }
 
-/// Ready-made lines for [`Faults::inject_raw_line`].
+/// Ready-made lines for [`Faults::inject_raw_line`](crate::Faults::inject_raw_line).
 pub struct RawLine;
 
 impl RawLine {

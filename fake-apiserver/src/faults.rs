@@ -121,7 +121,7 @@ impl Faults {
     }
 
     /// Writes `line` as is (it gets a trailing newline) into every watch open now in `scope`:
-    /// garbage JSON, an unknown event type, an object without metadata. See [`RawLine`].
+    /// garbage JSON, an unknown event type, an object without metadata. See [`RawLine`](crate::RawLine).
     pub fn inject_raw_line(&self, scope: impl Into<Scope>, line: impl Into<Bytes>) -> usize {
         let line = line.into();
         self.shared

@@ -17,7 +17,7 @@ use super::store::{HistoryConfig, Store};
 /// The default of [`ServerConfig::history_max_bytes`]: 256 MiB.
 pub const DEFAULT_HISTORY_MAX_BYTES: usize = 256 << 20;
 
-/// Settings of a [`FakeApiServer`]. `Default` gives a real server's defaults.
+/// Settings of a [`FakeApiServer`](crate::FakeApiServer). `Default` gives a real server's defaults.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// How much history is kept (the watch cache's window).
@@ -38,11 +38,11 @@ pub struct ServerConfig {
     pub too_large_wait: Duration,
     /// The resourceVersion before the first write (the first write gets this plus one).
     pub initial_resource_version: u64,
-    /// Whether creates through the request layer (HTTP, [`FakeApiServer::create_at`],
-    /// [`FakeApiServer::apply_at`]) need an existing Namespace object (404 NotFound
+    /// Whether creates through the request layer (HTTP, [`FakeApiServer::create_at`](crate::FakeApiServer::create_at),
+    /// [`FakeApiServer::apply_at`](crate::FakeApiServer::apply_at)) need an existing Namespace object (404 NotFound
     /// otherwise), as the real server's NamespaceLifecycle admission does. On by default;
     /// turn it off to let clients create objects in namespaces that were never created.
-    /// The test's direct writes ([`FakeApiServer::create`], seeding) never need one.
+    /// The test's direct writes ([`FakeApiServer::create`](crate::FakeApiServer::create), seeding) never need one.
     pub require_namespaces: bool,
     /// Seed of the random generator for UIDs and `generateName` suffixes.
     pub seed: u64,
@@ -51,7 +51,7 @@ pub struct ServerConfig {
     pub wall_clock_start: Option<SystemTime>,
     /// Panic when the last handle to the server is dropped while scripted faults are unused
     /// (the tokio-test style of strict mock). Off by default; see
-    /// [`Faults::assert_all_used`] for an explicit check.
+    /// [`Faults::assert_all_used`](crate::Faults::assert_all_used) for an explicit check.
     pub strict_faults: bool,
 }
 

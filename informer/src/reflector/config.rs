@@ -196,7 +196,7 @@ pub struct ReflectorStats {
     /// Whether a full list has been handed to the queue.
     pub has_synced: bool,
     /// Whether the last complete list was a streaming list (false before the first list,
-    /// with [`WatchListMode::Off`], and after a fallback to a paginated list until a later
+    /// with [`WatchListMode::Off`](informer_core::reflector::WatchListMode::Off), and after a fallback to a paginated list until a later
     /// relist streams again).
     pub streaming: bool,
 }

@@ -29,7 +29,7 @@
 //!
 //! # Lists that never end
 //!
-//! Each list is accounted against [`ReflectorConfig::list_limits`]: a continue token the server
+//! Each list is accounted against [`ListWatchConfig::list_limits`]: a continue token the server
 //! already sent in the same list, more pages than `max_pages`, or more response bytes than
 //! `max_bytes` (counted as they arrive, by backends that see bytes) fails the list with
 //! [`Error::LimitExceeded`]; the items gathered so far are dropped and the list is retried
