@@ -3,8 +3,6 @@
 //! them panic; every valid selector survives printing and parsing again; and matching agrees
 //! with a model written here from the API server's rules.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
 use std::collections::BTreeMap;
 
 use informer_core::selector::{FieldSelector, LabelOp, LabelSelector};
