@@ -1,5 +1,4 @@
 //! Delayed adds (`add_after`) on tokio's paused clock.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::time::Duration;
 

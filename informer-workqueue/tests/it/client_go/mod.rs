@@ -8,7 +8,6 @@
 //! one in its first doc line. Upstream drives its delaying queue with a fake clock; ours runs on
 //! tokio's clock, paused (`start_paused`) and moved with `tokio::time::advance`.
 //! `docs/parity/cache-workqueue.md` lists every case and every deviation.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod default_rate_limiters;
 mod delaying_queue;

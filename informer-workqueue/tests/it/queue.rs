@@ -1,5 +1,4 @@
 //! The work queue's rules: dedup, FIFO, processing/dirty, done, shutdown and drain.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -1,5 +1,4 @@
 //! The rate-limited queue: retries wait the limiter's delay, `forget` resets, shutdown.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,5 @@
 //! The `metrics` feature: a run's series, scraped from the registry's text encoding.
 #![cfg(feature = "metrics")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::sync::Arc;
 use std::time::Duration;

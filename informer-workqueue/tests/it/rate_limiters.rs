@@ -1,5 +1,4 @@
 //! Each rate limiter's delay sequence, forgetting, and the default limiter's values.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::sync::Arc;
 use std::time::Duration;
