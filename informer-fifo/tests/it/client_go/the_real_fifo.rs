@@ -16,7 +16,7 @@ use informer_core::{KnownObjects, Queue, QueueError};
 use informer_fifo::{InOrderFifo, InOrderFifoConfig};
 use informer_testing::JsonObject;
 
-use crate::{
+use super::{
     drain, drain_flat, in_order, keys_of_objects_tombstones_and_batches, known, labels, mk, pop,
     pops_unblock_when_closed, try_pop, two_producers_keep_their_order,
 };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use informer_core::Queue;
 
-use crate::{
+use super::{
     delta_fifo as fifo, mk, pop_newest, pops_unblock_when_closed, try_pop,
     two_producers_keep_their_order,
 };

@@ -13,7 +13,6 @@
 //! `DeltaFIFO` emits `Sync` for listed objects unless `EmitDeltaTypeReplaced` is set, which every
 //! informer sets; ours always emits `Replaced`, so expectations read `Replaced` where upstream's
 //! default would say `Sync`.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod delta_fifo;
 mod fifo;

@@ -1,6 +1,5 @@
 //! What is specific to `DeltaFifo`: grouping by key, the deletion merge, requeue rules, the
 //! batch in flight counting as pending, serialized pops.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

@@ -1,6 +1,5 @@
 //! What is specific to `InOrderFifo`: arrival order across keys, batching, atomic replace and
 //! resync, requeue of whole batches.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

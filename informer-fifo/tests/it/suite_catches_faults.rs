@@ -1,6 +1,5 @@
 //! The queue suite and model checks are only worth something if they fail on broken queues:
 //! each wrapper here breaks one rule of a correct `DeltaFifo`, and the suite must notice.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

@@ -1,5 +1,4 @@
 //! Both backends against the shared `Queue` conformance suite and their reference models.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::num::NonZeroUsize;
 

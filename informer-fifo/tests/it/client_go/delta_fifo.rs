@@ -7,7 +7,7 @@ use informer_core::{DeltaType, Queue};
 use informer_fifo::DeltaFifo;
 use informer_testing::JsonObject;
 
-use crate::{
+use super::{
     delta_fifo as fifo, drain, keys_of_objects_tombstones_and_batches, known, labels, mk, pop,
     pop_newest, pops_unblock_when_closed, try_pop, two_producers_keep_their_order,
 };
