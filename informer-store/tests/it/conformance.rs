@@ -1,6 +1,5 @@
 //! `IndexedStore` against the shared `Indexer` conformance suites of `informer-testing`, and
 //! proof that those suites catch broken backends.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;

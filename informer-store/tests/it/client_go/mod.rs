@@ -8,7 +8,6 @@
 //! every case and every deviation.
 //!
 //! [`IndexedStore`]: informer_store::IndexedStore
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 mod index;
 mod mutation_detector;

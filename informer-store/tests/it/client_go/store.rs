@@ -8,7 +8,7 @@ use informer_core::{Indexer, KeyError, KnownObjects, QueueError, Store, StoreErr
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 
-use crate::{names, obj, store_with};
+use super::{names, obj, store_with};
 
 /// The values (label `v`) of every stored object.
 fn values(store: &IndexedStore<JsonObject>) -> BTreeSet<String> {
@@ -64,7 +64,7 @@ fn cache() {
 /// client-go tools/cache/store_test.go: TestIndex
 #[test]
 fn index() {
-    let indexer = store_with("by_val", crate::split_v());
+    let indexer = store_with("by_val", super::split_v());
     for (id, val) in [("a", "b"), ("c", "b"), ("e", "f"), ("g", "h")] {
         indexer.add(obj(id, val)).unwrap();
     }

@@ -7,7 +7,6 @@
 //! than the default cache, so they pass unchanged; `identity_needs_the_cache` shows exactly
 //! which checks depend on that.
 #![cfg(feature = "compact")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

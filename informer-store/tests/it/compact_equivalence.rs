@@ -3,10 +3,6 @@
 //! typed objects (k8s-openapi `Pod`s and `ConfigMap`s) and dynamic ones (`JsonObject`), under
 //! several cache sizes and codecs, across dictionary training.
 #![cfg(feature = "compact")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
-
-#[path = "../benches/support/pods.rs"]
-mod pods;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -25,6 +21,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::pods;
 
 const NAMESPACES: &[Option<&str>] = &[None, Some("a"), Some("b")];
 const NAMES: &[&str] = &["x", "y", "z"];

@@ -1,10 +1,6 @@
 //! `CompactStore`'s own rules: dictionary training, what it holds, the cache, round-trip
 //! refusals, the raw-bytes entry point, and how a stored object that does not decode surfaces.
 #![cfg(feature = "compact")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // tests
-
-#[path = "../benches/support/pods.rs"]
-mod pods;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +17,8 @@ use informer_store::{
 use informer_testing::JsonObject;
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Deserializer, Serialize};
+
+use crate::pods;
 
 fn obj(ns: &str, name: &str, app: &str) -> Arc<JsonObject> {
     Arc::new(

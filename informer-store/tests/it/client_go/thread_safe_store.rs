@@ -6,7 +6,7 @@
 
 use informer_core::{Indexer, Store};
 
-use crate::{index_keys, obj, split_v, store_with};
+use super::{index_keys, obj, split_v, store_with};
 
 const INDEX: &str = "testIndexer";
 

@@ -7,7 +7,7 @@ use informer_core::{Indexer, NAMESPACE_INDEX, Object, Store, namespace_index_fun
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 
-use crate::{names, store_with};
+use super::{names, store_with};
 
 /// Upstream's `testIndexFunc`: the value of label `foo` (empty when absent): always one value.
 fn label_foo(o: &JsonObject) -> Vec<String> {
