@@ -2,8 +2,6 @@
 //! an in-process HTTP fake API server, every phase, and the report rendered from the results.
 //! (The full benchmark is `cargo xtask bench`; it is not run by tests.)
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
-
 #[cfg(target_os = "linux")]
 #[test]
 fn every_contender_goes_through_every_phase_at_a_tiny_size() {
