@@ -1,18 +1,16 @@
 //! HTTP front end: watch streams on the wire (chunked JSON lines, ERROR events, streaming
 //! lists, bookmarks, timeouts, slow and many watchers) through real HTTP clients.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use std::time::Duration;
 
 use fake_apiserver::seed;
 use fake_apiserver::{HistoryConfig, ServerConfig, status};
-use http_support::{GUARD, Line, WatchLines, pod, show, start, start_with};
 use rand::SeedableRng;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::http::{GUARD, Line, WatchLines, get, pod, show, start, start_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_events_are_chunked_json_lines_flushed_one_by_one() {
@@ -203,7 +201,7 @@ async fn injected_faults_reach_the_wire() {
     server
         .faults()
         .fail_watches("pods", 1, status::too_many_requests(4));
-    let refused = http_support::get(&http, &url).await;
+    let refused = get(&http, &url).await;
     assert_eq!(refused.status, 429);
     assert_eq!(refused.header("retry-after"), Some("4"));
     // Raw lines are written as they are.

@@ -3,18 +3,16 @@
 //! of pods asked for in protobuf decode with k8s-pb to the same pods as the JSON answers, and
 //! a pod encoded by k8s-pb and posted as protobuf is stored as the same JSON.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use fake_apiserver::seed::{SeedConfig, seed};
 use futures::StreamExt;
-use http_support::{GUARD, WatchLines, client, get, start};
 use k8s_pb::api::core::v1::{Pod, PodList};
 use k8s_pb::apimachinery::pkg::apis::meta::v1::{Time, WatchEvent};
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
 use serde_json::{Value, json};
+
+use crate::support::http::{GUARD, WatchLines, client, get, namespaces, start};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go sends for built-in types.
@@ -384,7 +382,7 @@ async fn protobuf_for_every_built_in_kind_decodes_with_k8s_pb() {
     // Each kind's empty-ish object encodes to a message k8s-pb's type for that kind decodes
     // (a wrong field number or wire type would fail to decode or land in the wrong field).
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "d", "namespace": "a", "labels": {"app": "d"}},
         "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "d"}},

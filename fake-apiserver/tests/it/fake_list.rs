@@ -1,5 +1,4 @@
 //! Fake API server: list semantics through the in-process front end.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::Duration;
 

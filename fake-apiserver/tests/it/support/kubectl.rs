@@ -4,7 +4,6 @@
 //!
 //! kubectl is `$KUBECTL` or `kubectl` on `PATH`. When it is missing, tests print a notice and
 //! pass as skipped, except under `CI=true`, where a missing kubectl is a failure.
-#![allow(dead_code)] // Each test file uses a different subset.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -2,16 +2,14 @@
 //! clean shutdown on SIGTERM and SIGINT, also under churn it cannot keep up with and with
 //! clients that stopped reading or sending.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use std::time::Duration;
 
-use http_support::{Binary, GUARD, client};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+
+use crate::support::http::{Binary, GUARD, client};
 
 /// How long the binary may take to exit after SIGTERM or SIGINT: it stops within a second
 /// by design (0.8 s for churn and server, 0.2 s for the runtime); the rest is slack for a

@@ -1,22 +1,17 @@
 //! HTTP front end: the `/_fake/` admin API (controls and faults as JSON) and the bearer-token
 //! rule, through a real HTTP client.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use http_support::{GUARD, Line, WatchLines, client, get, pod, post, send, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-async fn admin(
-    http: &FakeHttpServer,
-    method: Method,
-    path: &str,
-    body: Value,
-) -> http_support::Answer {
+use crate::support::http::{
+    Answer, GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start,
+};
+
+async fn admin(http: &FakeHttpServer, method: Method, path: &str, body: Value) -> Answer {
     send(
         http,
         method,
@@ -372,7 +367,7 @@ async fn faults_into_open_watches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_churn_and_resource_registration() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     let h = admin(
         &http,
         Method::PUT,

@@ -3,19 +3,16 @@
 //! changes, `create`, `apply` (create then modify), `delete`, CRDs.
 //!
 //! Each test uses a fresh kubeconfig and `--cache-dir`. Without kubectl the tests print a
-//! notice and pass, except under `CI=true` where they fail (see `kubectl_support`).
+//! notice and pass, except under `CI=true` where they fail (see `support::kubectl`).
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
-mod kubectl_support;
 
 use std::io::Write as _;
 
 use fake_apiserver::seed::{SeedConfig, seed};
-use http_support::{Binary, GUARD, pod, start};
-use kubectl_support::Kubectl;
 use serde_json::json;
+
+use crate::support::http::{Binary, GUARD, client, namespaces, pod, start};
+use crate::support::kubectl::Kubectl;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_pods_across_namespaces() {
@@ -252,7 +249,7 @@ async fn apply_a_crd_then_its_custom_resources() {
     else {
         return;
     };
-    http_support::namespaces(&server, &["prod"]);
+    namespaces(&server, &["prod"]);
     let crd = kubectl.manifest(
         "crd.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
@@ -328,7 +325,7 @@ async fn kubectl_against_the_binary() {
     let mut watch = kubectl.spawn(&["get", "configmaps", "-n", "ns-0", "-w", "--no-headers"]);
     watch.line_with(&["config"]).await;
     let cm = json!({"metadata": {"name": "from-http"}, "data": {"k": "v"}});
-    let created = http_support::client()
+    let created = client()
         .post(format!("{}/api/v1/namespaces/ns-0/configmaps", bin.url()))
         .json(&cm)
         .send()
@@ -406,15 +403,10 @@ async fn kubectl_against_the_binary() {
 
 /// GET `path` from the binary as JSON.
 async fn get_json(bin: &Binary, path: &str) -> serde_json::Value {
-    let resp = tokio::time::timeout(
-        GUARD,
-        http_support::client()
-            .get(format!("{}{path}", bin.url()))
-            .send(),
-    )
-    .await
-    .expect("request hung")
-    .unwrap();
+    let resp = tokio::time::timeout(GUARD, client().get(format!("{}{path}", bin.url())).send())
+        .await
+        .expect("request hung")
+        .unwrap();
     assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
     resp.json().await.unwrap()
 }
@@ -563,7 +555,7 @@ async fn kubectl_generators_send_protobuf_to_the_binary() {
         (Some("Scale"), Some(5))
     );
     // A write of a Scale with a stale resourceVersion is a conflict.
-    let stale = http_support::client()
+    let stale = client()
         .put(format!(
             "{}/apis/apps/v1/namespaces/default/deployments/web/scale",
             bin.url()

@@ -1,5 +1,4 @@
 //! Fake API server: realistic objects, seeding and churn.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::{Duration, UNIX_EPOCH};
 

@@ -1,6 +1,5 @@
 //! Fake API server: the engine's own limits. resourceVersions that stop instead of wrapping,
 //! history bounded by bytes, watch timeouts of any size, churn that cannot outrun the store.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::time::Duration;
 

@@ -1,18 +1,16 @@
 //! Compatibility smoke test: kube-client (with k8s-openapi types) lists and watches pods
 //! against the HTTP front end, configured from the server's kubeconfig.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use fake_apiserver::seed::{SeedConfig, seed};
 use futures::{StreamExt, TryStreamExt};
-use http_support::{GUARD, start};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube_client::api::{ListParams, PostParams, WatchEvent, WatchParams};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Api, Client, Config};
 use serde_json::json;
+
+use crate::support::http::{GUARD, pod, start};
 
 async fn kube(http: &fake_apiserver::http::FakeHttpServer) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(&http.kubeconfig(Some("ns-0"))).unwrap();
@@ -173,9 +171,7 @@ async fn kube_client_streaming_list() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kube_client_sends_the_kubeconfig_token() {
     let server = fake_apiserver::FakeApiServer::new();
-    server
-        .create("pods", &http_support::pod("ns-0", "p", json!({})))
-        .unwrap();
+    server.create("pods", &pod("ns-0", "p", json!({}))).unwrap();
     let http = fake_apiserver::http::FakeHttpServer::start(
         server,
         fake_apiserver::http::HttpConfig {

@@ -1,13 +1,11 @@
 //! HTTP front end: list semantics on the wire (paging, continue tokens, validation,
 //! selectors, errors, renderings) through a real HTTP client.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use fake_apiserver::status;
-use http_support::{get, names, pod, start};
 use serde_json::json;
+
+use crate::support::http::{WatchLines, client, get, names, pod, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paging_with_continue_and_remaining_item_count() {
@@ -301,7 +299,7 @@ async fn tables_and_metadata_renderings() {
         .unwrap();
     server.create("pods", &pod("b", "p2", json!({}))).unwrap();
     let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-    let resp = http_support::client()
+    let resp = client()
         .get(format!("{}/api/v1/pods?limit=500", http.url()))
         .header("Accept", kubectl)
         .send()
@@ -329,7 +327,7 @@ async fn tables_and_metadata_renderings() {
         table["metadata"]["resourceVersion"],
         server.resource_version().to_string()
     );
-    let full = http_support::client()
+    let full = client()
         .get(format!(
             "{}/api/v1/namespaces/a/pods/p1?includeObject=Object",
             http.url()
@@ -342,7 +340,7 @@ async fn tables_and_metadata_renderings() {
         .await
         .unwrap();
     assert_eq!(full["rows"][0]["object"]["kind"], "Pod");
-    let meta = http_support::client()
+    let meta = client()
         .get(format!("{}/api/v1/pods", http.url()))
         .header(
             "Accept",
@@ -379,7 +377,7 @@ async fn pod_field_selectors_over_http_lists_and_watches() {
     let selector = q("spec.nodeName=n1");
     let listed = get(&http, &format!("/api/v1/pods?fieldSelector={selector}")).await;
     assert_eq!(names(&listed.body), ["a1", "a3"]);
-    let mut watch = http_support::WatchLines::open(
+    let mut watch = WatchLines::open(
         &http,
         &format!("/api/v1/namespaces/a/pods?watch=1&fieldSelector={selector}"),
     )

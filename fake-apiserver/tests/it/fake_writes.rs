@@ -1,6 +1,4 @@
 //! Fake API server: writes, resourceVersions, finalizers, registration.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-// Tests: a failed unwrap is a failed test.
 // The engine answers with `Status` values by design (the wire's error type).
 #![allow(clippy::result_large_err)]
 

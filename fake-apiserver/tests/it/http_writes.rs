@@ -1,18 +1,16 @@
 //! HTTP front end: writes on the wire (create, update with optimistic concurrency, the patch
 //! formats, delete, delete-collection, CRDs) through a real HTTP client.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
-mod http_support;
-
-use http_support::{get, names, pod, post, put, send, start};
 use reqwest::Method;
 use serde_json::{Value, json};
+
+use crate::support::http::{GUARD, client, get, names, namespaces, pod, post, put, send, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_duplicates() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a", "b"]);
+    namespaces(&server, &["a", "b"]);
     let created = post(
         &http,
         "/api/v1/namespaces/a/pods",
@@ -150,7 +148,7 @@ async fn update_with_a_stale_resource_version_is_409() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn patch_formats() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     server.create("pods", &json!({
         "metadata": {"name": "p", "namespace": "a", "labels": {"app": "web", "tier": "front"}},
         "spec": {"containers": [
@@ -359,7 +357,7 @@ async fn delete_collection_with_a_selector() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_posted_crd_registers_its_resource() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -418,14 +416,14 @@ async fn raw(
     accept: Option<&str>,
     body: Vec<u8>,
 ) -> (reqwest::StatusCode, Value) {
-    let mut req = http_support::client()
+    let mut req = client()
         .request(method, format!("{}{path}", http.url()))
         .header("Content-Type", content_type)
         .body(body);
     if let Some(a) = accept {
         req = req.header("Accept", a);
     }
-    let resp = tokio::time::timeout(http_support::GUARD, req.send())
+    let resp = tokio::time::timeout(GUARD, req.send())
         .await
         .expect("request hung")
         .expect("request failed");
@@ -437,7 +435,7 @@ async fn raw(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_codes_as_upstream() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
     let path = "/api/v1/namespaces/a/configmaps";
 
@@ -480,7 +478,7 @@ async fn status_codes_as_upstream() {
     assert_eq!(code, 406, "{body}");
     assert_eq!(body["reason"], "NotAcceptable");
     assert_eq!(get(&http, path).await.status, 200);
-    let listed = http_support::client()
+    let listed = client()
         .get(format!("{}{path}", http.url()))
         .header("Accept", "image/png")
         .send()
@@ -488,7 +486,7 @@ async fn status_codes_as_upstream() {
         .unwrap();
     assert_eq!(listed.status(), 406);
     // YAML answers when asked for.
-    let yaml_list = http_support::client()
+    let yaml_list = client()
         .get(format!("{}{path}", http.url()))
         .header("Accept", "application/yaml")
         .send()
@@ -607,7 +605,7 @@ async fn status_codes_as_upstream() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_scale_subresources() {
     let (server, http) = start().await;
-    http_support::namespaces(&server, &["a"]);
+    namespaces(&server, &["a"]);
     let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": "web", "namespace": "a"},
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
@@ -629,7 +627,7 @@ async fn status_and_scale_subresources() {
         ),
         (json!(2), json!(1))
     );
-    let patched = http_support::send(
+    let patched = send(
         &http,
         Method::PATCH,
         &format!("{object}/status"),
@@ -658,7 +656,7 @@ async fn status_and_scale_subresources() {
         scale.body["status"],
         json!({"replicas": 2, "selector": "app=web"})
     );
-    let scaled = http_support::send(
+    let scaled = send(
         &http,
         Method::PATCH,
         &format!("{object}/scale"),

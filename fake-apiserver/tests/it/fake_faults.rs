@@ -1,5 +1,4 @@
 //! Fake API server: every fault, and the request log, through the in-process front end.
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

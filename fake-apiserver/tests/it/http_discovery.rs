@@ -1,12 +1,10 @@
 //! HTTP front end: discovery, version and OpenAPI documents as kubectl and client-go read them.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use fake_apiserver::ResourceDef;
-use http_support::{client, get, start};
 use serde_json::{Value, json};
+
+use crate::support::http::{client, get, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_discovery() {

@@ -1,7 +1,6 @@
 //! Shared helpers of the HTTP front-end tests: start a server, talk to it with reqwest, read
 //! watch streams line by line. Time is real here (sockets); every wait has a generous guard
 //! against hangs and nothing asserts on timing.
-#![allow(dead_code)] // Each test file uses a different subset.
 
 use std::time::Duration;
 
@@ -119,7 +118,7 @@ pub enum Line {
     /// The stream ended cleanly.
     End,
     /// The connection failed (a broken watch).
-    Broken(String),
+    Broken(#[allow(dead_code, reason = "read through Debug, in failure messages")] String),
 }
 
 impl WatchLines {
@@ -241,6 +240,10 @@ pub struct Binary {
     /// Its first stdout line, parsed.
     pub ready: Value,
     /// The rest of its stdout.
+    #[allow(
+        dead_code,
+        reason = "held, not read: the pipe stays open while the binary runs"
+    )]
     pub stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
 }
 

@@ -14,9 +14,6 @@
 //! The JavaScript client is pinned to the newest 1.x: 2.x needs Node 22.19 or later (through
 //! undici 8), and the project's machines have Node 20.
 #![cfg(all(feature = "http", unix))]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use std::fs::File;
 use std::io::Write as _;
@@ -24,9 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use http_support::{Binary, client};
 use serde_json::Value;
 use tokio::process::Command;
+
+use crate::support::http::{Binary, client};
 
 /// Seeded pods, spread over [`NAMESPACES`] namespaces.
 const PODS: usize = 300;

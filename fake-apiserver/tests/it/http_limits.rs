@@ -6,20 +6,20 @@
 //! Timeouts are real time here (sockets): the settings are short (hundreds of
 //! milliseconds), assertions allow generous slack, and every wait is bounded.
 #![cfg(feature = "http")]
-#![allow(clippy::unwrap_used, clippy::expect_used)] // Tests: a failed unwrap is a failed test.
-
-mod http_support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::{FakeApiServer, MAX_RESOURCE_VERSION};
-use http_support::{GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start};
 use reqwest::Method;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::support::http::{
+    GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start,
+};
 
 /// A server with these connection limits.
 async fn start_limited(config: HttpConfig) -> (FakeApiServer, FakeHttpServer) {

@@ -1,12 +1,7 @@
 //! Fake API server: scripted write failures (`Faults::fail_writes`), in the request layer and
 //! over HTTP.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-// Tests: a failed unwrap is a failed test.
 // The engine answers with `Status` values by design (the wire's error type).
 #![allow(clippy::result_large_err)]
-
-#[cfg(feature = "http")]
-mod http_support;
 
 use fake_apiserver::seed::namespace;
 use fake_apiserver::{FakeApiServer, PendingFault, Preconditions, status};
@@ -132,8 +127,9 @@ async fn failures_are_scoped_counted_and_listed() {
 #[cfg(feature = "http")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_writes_answer_the_scripted_status() {
-    use http_support::{post, put, send, start};
     use reqwest::Method;
+
+    use crate::support::http::{get, post, put, send, start};
 
     let (server, http) = start().await;
     server.create("namespaces", &namespace("ns")).unwrap();
@@ -169,7 +165,7 @@ async fn http_writes_answer_the_scripted_status() {
     )
     .await;
     assert_eq!(scripted.status, 200, "{}", scripted.body);
-    let pending = http_support::get(&http, "/_fake/faults").await;
+    let pending = get(&http, "/_fake/faults").await;
     assert_eq!(
         pending.body["pending"][0],
         "fail the next 1 write(s) of configmaps with 500 InternalError: Internal error \

@@ -1,0 +1,32 @@
+//! The integration tests of `fake-apiserver`, in one test binary (`cargo test -p
+//! fake-apiserver --test it`): every integration-test binary links the dependencies (axum,
+//! hyper, reqwest, kube-client, k8s-openapi, k8s-pb, ...) again, so the crate has one, with a
+//! module per suite. Test names carry their module path: `fake_watch::...`,
+//! `kubectl_cli::...`; filter on it, e.g. `cargo test -p fake-apiserver --test it -- http_`.
+//!
+//! The `fake_*` modules drive the engine in process (the request layer and the in-process
+//! `ListerWatcher`); the `http_*` modules and `kubectl_cli` need the feature `http` and talk
+//! to the HTTP front end or to the `fake-apiserver` binary. [`support`] holds what they share.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+mod support;
+
+mod fake_faults;
+mod fake_limits;
+mod fake_list;
+mod fake_seed;
+mod fake_watch;
+mod fake_write_faults;
+mod fake_writes;
+mod http_admin;
+mod http_binary;
+mod http_clients;
+mod http_discovery;
+mod http_kube_client;
+mod http_limits;
+mod http_list;
+mod http_protobuf;
+mod http_watch;
+mod http_writes;
+mod kubectl_cli;
