@@ -5,7 +5,7 @@ use std::time::Duration;
 use informer_workqueue::{MAX_DELAY, WorkQueue};
 use tokio::time::{Instant, advance, sleep};
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 #[tokio::test(start_paused = true)]
 async fn an_item_is_queued_when_its_delay_has_passed() {

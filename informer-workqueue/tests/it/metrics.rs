@@ -13,7 +13,7 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use tokio::time::{advance, sleep};
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 #[tokio::test(start_paused = true)]
 async fn a_run_produces_client_go_series_with_sane_values() {

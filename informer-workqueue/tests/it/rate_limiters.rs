@@ -11,7 +11,7 @@ use informer_workqueue::{
 use parking_lot::Mutex;
 use tokio::time::{Instant, advance};
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 fn delays<T, R: RateLimiter<T>>(limiter: &R, item: &T, n: usize) -> Vec<Duration> {
     (0..n).map(|_| limiter.when(item)).collect()

@@ -8,7 +8,7 @@ use informer_workqueue::{
 };
 use tokio::time::{Instant, advance};
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 fn exponential_queue() -> RateLimitingQueue<&'static str> {
     RateLimitingQueue::with_config(RateLimitingQueueConfig {

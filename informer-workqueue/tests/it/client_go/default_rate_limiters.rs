@@ -7,7 +7,7 @@ use informer_workqueue::{
     ExponentialRateLimiter, FastSlowRateLimiter, MaxOfRateLimiter, MaxWaitRateLimiter, RateLimiter,
 };
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 /// client-go util/workqueue/default_rate_limiters_test.go: TestItemExponentialFailureRateLimiter
 #[test]

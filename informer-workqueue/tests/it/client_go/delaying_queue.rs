@@ -8,7 +8,7 @@ use std::time::Duration;
 use informer_workqueue::WorkQueue;
 use tokio::time::advance;
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 /// client-go util/workqueue/delaying_queue_test.go: TestSimpleQueue
 #[tokio::test(start_paused = true)]

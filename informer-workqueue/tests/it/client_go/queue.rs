@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use informer_workqueue::WorkQueue;
 
+use crate::support::GUARD;
+
 /// How a test shuts its queue down: upstream runs the concurrent tests once with `ShutDown` and
 /// once with `ShutDownWithDrain`.
 #[derive(Clone, Copy, Debug)]
@@ -200,7 +202,7 @@ async fn collapse_while_processing() {
 
 /// Waits (bounded) until `get` reports the shutdown, as upstream's `for !shuttingDown` loops.
 async fn until_get_reports_shutdown(q: &WorkQueue<&'static str>) {
-    let got = tokio::time::timeout(Duration::from_secs(10), async {
+    let got = tokio::time::timeout(GUARD, async {
         loop {
             if q.get().await.is_none() {
                 return;
@@ -228,7 +230,7 @@ async fn queue_drainage_using_shut_down_with_drain() {
     assert!(!drain.is_finished(), "drain waits for the items in process");
     q.done(&first);
     q.done(&second);
-    tokio::time::timeout(Duration::from_secs(10), drain)
+    tokio::time::timeout(GUARD, drain)
         .await
         .expect("drain returned")
         .unwrap();
@@ -262,7 +264,7 @@ async fn force_queue_shutdown_using_shut_down() {
     until_get_reports_shutdown(&q).await;
     // A second signal: shut down without waiting for the two items.
     q.shut_down();
-    tokio::time::timeout(Duration::from_secs(10), drain)
+    tokio::time::timeout(GUARD, drain)
         .await
         .expect("drain ended by shut_down")
         .unwrap();
@@ -287,7 +289,7 @@ async fn queue_drainage_using_shut_down_with_drain_with_dirty_item() {
     q.done(&"foo");
     // ...and now it is really over.
     assert_eq!(q.get().await, None, "should have been done");
-    tokio::time::timeout(Duration::from_secs(10), drain)
+    tokio::time::timeout(GUARD, drain)
         .await
         .expect("drain returned")
         .unwrap();

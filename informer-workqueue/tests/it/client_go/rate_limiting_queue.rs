@@ -9,7 +9,7 @@ use informer_workqueue::{
 use parking_lot::Mutex;
 use tokio::time::advance;
 
-const MS: Duration = Duration::from_millis(1);
+use crate::support::MS;
 
 /// A limiter that records every delay it answers: what upstream reads from the delaying
 /// queue's `waitingForAddCh` (the delay each `AddRateLimited` asked for).

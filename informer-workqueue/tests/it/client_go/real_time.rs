@@ -15,9 +15,10 @@ use informer_workqueue::{
 };
 use tokio::time::Instant;
 
+use crate::support::{GUARD, MS};
+
 /// How late a timer may fire on a loaded 2-core machine before we call it a bug.
 const LATE: Duration = Duration::from_millis(100);
-const MS: Duration = Duration::from_millis(1);
 
 /// Asserts `elapsed` lies in `[at, at + LATE]`.
 #[track_caller]
@@ -36,7 +37,7 @@ fn on_time(what: &str, elapsed: Duration, at: Duration) {
 async fn next<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(
     q: &RateLimitingQueue<T>,
 ) -> T {
-    tokio::time::timeout(Duration::from_secs(10), q.get())
+    tokio::time::timeout(GUARD, q.get())
         .await
         .expect("an item within 10 s")
         .expect("queue not shut down")
@@ -62,12 +63,7 @@ async fn delaying_queue_add_after() {
     q.add_after("late", 300 * MS);
     q.add_after("early", 100 * MS);
     q.add("now");
-    let get = || async {
-        tokio::time::timeout(Duration::from_secs(10), q.get())
-            .await
-            .unwrap()
-            .unwrap()
-    };
+    let get = || async { tokio::time::timeout(GUARD, q.get()).await.unwrap().unwrap() };
     assert_eq!(get().await, "now");
     on_time("now", start.elapsed(), Duration::ZERO);
     // A worker already asleep until "early" is woken for an item due sooner.
@@ -200,7 +196,7 @@ async fn rate_limited_queue_end_to_end() {
     for key in ["a", "b", "c"] {
         q.add(key);
     }
-    tokio::time::timeout(Duration::from_secs(10), async {
+    tokio::time::timeout(GUARD, async {
         while log.lock().len() < 9 {
             tokio::time::sleep(5 * MS).await;
         }
@@ -219,7 +215,7 @@ async fn rate_limited_queue_end_to_end() {
         on_time(&format!("{key} retry 2"), times[2] - times[1], 50 * MS);
         assert_eq!(q.num_requeues(&key), 0, "{key} forgotten");
     }
-    tokio::time::timeout(Duration::from_secs(10), q.shut_down_with_drain())
+    tokio::time::timeout(GUARD, q.shut_down_with_drain())
         .await
         .expect("drained");
     for w in workers {
@@ -245,7 +241,7 @@ async fn shut_down_with_drain_in_real_time() {
             q.done(&"slow");
         })
     };
-    tokio::time::timeout(Duration::from_secs(10), q.shut_down_with_drain())
+    tokio::time::timeout(GUARD, q.shut_down_with_drain())
         .await
         .expect("drain returned");
     on_time("drain", start.elapsed(), 200 * MS);
