@@ -1,27 +1,8 @@
 //! Both backends against the shared `Queue` conformance suite and their reference models.
 
-use std::num::NonZeroUsize;
+use informer_testing::conformance::queue;
 
-use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
-use informer_testing::JsonObject;
-use informer_testing::conformance::queue::{self, KnownStore};
-
-fn delta_fifo(known_objects: KnownStore) -> DeltaFifo<JsonObject> {
-    DeltaFifo::new(DeltaFifoConfig {
-        known_objects,
-        ..DeltaFifoConfig::default()
-    })
-}
-
-fn in_order(max_batch_size: usize) -> impl Fn(KnownStore) -> InOrderFifo<JsonObject> {
-    move |known_objects| {
-        InOrderFifo::new(InOrderFifoConfig {
-            known_objects,
-            max_batch_size: NonZeroUsize::new(max_batch_size).unwrap(),
-            ..InOrderFifoConfig::default()
-        })
-    }
-}
+use crate::support::{delta_fifo, in_order};
 
 #[test]
 fn delta_fifo_conforms() {
@@ -30,12 +11,12 @@ fn delta_fifo_conforms() {
 
 #[test]
 fn in_order_fifo_conforms() {
-    queue::run(in_order(1000));
+    queue::run(|known| in_order(known, 1000));
 }
 
 #[test]
 fn in_order_fifo_with_single_delta_batches_conforms() {
-    queue::run(in_order(1));
+    queue::run(|known| in_order(known, 1));
 }
 
 #[tokio::test]
@@ -51,6 +32,6 @@ fn delta_fifo_matches_its_model() {
 #[test]
 fn in_order_fifo_matches_its_model() {
     for max_batch_size in [1, 2, 1000] {
-        queue::check_in_order_model(max_batch_size, in_order(max_batch_size));
+        queue::check_in_order_model(max_batch_size, |known| in_order(known, max_batch_size));
     }
 }

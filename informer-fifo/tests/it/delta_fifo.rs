@@ -5,63 +5,19 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use futures::FutureExt;
-use informer_core::{Delta, KnownObjects, ObjectKey, ProcessError, Queue, QueueError};
+use informer_core::{ObjectKey, ProcessError, Queue, QueueError};
 use informer_fifo::{DeltaFifo, DeltaFifoConfig};
 use informer_testing::JsonObject;
 use informer_testing::conformance::queue::KnownObjectsMap;
 
-fn obj(name: &str, rv: &str) -> Arc<JsonObject> {
-    Arc::new(JsonObject::new(Some("ns"), name).with_resource_version(rv))
-}
+use crate::support::{delta_fifo, labels, obj, pop, store};
 
 fn fifo() -> DeltaFifo<JsonObject> {
-    DeltaFifo::new(DeltaFifoConfig::default())
+    delta_fifo(None)
 }
 
 fn fifo_with(store: &Arc<KnownObjectsMap<JsonObject>>) -> DeltaFifo<JsonObject> {
-    let known: Arc<dyn KnownObjects<JsonObject>> = Arc::clone(store) as _;
-    DeltaFifo::new(DeltaFifoConfig {
-        known_objects: Some(known),
-        ..DeltaFifoConfig::default()
-    })
-}
-
-fn store(objects: &[&Arc<JsonObject>]) -> Arc<KnownObjectsMap<JsonObject>> {
-    Arc::new(KnownObjectsMap::with_objects(objects.iter().map(|o| Arc::clone(o))).unwrap())
-}
-
-/// `name:Kind@rv`, with `(tombstone)` after the kind for tombstones.
-fn labels(deltas: &[Delta<JsonObject>]) -> Vec<String> {
-    deltas
-        .iter()
-        .map(|d| {
-            let o = d.object.object();
-            let t = if d.object.is_tombstone() {
-                "(tombstone)"
-            } else {
-                ""
-            };
-            format!(
-                "{}:{:?}{t}@{}",
-                d.object.key().unwrap().name(),
-                d.kind,
-                o.metadata.resource_version.as_deref().unwrap_or("")
-            )
-        })
-        .collect()
-}
-
-/// Pops one batch that must be ready.
-fn pop(q: &DeltaFifo<JsonObject>) -> Vec<String> {
-    let mut got = Vec::new();
-    q.pop(&mut |d| {
-        got = labels(d);
-        Ok(())
-    })
-    .now_or_never()
-    .expect("something to pop")
-    .unwrap();
-    got
+    delta_fifo(Some(Arc::clone(store) as _))
 }
 
 #[test]

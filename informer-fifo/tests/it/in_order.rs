@@ -1,68 +1,24 @@
 //! What is specific to `InOrderFifo`: arrival order across keys, batching, atomic replace and
 //! resync, requeue of whole batches.
 
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use informer_core::{Delta, KnownObjects, ProcessError, Queue, QueueError};
-use informer_fifo::{InOrderFifo, InOrderFifoConfig};
+use informer_core::{KnownObjects, ProcessError, Queue, QueueError};
+use informer_fifo::InOrderFifo;
 use informer_testing::JsonObject;
 use informer_testing::conformance::queue::KnownObjectsMap;
 
-fn obj(name: &str, rv: &str) -> Arc<JsonObject> {
-    Arc::new(JsonObject::new(Some("ns"), name).with_resource_version(rv))
-}
+use crate::support::{in_order, obj, pop, store};
 
 fn fifo(
     max_batch_size: usize,
     store: Option<&Arc<KnownObjectsMap<JsonObject>>>,
 ) -> InOrderFifo<JsonObject> {
-    InOrderFifo::new(InOrderFifoConfig {
-        known_objects: store.map(|s| Arc::clone(s) as Arc<dyn KnownObjects<JsonObject>>),
-        max_batch_size: NonZeroUsize::new(max_batch_size).unwrap(),
-        ..InOrderFifoConfig::default()
-    })
-}
-
-fn store(objects: &[&Arc<JsonObject>]) -> Arc<KnownObjectsMap<JsonObject>> {
-    Arc::new(KnownObjectsMap::with_objects(objects.iter().map(|o| Arc::clone(o))).unwrap())
-}
-
-fn labels(deltas: &[Delta<JsonObject>]) -> Vec<String> {
-    deltas
-        .iter()
-        .map(|d| {
-            let t = if d.object.is_tombstone() {
-                "(tombstone)"
-            } else {
-                ""
-            };
-            format!(
-                "{}:{:?}{t}@{}",
-                d.object.key().unwrap().name(),
-                d.kind,
-                d.object
-                    .object()
-                    .metadata
-                    .resource_version
-                    .as_deref()
-                    .unwrap_or("")
-            )
-        })
-        .collect()
-}
-
-fn pop(q: &InOrderFifo<JsonObject>) -> Vec<String> {
-    let mut got = Vec::new();
-    q.pop(&mut |d| {
-        got = labels(d);
-        Ok(())
-    })
-    .now_or_never()
-    .expect("something to pop")
-    .unwrap();
-    got
+    in_order(
+        store.map(|s| Arc::clone(s) as Arc<dyn KnownObjects<JsonObject>>),
+        max_batch_size,
+    )
 }
 
 #[test]

@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use informer_core::{ProcessFn, Queue, QueueError};
-use informer_fifo::{DeltaFifo, DeltaFifoConfig};
+use informer_fifo::DeltaFifo;
 use informer_testing::JsonObject;
 use informer_testing::conformance::queue::{self, KnownStore};
+
+use crate::support::delta_fifo;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Fault {
@@ -83,10 +85,7 @@ impl Queue<JsonObject> for Faulty {
 
 fn faulty(fault: Fault) -> impl Fn(KnownStore) -> Faulty {
     move |known_objects| Faulty {
-        inner: DeltaFifo::new(DeltaFifoConfig {
-            known_objects,
-            ..DeltaFifoConfig::default()
-        }),
+        inner: delta_fifo(known_objects),
         fault,
         closed: AtomicBool::new(false),
     }

@@ -22,11 +22,11 @@ use std::fmt::Display;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use informer_core::{Delta, KnownObjects, ObjectOrTombstone, Queue, QueueError};
-use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 use informer_testing::JsonObject;
-use informer_testing::conformance::queue::KnownObjectsMap;
+
+pub use crate::support::{delta_fifo, in_order};
+use crate::support::{store, try_pop_with};
 
 /// Upstream's `mkFifoObj(name, val)`: keyed by `name`, `val` kept as the resourceVersion.
 pub fn mk(name: &str, val: impl Display) -> Arc<JsonObject> {
@@ -35,28 +35,7 @@ pub fn mk(name: &str, val: impl Display) -> Arc<JsonObject> {
 
 /// Upstream's `literalListerGetter`: the store the queue is told about.
 pub fn known(objects: &[&Arc<JsonObject>]) -> Arc<dyn KnownObjects<JsonObject>> {
-    Arc::new(KnownObjectsMap::with_objects(objects.iter().map(|o| Arc::clone(o))).unwrap())
-}
-
-/// A `DeltaFifo`, with or without a known-objects store.
-pub fn delta_fifo(known: Option<Arc<dyn KnownObjects<JsonObject>>>) -> DeltaFifo<JsonObject> {
-    DeltaFifo::new(DeltaFifoConfig {
-        known_objects: known,
-        ..DeltaFifoConfig::default()
-    })
-}
-
-/// An `InOrderFifo` handing out at most `max_batch` single deltas per pop (1 mirrors upstream's
-/// `Pop`, which hands out one delta).
-pub fn in_order(
-    known: Option<Arc<dyn KnownObjects<JsonObject>>>,
-    max_batch: usize,
-) -> InOrderFifo<JsonObject> {
-    InOrderFifo::new(InOrderFifoConfig {
-        known_objects: known,
-        max_batch_size: max_batch.try_into().unwrap(),
-        ..InOrderFifoConfig::default()
-    })
+    store(objects)
 }
 
 /// `Kind name@val`, or `Deleted(tombstone key) name@val` for a tombstone.
@@ -79,15 +58,7 @@ pub fn labels(deltas: &[Delta<JsonObject>]) -> Vec<String> {
 
 /// Pops one batch if one is ready now (`None` if the pop would wait).
 pub fn try_pop(q: &dyn Queue<JsonObject>) -> Option<Vec<String>> {
-    let mut got = Vec::new();
-    let popped = q
-        .pop(&mut |deltas| {
-            got = labels(deltas);
-            Ok(())
-        })
-        .now_or_never()?;
-    popped.unwrap();
-    Some(got)
+    try_pop_with(q, labels)
 }
 
 /// Pops one batch that must be ready now.
