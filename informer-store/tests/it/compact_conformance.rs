@@ -8,12 +8,12 @@
 //! which checks depend on that.
 #![cfg(feature = "compact")]
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use informer_core::Indexers;
 use informer_store::{Codec, CompactStore, RoundTripCheck, ZstdDictionary};
 use informer_testing::JsonObject;
 use informer_testing::conformance::indexer;
+
+use crate::support::panic_message;
 
 fn default_store(indexers: Indexers<JsonObject>) -> CompactStore<JsonObject> {
     CompactStore::with_indexers(indexers)
@@ -76,19 +76,17 @@ fn concurrent_readers_and_writers_with_a_small_cache() {
 /// same `Arc`. Exactly the checks that compare by identity fail, and nothing else.
 #[test]
 fn identity_needs_the_cache() {
-    let payload = catch_unwind(AssertUnwindSafe(|| {
-        indexer::run(|indexers| {
-            CompactStore::<JsonObject>::builder()
-                .indexers(indexers)
-                .cache_capacity(0)
-                .build()
-        })
-    }))
-    .expect_err("without a cache, identity checks fail");
-    let message = payload
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let message = panic_message(
+        || {
+            indexer::run(|indexers| {
+                CompactStore::<JsonObject>::builder()
+                    .indexers(indexers)
+                    .cache_capacity(0)
+                    .build()
+            })
+        },
+        "without a cache, identity checks fail",
+    );
     let failed: Vec<&str> = message
         .lines()
         .filter_map(|l| l.trim().strip_prefix("check `"))

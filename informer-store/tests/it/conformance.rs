@@ -1,13 +1,14 @@
 //! `IndexedStore` against the shared `Indexer` conformance suites of `informer-testing`, and
 //! proof that those suites catch broken backends.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use informer_core::{Indexer, Indexers, KnownObjects, ObjectKey, Store, StoreError};
 use informer_store::IndexedStore;
 use informer_testing::JsonObject;
 use informer_testing::conformance::indexer;
+
+use crate::support::panic_message;
 
 #[test]
 fn named_checks() {
@@ -124,12 +125,7 @@ fn faulty(fault: Fault) -> impl Fn(Indexers<JsonObject>) -> Faulty {
 
 /// The panic message of `f`, which must panic.
 fn panic_of(f: impl FnOnce()) -> String {
-    let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("the suite passed a broken backend");
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap()
+    panic_message(f, "the suite passed a broken backend")
 }
 
 #[test]
