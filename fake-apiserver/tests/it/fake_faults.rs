@@ -4,44 +4,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use fake_apiserver::{
-    FakeApiServer, FakeListerWatcher, PendingFault, Query, RawLine, RequestRecord, Scope,
-    ServerConfig, status,
+    FakeApiServer, PendingFault, Query, RawLine, RequestRecord, Scope, ServerConfig, status,
 };
 use futures::StreamExt;
 use informer_core::{
     Error, ErrorClass, ListOptions, ListerWatcher, Object, ResourceVersionMatch, WatchEvent,
-    WatchOptions, WatchStream,
+    WatchOptions,
 };
 use informer_testing::JsonObject;
 use serde::Deserialize;
 
-fn pod(ns: &str, name: &str) -> JsonObject {
-    JsonObject::new(Some(ns), name)
-}
-
-fn lw(server: &FakeApiServer) -> FakeListerWatcher<JsonObject> {
-    server.lister_watcher("pods", None).unwrap()
-}
-
-fn from(rv: impl ToString) -> WatchOptions {
-    WatchOptions {
-        resource_version: Some(rv.to_string()),
-        ..WatchOptions::default()
-    }
-}
-
-async fn next<K: Object>(stream: &mut WatchStream<K>) -> Option<Result<WatchEvent<K>, Error>> {
-    tokio::time::timeout(Duration::from_secs(600), stream.next())
-        .await
-        .expect("nothing within 10 minutes")
-}
-
-async fn next_event(stream: &mut WatchStream<JsonObject>) -> WatchEvent<JsonObject> {
-    next(stream)
-        .await
-        .expect("stream ended")
-        .expect("error item")
-}
+use crate::support::{from, lw, next, next_event, pod};
 
 fn name_of(e: &WatchEvent<JsonObject>) -> &str {
     match e {
@@ -70,7 +43,7 @@ async fn failed_lists_answer_the_scripted_status_then_recover() {
         status::internal_error("etcdserver: leader changed"),
     );
     faults.fail_lists("configmaps", 1, status::internal_error("not for pods"));
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     for remaining in [1, 0] {
         let err = lw.list(&ListOptions::default()).await.unwrap_err();
         assert_eq!(err.class(), ErrorClass::ServerError);
@@ -99,7 +72,10 @@ async fn throttled_requests_carry_retry_after() {
     server
         .faults()
         .fail_lists("*", 1, status::too_many_requests(7));
-    let err = lw(&server).list(&ListOptions::default()).await.unwrap_err();
+    let err = lw(&server, None)
+        .list(&ListOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.class(), ErrorClass::Throttled);
     assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
     match err {
@@ -119,7 +95,7 @@ async fn failed_watch_starts_are_errors_not_events() {
     );
     faults.fail_watches("pods", 1, status::resource_version_too_large(9, 1));
     faults.fail_watches("pods", 1, status::too_many_requests(1));
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let e1 = lw.watch(&from(1)).await.err().unwrap();
     assert!(e1.is_expired());
     let e2 = lw.watch(&from(1)).await.err().unwrap();
@@ -134,7 +110,7 @@ async fn failed_watch_starts_are_errors_not_events() {
 async fn drop_watches_ends_every_open_watch() {
     let server = with_pods(0);
     server.create("configmaps", &pod("a", "cm")).unwrap();
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let mut a = lw.watch(&from(1)).await.unwrap();
     let mut b = lw.watch(&from(1)).await.unwrap();
     let cms = server
@@ -152,7 +128,7 @@ async fn drop_watches_ends_every_open_watch() {
 #[tokio::test(start_paused = true)]
 async fn break_watches_reports_a_transport_error() {
     let server = with_pods(0);
-    let mut w = lw(&server).watch(&from(0)).await.unwrap();
+    let mut w = lw(&server, None).watch(&from(0)).await.unwrap();
     assert_eq!(server.faults().break_watches("*"), 1);
     match next(&mut w).await {
         Some(Err(e)) => assert_eq!(e.class(), ErrorClass::Transport),
@@ -167,7 +143,7 @@ async fn drop_next_watch_after_k_events() {
     let faults = server.faults();
     faults.drop_next_watch_after("pods", 2);
     assert_eq!(faults.pending().len(), 1);
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let mut w = lw.watch(&WatchOptions::default()).await.unwrap();
     assert!(faults.pending().is_empty());
     assert_eq!(name_of(&next_event(&mut w).await), "p0");
@@ -186,7 +162,7 @@ async fn delayed_watch_events_and_lists() {
     let faults = server.faults();
     faults.delay_watch_events("pods", Some(Duration::from_secs(2)));
     faults.delay_lists("pods", Some(Duration::from_millis(1500)));
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let start = tokio::time::Instant::now();
     lw.list(&ListOptions::default()).await.unwrap();
     assert_eq!(start.elapsed(), Duration::from_millis(1500));
@@ -210,7 +186,7 @@ async fn delayed_watch_events_and_lists() {
 #[tokio::test(start_paused = true)]
 async fn injected_error_event_arrives_then_the_watch_ends() {
     let server = with_pods(2);
-    let mut w = lw(&server).watch(&from(1)).await.unwrap();
+    let mut w = lw(&server, None).watch(&from(1)).await.unwrap();
     assert_eq!(name_of(&next_event(&mut w).await), "p1");
     server
         .faults()
@@ -224,7 +200,7 @@ async fn injected_error_event_arrives_then_the_watch_ends() {
     }
     assert!(next(&mut w).await.is_none());
 
-    let mut w = lw(&server).watch(&from(2)).await.unwrap();
+    let mut w = lw(&server, None).watch(&from(2)).await.unwrap();
     assert_eq!(server.faults().expire_watches("pods"), 1);
     match next_event(&mut w).await {
         WatchEvent::Error(s) => {
@@ -238,7 +214,7 @@ async fn injected_error_event_arrives_then_the_watch_ends() {
 #[tokio::test(start_paused = true)]
 async fn expired_continue_tokens_get_410() {
     let server = with_pods(5);
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let opts = ListOptions {
         limit: Some(2),
         ..ListOptions::default()
@@ -273,7 +249,7 @@ async fn expired_continue_tokens_get_410() {
 async fn the_next_continue_request_can_be_expired() {
     let server = with_pods(5);
     server.faults().expire_next_continues("pods", 1);
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     let opts = ListOptions {
         limit: Some(2),
         ..ListOptions::default()
@@ -308,13 +284,13 @@ async fn an_old_server_ignores_send_initial_events() {
     };
     server.set_bookmark_interval(Duration::from_secs(3600));
     // From "": a legacy watch, so the objects come but the end bookmark never does.
-    let mut w = lw(&server).watch(&streaming).await.unwrap();
+    let mut w = lw(&server, None).watch(&streaming).await.unwrap();
     assert_eq!(name_of(&next_event(&mut w).await), "p0");
     assert_eq!(name_of(&next_event(&mut w).await), "p1");
     let nothing = tokio::time::timeout(Duration::from_secs(60), w.next()).await;
     assert!(nothing.is_err(), "no end bookmark from an old server");
     // From N: only the changes after N, no initial state at all.
-    let mut w = lw(&server)
+    let mut w = lw(&server, None)
         .watch(&WatchOptions {
             resource_version: Some("2".into()),
             ..streaming.clone()
@@ -325,7 +301,7 @@ async fn an_old_server_ignores_send_initial_events() {
     assert_eq!(name_of(&next_event(&mut w).await), "p2");
     // Switched back: the streaming list works again.
     server.faults().ignore_send_initial_events("pods", false);
-    let mut w = lw(&server).watch(&streaming).await.unwrap();
+    let mut w = lw(&server, None).watch(&streaming).await.unwrap();
     for _ in 0..3 {
         next_event(&mut w).await;
     }
@@ -335,7 +311,7 @@ async fn an_old_server_ignores_send_initial_events() {
 #[tokio::test(start_paused = true)]
 async fn raw_lines_surface_as_typed_errors_and_the_stream_goes_on() {
     let server = with_pods(1);
-    let mut w = lw(&server).watch(&from(1)).await.unwrap();
+    let mut w = lw(&server, None).watch(&from(1)).await.unwrap();
     let faults = server.faults();
     assert_eq!(faults.inject_raw_line("pods", RawLine::garbage()), 1);
     faults.inject_raw_line("pods", RawLine::unknown_event_type());
@@ -424,7 +400,7 @@ async fn object_without_metadata_is_a_decode_error_for_typed_objects() {
 #[tokio::test(start_paused = true)]
 async fn request_log_records_what_a_reflector_asked_for() {
     let server = with_pods(3);
-    let lw = lw(&server);
+    let lw = lw(&server, None);
     lw.list(&ListOptions {
         limit: Some(500),
         resource_version: Some("0".into()),
@@ -512,7 +488,10 @@ async fn clear_removes_all_faults() {
     faults.clear();
     assert!(faults.pending().is_empty());
     let start = tokio::time::Instant::now();
-    lw(&server).list(&ListOptions::default()).await.unwrap();
+    lw(&server, None)
+        .list(&ListOptions::default())
+        .await
+        .unwrap();
     assert_eq!(start.elapsed(), Duration::ZERO);
 }
 

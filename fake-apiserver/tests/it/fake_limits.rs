@@ -9,6 +9,8 @@ use fake_apiserver::{
 };
 use serde_json::{Value, json};
 
+use crate::support::VIRTUAL_GUARD;
+
 fn config_map(name: &str, data_bytes: usize) -> Value {
     json!({
         "apiVersion": "v1",
@@ -162,7 +164,7 @@ async fn watch_timeouts_of_any_size_never_panic() {
                         "metadata": {"name": name, "namespace": "a"}}),
             )
             .unwrap();
-        match tokio::time::timeout(Duration::from_secs(600), watch.next())
+        match tokio::time::timeout(VIRTUAL_GUARD, watch.next())
             .await
             .unwrap()
         {

@@ -2,25 +2,19 @@
 
 use std::time::Duration;
 
-use fake_apiserver::{FakeApiServer, FakeListerWatcher, Query, status};
+use fake_apiserver::{FakeApiServer, Query, status};
 use informer_core::{
     Error, ErrorClass, ListOptions, ListPage, ListerWatcher, Object, ResourceVersionMatch,
 };
 use informer_testing::JsonObject;
 
-fn pod(ns: &str, name: &str) -> JsonObject {
-    JsonObject::new(Some(ns), name)
-}
+use crate::support::{lw, pod};
 
 fn names(page: &ListPage<JsonObject>) -> Vec<String> {
     page.items
         .iter()
         .map(|o| o.name().unwrap().to_owned())
         .collect()
-}
-
-fn lw(server: &FakeApiServer, ns: Option<&str>) -> FakeListerWatcher<JsonObject> {
-    server.lister_watcher("pods", ns).unwrap()
 }
 
 fn status_of(err: Error) -> informer_core::Status {

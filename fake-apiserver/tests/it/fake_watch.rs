@@ -2,9 +2,7 @@
 
 use std::time::Duration;
 
-use fake_apiserver::{
-    FakeApiServer, FakeListerWatcher, HistoryConfig, Query, ServerConfig, WatchFrame,
-};
+use fake_apiserver::{FakeApiServer, HistoryConfig, Query, ServerConfig, WatchFrame};
 use futures::StreamExt;
 use informer_core::{
     Error, ListerWatcher, Object, ResourceVersionMatch, WatchEvent, WatchOptions, WatchStream,
@@ -12,37 +10,9 @@ use informer_core::{
 use informer_testing::JsonObject;
 use serde_json::json;
 
+use crate::support::{from, lw, next, next_event, pod};
+
 type Event = WatchEvent<JsonObject>;
-
-fn pod(ns: &str, name: &str) -> JsonObject {
-    JsonObject::new(Some(ns), name)
-}
-
-fn lw(server: &FakeApiServer, ns: Option<&str>) -> FakeListerWatcher<JsonObject> {
-    server.lister_watcher("pods", ns).unwrap()
-}
-
-fn from(rv: impl ToString) -> WatchOptions {
-    WatchOptions {
-        resource_version: Some(rv.to_string()),
-        ..WatchOptions::default()
-    }
-}
-
-/// The next item, failing the test (instead of hanging) if none comes within 10 virtual
-/// minutes.
-async fn next(stream: &mut WatchStream<JsonObject>) -> Option<Result<Event, Error>> {
-    tokio::time::timeout(Duration::from_secs(600), stream.next())
-        .await
-        .expect("no watch event within 10 minutes")
-}
-
-async fn next_event(stream: &mut WatchStream<JsonObject>) -> Event {
-    next(stream)
-        .await
-        .expect("stream ended")
-        .expect("error item")
-}
 
 /// `TYPE name@rv` for compact assertions.
 fn show(e: &Event) -> String {

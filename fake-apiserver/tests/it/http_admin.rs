@@ -7,8 +7,9 @@ use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use reqwest::Method;
 use serde_json::{Value, json};
 
+use crate::support::GUARD;
 use crate::support::http::{
-    Answer, GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start,
+    Answer, Line, WatchLines, client, get, namespaces, pod, post, send, start,
 };
 
 async fn admin(http: &FakeHttpServer, method: Method, path: &str, body: Value) -> Answer {

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use crate::support::http::{Binary, GUARD, client};
+use crate::support::GUARD;
+use crate::support::http::{Binary, client, stalled_watch};
 
 /// How long the binary may take to exit after SIGTERM or SIGINT: it stops within a second
 /// by design (0.8 s for churn and server, 0.2 s for the runtime); the rest is slack for a
@@ -27,17 +28,6 @@ const SMALL_HISTORY: &[&str] = &[
 async fn json_of(response: reqwest::Response) -> Value {
     assert!(response.status().is_success(), "{response:?}");
     response.json().await.unwrap()
-}
-
-/// A watch request on a raw connection whose reader never reads (a small receive buffer):
-/// the server's writes to it block once the buffers are full.
-async fn stalled_watch(address: &str) -> TcpStream {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stream = socket.connect(address.parse().unwrap()).await.unwrap();
-    let request = format!("GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: {address}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    stream
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,7 +222,7 @@ async fn sigterm_and_sigint_stop_it_under_heavy_churn_with_stalled_clients() {
         assert_eq!(watch.status(), 200);
         // A watch whose reader stopped reading, a request head half sent, a connection that
         // sent nothing.
-        let _stalled = stalled_watch(&address).await;
+        let _stalled = stalled_watch(address.parse().unwrap()).await;
         let mut half = TcpStream::connect(&address).await.unwrap();
         half.write_all(b"GET /api/v1/pods HTTP/1.1\r\nHo")
             .await

@@ -16,7 +16,6 @@
 #![cfg(all(feature = "http", unix))]
 
 use std::fs::File;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -25,6 +24,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 use crate::support::http::{Binary, client};
+use crate::support::{find_program, unavailable};
 
 /// Seeded pods, spread over [`NAMESPACES`] namespaces.
 const PODS: usize = 300;
@@ -171,24 +171,6 @@ fn lock(name: &str) -> File {
     let file = File::create(work_dir().join(format!("{name}.lock"))).unwrap();
     file.lock().unwrap();
     file
-}
-
-/// `name` on `PATH`.
-fn find_program(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// Gives up on a missing prerequisite: a failure under `CI=true`, otherwise a printed notice
-/// (the test then passes as skipped).
-fn unavailable<T>(test: &str, why: &str) -> Option<T> {
-    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-    assert!(!in_ci, "{test}: required under CI=true: {why}");
-    // Written to the stderr handle directly: libtest captures `eprintln!` of passing tests,
-    // and this notice must be seen.
-    let _ = writeln!(std::io::stderr(), "NOTICE: {test} skipped: {why}");
-    None
 }
 
 /// Runs a command to its end, with its stdout and stderr captured, failing the test if it

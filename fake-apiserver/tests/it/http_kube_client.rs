@@ -10,7 +10,8 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Api, Client, Config};
 use serde_json::json;
 
-use crate::support::http::{GUARD, pod, start};
+use crate::support::GUARD;
+use crate::support::http::{pod, start};
 
 async fn kube(http: &fake_apiserver::http::FakeHttpServer) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(&http.kubeconfig(Some("ns-0"))).unwrap();

@@ -17,8 +17,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::support::GUARD;
 use crate::support::http::{
-    GUARD, Line, WatchLines, client, get, namespaces, pod, post, send, start,
+    Line, WatchLines, client, get, namespaces, pod, post, send, stalled_watch, start,
 };
 
 /// A server with these connection limits.
@@ -210,14 +211,7 @@ async fn shutdown_is_bounded_with_stalled_readers_and_half_sent_requests() {
             .unwrap();
     }
     // A watch (12 MB of initial events) whose reader never reads: the server's writes block.
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stalled = socket.connect(http.addr()).await.unwrap();
-    let request = format!(
-        "GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: {}\r\n\r\n",
-        http.addr()
-    );
-    stalled.write_all(request.as_bytes()).await.unwrap();
+    let mut stalled = stalled_watch(http.addr()).await;
     tokio::time::timeout(GUARD, server.wait_for_open_watches("pods", 1))
         .await
         .unwrap();

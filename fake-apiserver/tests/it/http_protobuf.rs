@@ -12,7 +12,8 @@ use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use prost::Message;
 use serde_json::{Value, json};
 
-use crate::support::http::{GUARD, WatchLines, client, get, namespaces, start};
+use crate::support::GUARD;
+use crate::support::http::{WatchLines, client, get, namespaces, start};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go sends for built-in types.

@@ -10,7 +10,8 @@ use rand::SeedableRng;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::http::{GUARD, Line, WatchLines, get, pod, show, start, start_with};
+use crate::support::GUARD;
+use crate::support::http::{Line, WatchLines, get, pod, show, start, start_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_events_are_chunked_json_lines_flushed_one_by_one() {

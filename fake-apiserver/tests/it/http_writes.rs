@@ -5,7 +5,8 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::http::{GUARD, client, get, names, namespaces, pod, post, put, send, start};
+use crate::support::GUARD;
+use crate::support::http::{client, get, names, namespaces, pod, post, put, send, start};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_duplicates() {

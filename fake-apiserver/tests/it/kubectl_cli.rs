@@ -11,7 +11,8 @@ use std::io::Write as _;
 use fake_apiserver::seed::{SeedConfig, seed};
 use serde_json::json;
 
-use crate::support::http::{Binary, GUARD, client, namespaces, pod, start};
+use crate::support::GUARD;
+use crate::support::http::{Binary, client, namespaces, pod, start};
 use crate::support::kubectl::Kubectl;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

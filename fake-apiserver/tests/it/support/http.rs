@@ -2,6 +2,7 @@
 //! watch streams line by line. Time is real here (sockets); every wait has a generous guard
 //! against hangs and nothing asserts on timing.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
@@ -9,9 +10,10 @@ use fake_apiserver::{FakeApiServer, ServerConfig};
 use futures::StreamExt;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
-/// The longest any single wait may take before the test fails as hung.
-pub const GUARD: Duration = Duration::from_secs(60);
+use super::GUARD;
 
 /// An engine with a short too-large-resourceVersion wait, served over HTTP on loopback.
 pub async fn start() -> (FakeApiServer, FakeHttpServer) {
@@ -232,6 +234,17 @@ pub fn names(list: &Value) -> Vec<String> {
         .iter()
         .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
         .collect()
+}
+
+/// A watch of all pods on a raw connection whose reader never reads (a small receive buffer):
+/// the server's writes to it block once the buffers are full.
+pub async fn stalled_watch(addr: SocketAddr) -> TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let request = format!("GET /api/v1/pods?watch=1 HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
 }
 
 /// A running `fake-apiserver` binary (killed when dropped).

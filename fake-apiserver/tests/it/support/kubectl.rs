@@ -5,43 +5,28 @@
 //! kubectl is `$KUBECTL` or `kubectl` on `PATH`. When it is missing, tests print a notice and
 //! pass as skipped, except under `CI=true`, where a missing kubectl is a failure.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::time::Duration;
 
 use fake_apiserver::http::FakeHttpServer;
 use tempfile::TempDir;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdout, Command};
 
-/// The longest one kubectl command may take before the test fails as hung.
-pub const GUARD: Duration = Duration::from_secs(120);
+use super::{KUBECTL_GUARD, find_program, unavailable};
 
 /// The kubectl program, `None` (after a notice) when it is missing outside CI.
 pub fn find(test: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("KUBECTL")
+    std::env::var_os("KUBECTL")
         .map(PathBuf::from)
         .filter(|p| p.is_file())
+        .or_else(|| find_program("kubectl"))
         .or_else(|| {
-            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                .map(|dir| dir.join("kubectl"))
-                .find(|p| p.is_file())
-        });
-    if found.is_none() {
-        let in_ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(
-            !in_ci,
-            "{test}: kubectl is required under CI=true but was not found (set KUBECTL or PATH)"
-        );
-        // Written to the stderr handle directly: libtest captures `eprintln!` of passing tests,
-        // and this notice must be seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "NOTICE: {test} skipped: kubectl not found (set KUBECTL or put kubectl on PATH)"
-        );
-    }
-    found
+            unavailable(
+                test,
+                "kubectl not found (set KUBECTL or put kubectl on PATH)",
+            )
+        })
 }
 
 /// kubectl bound to one server: its own kubeconfig and discovery cache directory.
@@ -94,7 +79,7 @@ impl Kubectl {
     /// Runs a command to its end.
     pub async fn run(&self, args: &[&str]) -> Output {
         let out = self.command(args).output();
-        tokio::time::timeout(GUARD, out)
+        tokio::time::timeout(KUBECTL_GUARD, out)
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
             .unwrap_or_else(|e| panic!("cannot run kubectl {args:?}: {e}"))
@@ -175,7 +160,7 @@ impl Running {
                 }
             }
         };
-        match tokio::time::timeout(GUARD, read).await {
+        match tokio::time::timeout(KUBECTL_GUARD, read).await {
             Ok(line) => line,
             Err(_) => panic!(
                 "kubectl did not print {needles:?} in time; it printed {:?}",
