@@ -32,7 +32,9 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
-        Some("modules") => modules::check(&workspace_root()).map(|()| println!("modules: ok")),
+        Some("modules") => modules::check(&workspace_root())
+            .and_then(|()| modules::check_test_layout(&workspace_root()))
+            .map(|()| println!("modules: ok")),
         Some("soak") => soak::run(&args[1..]),
         Some("mutants") => mutants::run(&args[1..]),
         Some("bench") => bench::run(&args[1..]),
@@ -58,7 +60,7 @@ fn print_help() {
          codegen   regenerate the fake API server's resource and protobuf tables from the\n\
          \x20         k8s-openapi and k8s-pb sources (--check: only compare; CI runs it)\n\
          layering  check every dependency rule of ARCHITECTURE.md (cargo tree)\n\
-         modules   check that no crate's modules form a cycle\n\
+         modules   check that no crate's modules form a cycle, and one test binary per crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
          \x20         or in real time over HTTP through kube-client for M minutes:\n\
@@ -76,6 +78,7 @@ fn ci() -> Result<(), String> {
     step("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
     step("layering", layering::check())?;
     step("modules", modules::check(&workspace_root()))?;
+    step("test layout", modules::check_test_layout(&workspace_root()))?;
     step("codegen", codegen::run(&["--check".to_owned()]))?;
     step(
         "clippy",

@@ -49,6 +49,38 @@ pub(crate) fn check(root: &Path) -> Result<(), String> {
     }
 }
 
+/// Checks that every crate of [`CRATES`] (and the benchmarks) has at most one
+/// integration-test binary, `tests/it/main.rs`: a `tests/*.rs` file or a `tests/<dir>/main.rs`
+/// would be another binary linking every dependency again (CI's build time).
+pub(crate) fn check_test_layout(root: &Path) -> Result<(), String> {
+    let mut extra = Vec::new();
+    for name in CRATES.iter().chain(&["benchmarks", "xtask"]) {
+        let tests = root.join(name).join("tests");
+        let Ok(entries) = fs::read_dir(&tests) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let file_name = entry.file_name().to_string_lossy().into_owned();
+            let is_binary = (path.is_file() && file_name.ends_with(".rs"))
+                || (path.is_dir() && file_name != "it" && path.join("main.rs").exists());
+            if is_binary {
+                extra.push(format!("{name}/tests/{file_name}"));
+            }
+        }
+    }
+    if extra.is_empty() {
+        Ok(())
+    } else {
+        extra.sort();
+        Err(format!(
+            "integration tests outside tests/it (each is one more test binary; make it a module \
+             of tests/it/main.rs): {}",
+            extra.join(", ")
+        ))
+    }
+}
+
 /// A module path from the crate root: `[]` is the root, `["fake", "server"]` is
 /// `crate::fake::server`.
 type ModPath = Vec<String>;
@@ -775,6 +807,11 @@ mod tests {
     #[test]
     fn the_workspace_has_no_module_cycles() {
         check(&crate::workspace_root()).unwrap();
+    }
+
+    #[test]
+    fn every_crate_has_one_integration_test_binary() {
+        check_test_layout(&crate::workspace_root()).unwrap();
     }
 
     #[test]
