@@ -84,14 +84,16 @@ pub struct ObjectSummary<'a, K: ?Sized>(pub &'a K);
 
 impl<K: Object + ?Sized> fmt::Display for ObjectSummary<'_, K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(ns) = self.0.namespace() {
+        if let Some(ns) = self.0.object_namespace() {
             write!(f, "{ns}/")?;
         }
         write!(
             f,
             "{}@{}",
-            self.0.name().unwrap_or("<no name>"),
-            self.0.resource_version().unwrap_or("<no resourceVersion>")
+            self.0.object_name().unwrap_or("<no name>"),
+            self.0
+                .object_resource_version()
+                .unwrap_or("<no resourceVersion>")
         )
     }
 }

@@ -155,10 +155,10 @@ pub enum KeyError {
 
 /// The default key function: `namespace/name`, or `name` for cluster-scoped objects.
 pub fn key_of<K: Object + ?Sized>(obj: &K) -> Result<ObjectKey, KeyError> {
-    match obj.name() {
-        Some(name) => ObjectKey::new(obj.namespace(), name),
+    match obj.object_name() {
+        Some(name) => ObjectKey::new(obj.object_namespace(), name),
         None => Err(KeyError::MissingName {
-            namespace: obj.namespace().map(str::to_owned),
+            namespace: obj.object_namespace().map(str::to_owned),
         }),
     }
 }

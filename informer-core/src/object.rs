@@ -18,24 +18,30 @@ static EMPTY_MAP: BTreeMap<String, String> = BTreeMap::new();
 ///   returns the same answer;
 /// - `resource_version` changes whenever the object's content changes (the API server guarantees
 ///   this for objects it returns, and the informer relies on it to skip unchanged objects);
-/// - an empty string is reported as `None` by [`Object::name`], [`Object::namespace`],
-///   [`Object::uid`] and [`Object::resource_version`]. An empty namespace means cluster-scoped.
+/// - an empty string is reported as `None` by [`Object::object_name`], [`Object::object_namespace`],
+///   [`Object::object_uid`] and [`Object::object_resource_version`]. An empty namespace means cluster-scoped.
 ///
 /// Callers may assume the object is never mutated once it is shared as `Arc<K>`.
+///
+/// # Names
+///
+/// The accessors are `object_name`, `object_namespace`, ...: kube-rs code imports
+/// `kube::ResourceExt` nearly everywhere, whose `namespace()`, `uid()`, `labels()` ... would
+/// otherwise be ambiguous (E0034) on every kube type in any module that names `Object`.
 pub trait Object: Send + Sync + 'static {
     /// `metadata.name`, or `None` when absent or empty (for example a `generateName`-only object
     /// that was never created).
-    fn name(&self) -> Option<&str>;
+    fn object_name(&self) -> Option<&str>;
     /// `metadata.namespace`, or `None` for cluster-scoped objects.
-    fn namespace(&self) -> Option<&str>;
+    fn object_namespace(&self) -> Option<&str>;
     /// `metadata.uid`, which distinguishes two objects that had the same name at different times.
-    fn uid(&self) -> Option<&str>;
+    fn object_uid(&self) -> Option<&str>;
     /// `metadata.resourceVersion`, an opaque string: compare it only for equality.
-    fn resource_version(&self) -> Option<&str>;
+    fn object_resource_version(&self) -> Option<&str>;
     /// `metadata.labels` (empty when absent).
-    fn labels(&self) -> &BTreeMap<String, String>;
+    fn object_labels(&self) -> &BTreeMap<String, String>;
     /// `metadata.annotations` (empty when absent).
-    fn annotations(&self) -> &BTreeMap<String, String>;
+    fn object_annotations(&self) -> &BTreeMap<String, String>;
 }
 
 /// Turns `Some("")` into `None`, as the [`Object`] contract asks.
@@ -53,27 +59,27 @@ impl<K> Object for K
 where
     K: kube_core::Resource + Send + Sync + 'static,
 {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         non_empty(self.meta().name.as_deref())
     }
 
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         non_empty(self.meta().namespace.as_deref())
     }
 
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         non_empty(self.meta().uid.as_deref())
     }
 
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         non_empty(self.meta().resource_version.as_deref())
     }
 
-    fn labels(&self) -> &BTreeMap<String, String> {
+    fn object_labels(&self) -> &BTreeMap<String, String> {
         map_or_empty(self.meta().labels.as_ref())
     }
 
-    fn annotations(&self) -> &BTreeMap<String, String> {
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
         map_or_empty(self.meta().annotations.as_ref())
     }
 }
@@ -98,15 +104,15 @@ mod kube_tests {
             },
             ..Pod::default()
         };
-        assert_eq!(pod.name(), Some("web-0"));
-        assert_eq!(Object::namespace(&pod), Some("prod"));
-        assert_eq!(Object::uid(&pod), Some("u1"));
-        assert_eq!(Object::resource_version(&pod), Some("42"));
+        assert_eq!(pod.object_name(), Some("web-0"));
+        assert_eq!(Object::object_namespace(&pod), Some("prod"));
+        assert_eq!(Object::object_uid(&pod), Some("u1"));
+        assert_eq!(Object::object_resource_version(&pod), Some("42"));
         assert_eq!(
-            Object::labels(&pod).get("app").map(String::as_str),
+            Object::object_labels(&pod).get("app").map(String::as_str),
             Some("web")
         );
-        assert!(Object::annotations(&pod).is_empty());
+        assert!(Object::object_annotations(&pod).is_empty());
     }
 
     #[test]
@@ -119,15 +125,15 @@ mod kube_tests {
             },
             ..ConfigMap::default()
         };
-        assert_eq!(Object::name(&cm), None);
-        assert_eq!(Object::namespace(&cm), None);
+        assert_eq!(Object::object_name(&cm), None);
+        assert_eq!(Object::object_namespace(&cm), None);
     }
 
     #[test]
     fn dynamic_objects_are_objects() {
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Widget"));
         let obj = DynamicObject::new("w", &ar).within("ns");
-        assert_eq!(Object::name(&obj), Some("w"));
-        assert_eq!(Object::namespace(&obj), Some("ns"));
+        assert_eq!(Object::object_name(&obj), Some("w"));
+        assert_eq!(Object::object_namespace(&obj), Some("ns"));
     }
 }

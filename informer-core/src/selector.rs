@@ -115,7 +115,7 @@ impl LabelSelector {
 
     /// Whether the object's labels satisfy every requirement.
     pub fn matches_object<K: Object + ?Sized>(&self, obj: &K) -> bool {
-        self.matches(obj.labels())
+        self.matches(obj.object_labels())
     }
 }
 
@@ -411,8 +411,8 @@ impl FieldSelector {
     /// empty (use [`FieldSelector::check_fields`] first to reject them).
     pub fn matches_object<K: Object + ?Sized>(&self, obj: &K) -> bool {
         self.matches_with(|field| match field {
-            "metadata.name" => obj.name(),
-            "metadata.namespace" => obj.namespace(),
+            "metadata.name" => obj.object_name(),
+            "metadata.namespace" => obj.object_namespace(),
             _ => None,
         })
     }

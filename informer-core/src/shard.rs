@@ -108,8 +108,8 @@ impl ShardField {
     /// The value of this field in `object` (empty when absent, as the server hashes it).
     pub fn value_of<K: Object + ?Sized>(self, object: &K) -> &str {
         match self {
-            Self::Uid => object.uid(),
-            Self::Namespace => object.namespace(),
+            Self::Uid => object.object_uid(),
+            Self::Namespace => object.object_namespace(),
         }
         .unwrap_or("")
     }

@@ -23,20 +23,26 @@ pub type Indexers<K> = HashMap<String, IndexFunc<K>>;
 /// for cluster-scoped objects (as client-go's `MetaNamespaceIndexFunc`), so that
 /// `by_index(NAMESPACE_INDEX, "")` finds the cluster-scoped objects.
 pub fn namespace_index_func<K: Object>() -> IndexFunc<K> {
-    Arc::new(|obj: &K| vec![obj.namespace().unwrap_or_default().to_owned()])
+    Arc::new(|obj: &K| vec![obj.object_namespace().unwrap_or_default().to_owned()])
 }
 
 /// An index function over the value of one label: objects without the label are not indexed.
 pub fn label_index_func<K: Object>(label_key: impl Into<String>) -> IndexFunc<K> {
     let label_key = label_key.into();
-    Arc::new(move |obj: &K| obj.labels().get(&label_key).cloned().into_iter().collect())
+    Arc::new(move |obj: &K| {
+        obj.object_labels()
+            .get(&label_key)
+            .cloned()
+            .into_iter()
+            .collect()
+    })
 }
 
 /// An index function over every label, with values of the form `key=value`: `by_index` on it
 /// answers "all objects carrying this label pair".
 pub fn labels_index_func<K: Object>() -> IndexFunc<K> {
     Arc::new(|obj: &K| {
-        obj.labels()
+        obj.object_labels()
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect()

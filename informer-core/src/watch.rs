@@ -50,7 +50,7 @@ impl<K: Object> WatchEvent<K> {
     /// objects that lack one).
     pub fn resource_version(&self) -> Option<&str> {
         match self {
-            Self::Added(k) | Self::Modified(k) | Self::Deleted(k) => k.resource_version(),
+            Self::Added(k) | Self::Modified(k) | Self::Deleted(k) => k.object_resource_version(),
             Self::Bookmark(b) => Some(&b.resource_version),
             Self::Error(_) => None,
         }

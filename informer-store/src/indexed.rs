@@ -546,7 +546,7 @@ mod tests {
                 .with_resource_version("2"),
         );
         let previous = store.update(newer.clone()).unwrap().unwrap();
-        assert_eq!(previous.resource_version(), None);
+        assert_eq!(previous.object_resource_version(), None);
         assert_eq!(touches(&store), before);
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &newer));
@@ -692,7 +692,7 @@ mod tests {
     #[test]
     fn custom_key_func() {
         let by_name: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| {
-            o.name()
+            o.object_name()
                 .map(ObjectKey::from_raw)
                 .ok_or(KeyError::MissingName { namespace: None })
         });
@@ -742,7 +742,7 @@ mod tests {
 
     fn assert_app_index_exact(store: &IndexedStore<JsonObject>) {
         for o in store.list() {
-            let app = o.labels().get("app").unwrap();
+            let app = o.object_labels().get("app").unwrap();
             let keys = store.index_keys("app", app).unwrap();
             assert!(
                 keys.contains(&key_of(&*o).unwrap()),
@@ -844,7 +844,7 @@ mod tests {
     fn a_panicking_index_function_leaves_the_store_unchanged() {
         let inner = label_index_func::<JsonObject>("app");
         let fragile: IndexFunc<JsonObject> = Arc::new(move |o: &JsonObject| {
-            assert_ne!(o.name(), Some("boom"), "index function failure");
+            assert_ne!(o.object_name(), Some("boom"), "index function failure");
             inner(o)
         });
         let store = IndexedStore::with_indexers([("app".to_owned(), fragile)].into());

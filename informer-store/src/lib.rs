@@ -149,7 +149,7 @@
 //!
 //! // Others are decoded on access: equal to what was stored.
 //! let web_7 = store.get_by_key("prod/web-7").expect("stored");
-//! assert_eq!(web_7.labels()["app"], "web");
+//! assert_eq!(web_7.object_labels()["app"], "web");
 //! assert_eq!(store.by_index(NAMESPACE_INDEX, "prod")?.len(), 1_001);
 //!
 //! // Without the previous object, a write decodes nothing.

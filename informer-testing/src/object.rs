@@ -154,22 +154,22 @@ impl JsonObject {
 }
 
 impl Object for JsonObject {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         non_empty(self.metadata.name.as_deref())
     }
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         non_empty(self.metadata.namespace.as_deref())
     }
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         non_empty(self.metadata.uid.as_deref())
     }
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         non_empty(self.metadata.resource_version.as_deref())
     }
-    fn labels(&self) -> &BTreeMap<String, String> {
+    fn object_labels(&self) -> &BTreeMap<String, String> {
         &self.metadata.labels
     }
-    fn annotations(&self) -> &BTreeMap<String, String> {
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
         &self.metadata.annotations
     }
 }
@@ -182,9 +182,9 @@ mod tests {
     fn round_trips_api_json_unchanged() {
         let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"n","resourceVersion":"7","labels":{"x":"y"},"creationTimestamp":"2026-01-01T00:00:00Z"},"data":{"k":"v"}}"#;
         let obj: JsonObject = serde_json::from_str(text).unwrap();
-        assert_eq!(obj.name(), Some("a"));
-        assert_eq!(obj.resource_version(), Some("7"));
-        assert_eq!(obj.labels().get("x").map(String::as_str), Some("y"));
+        assert_eq!(obj.object_name(), Some("a"));
+        assert_eq!(obj.object_resource_version(), Some("7"));
+        assert_eq!(obj.object_labels().get("x").map(String::as_str), Some("y"));
         let back: Value = serde_json::to_value(&obj).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
     }
@@ -192,11 +192,11 @@ mod tests {
     #[test]
     fn null_and_missing_metadata_decode_as_empty() {
         let obj: JsonObject = serde_json::from_str(r#"{"kind":"X","metadata":null}"#).unwrap();
-        assert_eq!(obj.name(), None);
+        assert_eq!(obj.object_name(), None);
         let obj: JsonObject =
             serde_json::from_str(r#"{"metadata":{"name":"a","labels":null}}"#).unwrap();
-        assert_eq!(obj.name(), Some("a"));
-        assert!(obj.labels().is_empty());
+        assert_eq!(obj.object_name(), Some("a"));
+        assert!(obj.object_labels().is_empty());
         assert!(serde_json::from_str::<JsonObject>(r#"{"metadata":{"name":5}}"#).is_err());
         assert!(serde_json::from_str::<JsonObject>("[1]").is_err());
     }

@@ -229,7 +229,7 @@ impl<K: Object> NamespacedLister<K> {
             Ok(found) => found,
             Err(_) => {
                 let mut all = self.lister.list_all();
-                all.retain(|o| o.namespace() == Some(self.namespace.as_str()));
+                all.retain(|o| o.object_namespace() == Some(self.namespace.as_str()));
                 all
             }
         };
@@ -261,7 +261,8 @@ fn get_by_default_key<K: Object>(
 
 /// Whether `obj` is `name` in `namespace` (`None` and `""` both mean cluster-scoped).
 fn is_named<K: Object>(obj: &K, namespace: Option<&str>, name: &str) -> bool {
-    obj.name() == Some(name) && obj.namespace().unwrap_or_default() == namespace.unwrap_or_default()
+    obj.object_name() == Some(name)
+        && obj.object_namespace().unwrap_or_default() == namespace.unwrap_or_default()
 }
 
 impl<K> fmt::Debug for NamespacedLister<K> {

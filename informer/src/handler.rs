@@ -144,11 +144,11 @@ mod tests {
             .on_add(move |o, _| {
                 specific
                     .lock()
-                    .push(format!("add {}", o.name().unwrap_or_default()))
+                    .push(format!("add {}", o.object_name().unwrap_or_default()))
             })
             .on_change(move |o| {
                 any.lock()
-                    .push(format!("change {}", o.name().unwrap_or_default()))
+                    .push(format!("change {}", o.object_name().unwrap_or_default()))
             });
         let a = Arc::new(JsonObject::new(Some("ns"), "a"));
         let b = Arc::new(JsonObject::new(Some("ns"), "b"));

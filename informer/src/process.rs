@@ -114,7 +114,7 @@ impl<K: Object> Rules<'_, K> {
                     }
                     Some(old) => {
                         let replaced_by_namesake = self.uid_change == UidChange::DeleteAndAdd
-                            && matches!((old.uid(), new.uid()), (Some(a), Some(b)) if a != b);
+                            && matches!((old.object_uid(), new.object_uid()), (Some(a), Some(b)) if a != b);
                         if !Arc::ptr_eq(&old, new) {
                             self.indexer.update(Arc::clone(new))?;
                         }
@@ -140,7 +140,8 @@ impl<K: Object> Rules<'_, K> {
                                 false,
                             );
                         } else {
-                            let is_sync = old.resource_version() == new.resource_version();
+                            let is_sync =
+                                old.object_resource_version() == new.object_resource_version();
                             sink.notify(
                                 Notification::Update {
                                     old,
@@ -167,7 +168,7 @@ impl<K: Object> Rules<'_, K> {
                         // queued before it (a failing index function): then handlers were never
                         // told that state, and the tombstone is rebuilt around the cached one.
                         let payload = match &delta.object {
-                            ObjectOrTombstone::Object(obj) if matches!((cached.uid(), obj.uid()), (Some(a), Some(b)) if a != b) =>
+                            ObjectOrTombstone::Object(obj) if matches!((cached.object_uid(), obj.object_uid()), (Some(a), Some(b)) if a != b) =>
                             {
                                 tracing::debug!(
                                     informer = self.informer,
@@ -257,7 +258,7 @@ mod tests {
     fn rv_of(store: &IndexedStore<JsonObject>, key: &str) -> Option<String> {
         store
             .get_by_key(key)
-            .and_then(|o| o.resource_version().map(str::to_owned))
+            .and_then(|o| o.object_resource_version().map(str::to_owned))
     }
 
     #[test]
@@ -345,7 +346,7 @@ mod tests {
                 ("Add(ns/a@7, initial: false)".to_owned(), false),
             ]
         );
-        assert_eq!(store.get_by_key("ns/a").unwrap().uid(), Some("u2"));
+        assert_eq!(store.get_by_key("ns/a").unwrap().object_uid(), Some("u2"));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use crate::support::{from, lw, next, next_event, pod};
 fn name_of(e: &WatchEvent<JsonObject>) -> &str {
     match e {
         WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => {
-            o.name().unwrap_or("")
+            o.object_name().unwrap_or("")
         }
         other => panic!("expected an object event, got {other:?}"),
     }
@@ -336,7 +336,7 @@ async fn raw_lines_surface_as_typed_errors_and_the_stream_goes_on() {
     }
     // A schemaless type accepts an object without metadata: it just has no name.
     match next_event(&mut w).await {
-        WatchEvent::Added(o) => assert_eq!(o.name(), None),
+        WatchEvent::Added(o) => assert_eq!(o.object_name(), None),
         other => panic!("unexpected {other:?}"),
     }
     server.create("pods", &pod("a", "after")).unwrap();
@@ -357,24 +357,24 @@ struct StrictMeta {
 }
 
 impl Object for Strict {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         Some(&self.metadata.name)
     }
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         None
     }
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         None
     }
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         Some(&self.metadata.resource_version)
     }
-    fn labels(&self) -> &BTreeMap<String, String> {
+    fn object_labels(&self) -> &BTreeMap<String, String> {
         static EMPTY: BTreeMap<String, String> = BTreeMap::new();
         &EMPTY
     }
-    fn annotations(&self) -> &BTreeMap<String, String> {
-        self.labels()
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
+        self.object_labels()
     }
 }
 
@@ -541,7 +541,7 @@ async fn unseen_objects_can_be_announced_as_modified() {
     server.create("pods", &selected("p2", "a")).unwrap();
     let event = next_event(&mut events).await;
     assert!(
-        matches!(&event, WatchEvent::Modified(o) if o.name() == Some("p2")),
+        matches!(&event, WatchEvent::Modified(o) if o.object_name() == Some("p2")),
         "{event:?}"
     );
     let mut snapshot = lw.watch(&WatchOptions::default()).await.unwrap();

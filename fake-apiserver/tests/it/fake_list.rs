@@ -13,7 +13,7 @@ use crate::support::{lw, pod};
 fn names(page: &ListPage<JsonObject>) -> Vec<String> {
     page.items
         .iter()
-        .map(|o| o.name().unwrap().to_owned())
+        .map(|o| o.object_name().unwrap().to_owned())
         .collect()
 }
 
@@ -227,9 +227,13 @@ async fn list_at_an_exact_old_resource_version_is_served_from_history() {
         names(&page),
         ["p0", "p1", "p2", "p3", "p4", "q0", "q1", "q2"]
     );
-    let q1 = page.items.iter().find(|o| o.name() == Some("q1")).unwrap();
-    assert_eq!(q1.resource_version(), Some("7"));
-    assert!(q1.labels().is_empty());
+    let q1 = page
+        .items
+        .iter()
+        .find(|o| o.object_name() == Some("q1"))
+        .unwrap();
+    assert_eq!(q1.object_resource_version(), Some("7"));
+    assert!(q1.object_labels().is_empty());
 
     // A limit without resourceVersionMatch also reads exactly, paged.
     let paged = lw

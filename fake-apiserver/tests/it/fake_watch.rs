@@ -20,8 +20,8 @@ fn show(e: &Event) -> String {
         WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => format!(
             "{} {}@{}",
             e.type_name(),
-            o.name().unwrap_or("?"),
-            o.resource_version().unwrap_or("?")
+            o.object_name().unwrap_or("?"),
+            o.object_resource_version().unwrap_or("?")
         ),
         WatchEvent::Bookmark(b) => format!(
             "BOOKMARK@{}{}",
@@ -376,8 +376,11 @@ async fn selectors_turn_transitions_into_added_and_deleted() {
         .unwrap();
     match next_event(&mut w).await {
         WatchEvent::Deleted(o) => {
-            assert_eq!(o.labels().get("app").map(String::as_str), Some("web"));
-            assert_eq!(o.resource_version(), Some("2"));
+            assert_eq!(
+                o.object_labels().get("app").map(String::as_str),
+                Some("web")
+            );
+            assert_eq!(o.object_resource_version(), Some("2"));
         }
         other => panic!("expected DELETED, got {other:?}"),
     }
@@ -651,10 +654,13 @@ async fn a_deletion_that_leaves_the_selection_is_still_seen() {
         .unwrap(); // 4
     match next_event(&mut w).await {
         WatchEvent::Deleted(o) => {
-            assert_eq!(o.name(), Some("p"));
-            assert_eq!(o.resource_version(), Some("3"));
+            assert_eq!(o.object_name(), Some("p"));
+            assert_eq!(o.object_resource_version(), Some("3"));
             // The content the watcher knew.
-            assert_eq!(o.labels().get("app").map(String::as_str), Some("web"));
+            assert_eq!(
+                o.object_labels().get("app").map(String::as_str),
+                Some("web")
+            );
         }
         other => panic!("expected DELETED, got {other:?}"),
     }

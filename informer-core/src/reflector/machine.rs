@@ -621,7 +621,7 @@ impl Machine {
                 EventAction::Buffer
             }
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) => {
-                if resumable && let Some(rv) = obj.resource_version() {
+                if resumable && let Some(rv) = obj.object_resource_version() {
                     self.set_rv(rv);
                 }
                 EventAction::Apply

@@ -15,22 +15,22 @@ struct Obj {
 }
 
 impl crate::Object for Obj {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         Some(self.name)
     }
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         None
     }
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         None
     }
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         crate::non_empty(Some(self.rv))
     }
-    fn labels(&self) -> &std::collections::BTreeMap<String, String> {
+    fn object_labels(&self) -> &std::collections::BTreeMap<String, String> {
         crate::map_or_empty(None)
     }
-    fn annotations(&self) -> &std::collections::BTreeMap<String, String> {
+    fn object_annotations(&self) -> &std::collections::BTreeMap<String, String> {
         crate::map_or_empty(None)
     }
 }

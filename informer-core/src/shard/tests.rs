@@ -71,22 +71,22 @@ struct Meta {
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
 impl crate::Object for Meta {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         Some("x")
     }
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         self.namespace
     }
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         self.uid
     }
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         None
     }
-    fn labels(&self) -> &BTreeMap<String, String> {
+    fn object_labels(&self) -> &BTreeMap<String, String> {
         &NO_LABELS
     }
-    fn annotations(&self) -> &BTreeMap<String, String> {
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
         &NO_LABELS
     }
 }

@@ -217,12 +217,12 @@ struct NamespaceTracker(Arc<Mutex<HashMap<String, i64>>>);
 
 impl NamespaceTracker {
     fn bump(&self, pod: &Pod, by: i64) {
-        let ns = Object::namespace(pod).unwrap_or_default().to_owned();
+        let ns = Object::object_namespace(pod).unwrap_or_default().to_owned();
         let mut counts = self.0.lock();
         let count = counts.entry(ns).or_default();
         *count += by;
         if *count == 0 {
-            let ns = Object::namespace(pod).unwrap_or_default();
+            let ns = Object::object_namespace(pod).unwrap_or_default();
             counts.remove(ns);
         }
     }
@@ -234,7 +234,7 @@ impl ResourceEventHandler<Pod> for NamespaceTracker {
     }
 
     fn on_update(&mut self, old: &Arc<Pod>, new: &Arc<Pod>) {
-        if Object::namespace(old.as_ref()) != Object::namespace(new.as_ref()) {
+        if Object::object_namespace(old.as_ref()) != Object::object_namespace(new.as_ref()) {
             self.bump(old, -1);
             self.bump(new, 1);
         }

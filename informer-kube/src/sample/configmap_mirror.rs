@@ -457,28 +457,31 @@ pub fn divergences(
         source_annotation: (SOURCE_ANNOTATION, &source_ref),
     };
     let source = config_maps.iter().find(|cm| {
-        cm.namespace() == Some(config.source_namespace.as_str())
-            && cm.name() == Some(config.source_name.as_str())
+        cm.object_namespace() == Some(config.source_namespace.as_str())
+            && cm.object_name() == Some(config.source_name.as_str())
     });
     let mirror_in = |ns: &str| {
         config_maps.iter().find(|cm| {
-            cm.namespace() == Some(ns)
-                && cm.name() == Some(config.mirror_name.as_str())
+            cm.object_namespace() == Some(ns)
+                && cm.object_name() == Some(config.mirror_name.as_str())
                 && wanted.is_managed(cm)
         })
     };
-    let mut names: Vec<&str> = namespaces.iter().filter_map(|ns| ns.name()).collect();
+    let mut names: Vec<&str> = namespaces
+        .iter()
+        .filter_map(|ns| ns.object_name())
+        .collect();
     names.extend(
         config_maps
             .iter()
             .filter(|cm| wanted.is_managed(cm))
-            .filter_map(|cm| cm.namespace()),
+            .filter_map(|cm| cm.object_namespace()),
     );
     names.sort_unstable();
     names.dedup();
     let mut out = Vec::new();
     for name in names {
-        let namespace = namespaces.iter().find(|ns| ns.name() == Some(name));
+        let namespace = namespaces.iter().find(|ns| ns.object_name() == Some(name));
         let what = match wanted.decide(name, namespace, source, mirror_in(name)) {
             Action::Nothing => continue,
             Action::Create(_) => "has no mirror",
@@ -492,13 +495,13 @@ pub fn divergences(
 
 impl Context {
     fn enqueue_object<K: Object>(&self, obj: &K) {
-        if let Some(name) = obj.name() {
+        if let Some(name) = obj.object_name() {
             self.queue.add(name.to_owned());
         }
     }
 
     fn enqueue_namespace_of(&self, cm: &ConfigMap) {
-        if let Some(ns) = cm.namespace() {
+        if let Some(ns) = cm.object_namespace() {
             self.queue.add(ns.to_owned());
         }
     }

@@ -71,7 +71,7 @@ impl Wanted<'_> {
     /// Whether `cm` is one of ours.
     pub(crate) fn is_managed(&self, cm: &ConfigMap) -> bool {
         let (key, value) = self.managed_by;
-        cm.labels().get(key).is_some_and(|v| v == value)
+        cm.object_labels().get(key).is_some_and(|v| v == value)
     }
 
     /// Whether the mirror carries the source's data and our marks.
@@ -82,7 +82,7 @@ impl Wanted<'_> {
             && mirror.binary_data == source.binary_data
             && mirror.immutable == source.immutable
             && mirror
-                .annotations()
+                .object_annotations()
                 .get(annotation)
                 .is_some_and(|v| v == source_ref)
     }
@@ -178,7 +178,9 @@ mod tests {
         assert_eq!(cm.data, source("v1").data);
         assert!(w.is_managed(&cm));
         assert_eq!(
-            cm.annotations().get("informer-rs/mirror-source").unwrap(),
+            cm.object_annotations()
+                .get("informer-rs/mirror-source")
+                .unwrap(),
             "default/src"
         );
         assert!(cm.metadata.resource_version.is_none());

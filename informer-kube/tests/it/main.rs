@@ -24,5 +24,6 @@ mod http_chaos;
 mod leader_election;
 mod leader_processes;
 mod relist;
+mod resource_ext;
 mod resources;
 mod shard;

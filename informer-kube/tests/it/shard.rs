@@ -65,7 +65,7 @@ async fn shard_selectors_reach_the_server() {
             items
                 .iter()
                 .filter(|cm| shard.matches(*cm))
-                .map(|cm| cm.uid().unwrap().to_owned())
+                .map(|cm| cm.object_uid().unwrap().to_owned())
                 .collect(),
         );
     }

@@ -570,7 +570,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         let encoded = self
             .encode(&key, &obj, given)
             .map_err(|e| e.into_store_error(&format!("storing {key}")))?;
-        let resource_version = obj.resource_version().map(Box::from);
+        let resource_version = obj.object_resource_version().map(Box::from);
         let decoding_previous = |e: CompactError| {
             e.into_store_error(&format!("decoding the object stored under {key}"))
         };
@@ -931,7 +931,7 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
             let entry = Entry {
                 encoded,
                 stamp: self.next_stamp.fetch_add(1, Ordering::Relaxed),
-                resource_version: obj.resource_version().map(Box::from),
+                resource_version: obj.object_resource_version().map(Box::from),
             };
             let id = content.build_insert(&mut indices, key, entry, fresh);
             if by_slot.len() <= id {

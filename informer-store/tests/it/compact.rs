@@ -115,9 +115,9 @@ fn replace_trains_on_its_own_objects() {
     );
     assert!(stats.encoded_bytes * 3 < stats.json_bytes, "{stats:?}");
     let mut listed = store.list();
-    listed.sort_by(|a, b| a.name().cmp(&b.name()));
+    listed.sort_by(|a, b| a.object_name().cmp(&b.object_name()));
     let mut expected = objects;
-    expected.sort_by(|a, b| a.name().cmp(&b.name()));
+    expected.sort_by(|a, b| a.object_name().cmp(&b.object_name()));
     assert_eq!(listed, expected);
 }
 
@@ -136,7 +136,7 @@ fn training_that_fails_keeps_json() {
     assert_eq!(stats.encoded_bytes, stats.json_bytes);
     store.add(Arc::new(JsonObject::new(None, "c"))).unwrap();
     assert_eq!(store.len(), 3);
-    assert_eq!(store.get_by_key("c").unwrap().name(), Some("c"));
+    assert_eq!(store.get_by_key("c").unwrap().object_name(), Some("c"));
 }
 
 /// Realistic pods: what the store holds per pod, against the JSON they stand for. The
@@ -191,11 +191,15 @@ fn typed_pods_round_trip_through_every_path() {
         store.add(p.clone()).unwrap();
     }
     for p in &pods {
-        let key = format!("{}/{}", p.namespace().unwrap(), p.name().unwrap());
+        let key = format!(
+            "{}/{}",
+            p.object_namespace().unwrap(),
+            p.object_name().unwrap()
+        );
         assert_eq!(*store.get_by_key(&key).unwrap(), **p);
         assert_eq!(
             store.resource_version(&key).as_deref(),
-            p.resource_version()
+            p.object_resource_version()
         );
     }
     let in_ns: usize = (0..pods::NAMESPACES)
@@ -304,23 +308,23 @@ impl<'de> Deserialize<'de> for Counted {
 macro_rules! delegate_object {
     ($t:ty) => {
         impl Object for $t {
-            fn name(&self) -> Option<&str> {
-                self.0.name()
+            fn object_name(&self) -> Option<&str> {
+                self.0.object_name()
             }
-            fn namespace(&self) -> Option<&str> {
-                self.0.namespace()
+            fn object_namespace(&self) -> Option<&str> {
+                self.0.object_namespace()
             }
-            fn uid(&self) -> Option<&str> {
-                self.0.uid()
+            fn object_uid(&self) -> Option<&str> {
+                self.0.object_uid()
             }
-            fn resource_version(&self) -> Option<&str> {
-                self.0.resource_version()
+            fn object_resource_version(&self) -> Option<&str> {
+                self.0.object_resource_version()
             }
-            fn labels(&self) -> &BTreeMap<String, String> {
-                self.0.labels()
+            fn object_labels(&self) -> &BTreeMap<String, String> {
+                self.0.object_labels()
             }
-            fn annotations(&self) -> &BTreeMap<String, String> {
-                self.0.annotations()
+            fn object_annotations(&self) -> &BTreeMap<String, String> {
+                self.0.object_annotations()
             }
         }
     };
@@ -374,22 +378,22 @@ struct Lossy {
 }
 
 impl Object for Lossy {
-    fn name(&self) -> Option<&str> {
+    fn object_name(&self) -> Option<&str> {
         self.metadata.name.as_deref()
     }
-    fn namespace(&self) -> Option<&str> {
+    fn object_namespace(&self) -> Option<&str> {
         self.metadata.namespace.as_deref()
     }
-    fn uid(&self) -> Option<&str> {
+    fn object_uid(&self) -> Option<&str> {
         None
     }
-    fn resource_version(&self) -> Option<&str> {
+    fn object_resource_version(&self) -> Option<&str> {
         None
     }
-    fn labels(&self) -> &BTreeMap<String, String> {
+    fn object_labels(&self) -> &BTreeMap<String, String> {
         &self.metadata.labels
     }
-    fn annotations(&self) -> &BTreeMap<String, String> {
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
         &self.metadata.annotations
     }
 }
@@ -432,7 +436,7 @@ struct Fragile(JsonObject);
 impl<'de> Deserialize<'de> for Fragile {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let inner = JsonObject::deserialize(d)?;
-        if inner.labels().contains_key("poison") {
+        if inner.object_labels().contains_key("poison") {
             return Err(serde::de::Error::custom("poisoned"));
         }
         Ok(Fragile(inner))
@@ -611,7 +615,7 @@ fn a_write_racing_the_previous_objects_decode_is_not_lost() {
     // One race: the second attempt wins and returns the racer's version.
     let decodes = arm(1);
     let previous = store.update(hooked("a", "2")).unwrap().unwrap();
-    assert_eq!(previous.resource_version(), Some("race-0"));
+    assert_eq!(previous.object_resource_version(), Some("race-0"));
     assert_eq!(decodes.load(Ordering::SeqCst), 2);
     assert_eq!(store.resource_version("ns/a").as_deref(), Some("2"));
 
@@ -619,13 +623,13 @@ fn a_write_racing_the_previous_objects_decode_is_not_lost() {
     // where no write can slip in.
     let decodes = arm(4);
     let previous = store.update(hooked("a", "3")).unwrap().unwrap();
-    assert_eq!(previous.resource_version(), Some("race-3"));
+    assert_eq!(previous.object_resource_version(), Some("race-3"));
     assert_eq!(decodes.load(Ordering::SeqCst), 5);
 
     // Deletes follow the same rule.
     let decodes = arm(1);
     let removed = store.delete_by_key("ns/a").unwrap();
-    assert_eq!(removed.resource_version(), Some("race-0"));
+    assert_eq!(removed.object_resource_version(), Some("race-0"));
     assert_eq!(decodes.load(Ordering::SeqCst), 2);
     assert!(store.is_empty());
     *DECODE_HOOK.lock().unwrap() = None;
@@ -704,10 +708,16 @@ fn a_deserialize_that_reenters_the_store_works() {
         // Only the outer decode reads again (the hook is taken while it runs).
         if seen.fetch_add(1, Ordering::SeqCst) == 0 {
             let store = reader.upgrade().unwrap();
-            assert_eq!(store.get_by_key("ns/o-7").unwrap().name(), Some("o-7"));
+            assert_eq!(
+                store.get_by_key("ns/o-7").unwrap().object_name(),
+                Some("o-7")
+            );
         }
     }));
-    assert_eq!(store.get_by_key("ns/o-3").unwrap().name(), Some("o-3"));
+    assert_eq!(
+        store.get_by_key("ns/o-3").unwrap().object_name(),
+        Some("o-3")
+    );
     *DECODE_HOOK.lock().unwrap() = None;
     assert_eq!(nested.load(Ordering::SeqCst), 1);
 }

@@ -1015,7 +1015,9 @@ where
                     match store.by_index(APP_INDEX, "web") {
                         Ok(objects) => {
                             for o in objects {
-                                if o.labels().get(APP_INDEX).map(String::as_str) != Some("web") {
+                                if o.object_labels().get(APP_INDEX).map(String::as_str)
+                                    != Some("web")
+                                {
                                     report(format!(
                                         "by_index(app, web) returned {}",
                                         key_string(&o)
@@ -1028,7 +1030,7 @@ where
                     match store.by_index(NAMESPACE_INDEX, "ns1") {
                         Ok(objects) => {
                             for o in objects {
-                                if o.namespace() != Some("ns1") {
+                                if o.object_namespace() != Some("ns1") {
                                     report(format!(
                                         "by_index(namespace, ns1) returned {}",
                                         key_string(&o)
@@ -1096,7 +1098,7 @@ where
                 while !stop.load(Ordering::Acquire) {
                     let listed = store.list();
                     let labels: BTreeSet<Option<&String>> =
-                        listed.iter().map(|o| o.labels().get(APP_INDEX)).collect();
+                        listed.iter().map(|o| o.object_labels().get(APP_INDEX)).collect();
                     if listed.len() != GENERATION_SIZE || labels.len() != 1 {
                         report(format!(
                             "list during replace saw {} objects from {} generations (expected {GENERATION_SIZE} from one)",

@@ -105,7 +105,7 @@ pub fn check_resync_cadence<K: Object>(
         }
         let resync = match n {
             Notification::Update { old, new }
-                if old.resource_version() == new.resource_version() =>
+                if old.object_resource_version() == new.object_resource_version() =>
             {
                 key_of(new.as_ref()).ok().map(|k| k.to_string())
             }

@@ -134,7 +134,11 @@ impl Expected {
         let mut expected = Self::new();
         for obj in objects {
             let key = key_of(obj)?;
-            expected.insert(key.as_str(), obj.uid(), obj.resource_version());
+            expected.insert(
+                key.as_str(),
+                obj.object_uid(),
+                obj.object_resource_version(),
+            );
         }
         Ok(expected)
     }
@@ -196,8 +200,8 @@ impl Expected {
     /// reported as the error.
     pub fn record_deleted<K: Object>(&mut self, obj: &K) -> Result<(), KeyError> {
         let key = key_of(obj)?;
-        let uid = obj.uid().unwrap_or_default();
-        self.record_deletion(uid, key.as_str(), obj.resource_version());
+        let uid = obj.object_uid().unwrap_or_default();
+        self.record_deletion(uid, key.as_str(), obj.object_resource_version());
         Ok(())
     }
 

@@ -49,7 +49,7 @@ impl Version {
 
     /// The version of an object.
     pub fn of<K: Object + ?Sized>(obj: &K) -> Self {
-        Self::new(obj.uid(), obj.resource_version())
+        Self::new(obj.object_uid(), obj.object_resource_version())
     }
 }
 

@@ -533,7 +533,7 @@ pub(crate) fn trace<K: Object>(
 /// One notification with UIDs: `Add(ns/a@5 uid=0c1f2e3d, initial)`.
 fn describe<K: Object>(n: &Notification<K>) -> String {
     let uid = |o: &K| {
-        o.uid().map_or_else(
+        o.object_uid().map_or_else(
             || "<none>".to_owned(),
             |u| super::model::short_uid(u).to_owned(),
         )

@@ -560,8 +560,8 @@ impl<K: Object> Reflector<K> {
         if reuse
             && let Some(known) = &self.known_objects
             && let Some(stored) = known.get_by_key(key.as_str())
-            && stored.resource_version().is_some()
-            && stored.resource_version() == obj.resource_version()
+            && stored.object_resource_version().is_some()
+            && stored.object_resource_version() == obj.object_resource_version()
         {
             return Ok((key, stored));
         }

@@ -66,7 +66,7 @@ async fn a_run_through_a_relist_scrapes_every_series_with_sane_values() {
     informer
         .add_handler_with(
             handler().on_add(|pod: &Arc<JsonObject>, _| {
-                assert_ne!(pod.name(), Some("boom"), "boom");
+                assert_ne!(pod.object_name(), Some("boom"), "boom");
             }),
             HandlerOptions::named("boom"),
         )

@@ -167,15 +167,15 @@ pub struct ModelHandler {
 }
 
 fn key_and_state<K: Object>(o: &K) -> (String, (String, String)) {
-    let key = match o.namespace() {
-        Some(ns) => format!("{ns}/{}", o.name().unwrap_or_default()),
-        None => o.name().unwrap_or_default().to_owned(),
+    let key = match o.object_namespace() {
+        Some(ns) => format!("{ns}/{}", o.object_name().unwrap_or_default()),
+        None => o.object_name().unwrap_or_default().to_owned(),
     };
     (
         key,
         (
-            o.resource_version().unwrap_or_default().to_owned(),
-            o.uid().unwrap_or_default().to_owned(),
+            o.object_resource_version().unwrap_or_default().to_owned(),
+            o.object_uid().unwrap_or_default().to_owned(),
         ),
     )
 }
@@ -203,11 +203,12 @@ impl<K: Object> ResourceEventHandler<K> for ModelHandler {
         let known = m.live.get(&key).cloned();
         match known {
             Some(known)
-                if known.1 == state.1 && Some(known.0.as_str()) == old.resource_version() => {}
+                if known.1 == state.1
+                    && Some(known.0.as_str()) == old.object_resource_version() => {}
             other => {
                 let message = format!(
                     "update of {key}: model has {other:?}, old rv {:?}",
-                    old.resource_version()
+                    old.object_resource_version()
                 );
                 m.violations.push(message);
             }

@@ -11,12 +11,12 @@ use super::{names, store_with};
 
 /// Upstream's `testIndexFunc`: the value of label `foo` (empty when absent): always one value.
 fn label_foo(o: &JsonObject) -> Vec<String> {
-    vec![o.labels().get("foo").cloned().unwrap_or_default()]
+    vec![o.object_labels().get("foo").cloned().unwrap_or_default()]
 }
 
 /// Upstream's `testUsersIndexFunc`: annotation `users`, split at commas.
 fn users(o: &JsonObject) -> Vec<String> {
-    o.annotations()
+    o.object_annotations()
         .get("users")
         .map_or("", String::as_str)
         .split(',')

@@ -30,7 +30,7 @@ pub fn obj(name: &str, value: &str) -> Arc<JsonObject> {
 /// gives one empty value, as upstream's `strings.Split("", ",")` does).
 pub fn split_v() -> IndexFunc<JsonObject> {
     Arc::new(|o: &JsonObject| {
-        o.labels()
+        o.object_labels()
             .get("v")
             .map_or("", String::as_str)
             .split(',')
@@ -48,7 +48,7 @@ pub fn store_with(name: &str, func: IndexFunc<JsonObject>) -> IndexedStore<JsonO
 pub fn names(objects: &[Arc<JsonObject>]) -> BTreeSet<String> {
     objects
         .iter()
-        .map(|o| o.name().unwrap_or_default().to_owned())
+        .map(|o| o.object_name().unwrap_or_default().to_owned())
         .collect()
 }
 

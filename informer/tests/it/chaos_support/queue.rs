@@ -350,7 +350,7 @@ impl ChaosQueue {
 
 /// The resourceVersion of an object as a number (0 when it has none or it is not a number).
 pub fn rv_of(obj: &JsonObject) -> u64 {
-    obj.resource_version()
+    obj.object_resource_version()
         .and_then(|rv| rv.parse().ok())
         .unwrap_or(0)
 }

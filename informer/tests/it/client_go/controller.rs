@@ -96,7 +96,7 @@ async fn example() {
 }
 
 fn obj_name(o: &JsonObject) -> String {
-    o.name().unwrap_or_default().to_owned()
+    o.object_name().unwrap_or_default().to_owned()
 }
 
 /// client-go tools/cache/controller_test.go: ExampleNewInformer
@@ -477,8 +477,8 @@ fn deleted_object_get_object_name() {
     let name = |o: &ObjectOrTombstone<JsonObject>| {
         let obj = o.object();
         (
-            obj.namespace().map(str::to_owned),
-            obj.name().map(str::to_owned),
+            obj.object_namespace().map(str::to_owned),
+            obj.object_name().map(str::to_owned),
         )
     };
     let expected = (

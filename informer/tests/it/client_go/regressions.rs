@@ -47,7 +47,7 @@ fn picky_key_func() -> informer_core::KeyFunc<JsonObject> {
     Arc::new(|obj: &JsonObject| {
         if obj.metadata.labels.contains_key("unkeyable") {
             return Err(KeyError::InvalidName {
-                name: obj.name().unwrap_or_default().to_owned(),
+                name: obj.object_name().unwrap_or_default().to_owned(),
             });
         }
         informer::key_of(obj)

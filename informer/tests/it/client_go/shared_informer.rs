@@ -335,7 +335,7 @@ async fn shared_informer_transformer() {
         &server,
         InformerConfig {
             transform: Some(Arc::new(|o: JsonObject| {
-                let upper = o.name().unwrap_or_default().to_uppercase();
+                let upper = o.object_name().unwrap_or_default().to_uppercase();
                 o.with_label("upper", upper)
             })),
             ..one_second_resync()

@@ -185,7 +185,7 @@ async fn an_informer_of_a_cluster_scoped_resource_indexes_it_under_the_empty_nam
 /// Keys by name only, ignoring the namespace: a custom key function under which a namespaced
 /// object's key looks like a cluster-scoped object's default key.
 fn name_only() -> KeyFunc<JsonObject> {
-    Arc::new(|o: &JsonObject| ObjectKey::new(None, o.name().unwrap_or_default()))
+    Arc::new(|o: &JsonObject| ObjectKey::new(None, o.object_name().unwrap_or_default()))
 }
 
 /// Regression test for issue 10 (item 6, `Lister::get` and custom key functions): with a custom
@@ -219,7 +219,7 @@ fn lister_get_with_a_custom_key_function_never_answers_another_object() {
 fn lister_find_works_without_a_namespace_index_and_with_default_keys() {
     let store = IndexedStore::<JsonObject>::builder()
         .key_func(Arc::new(|o: &JsonObject| {
-            ObjectKey::new(None, o.uid().unwrap_or_default())
+            ObjectKey::new(None, o.object_uid().unwrap_or_default())
         }))
         .build();
     let web = Arc::new(JsonObject::new(Some("a"), "web-0").with_uid("u-1"));
@@ -252,7 +252,9 @@ async fn an_informer_with_uid_keys_finds_objects_by_namespace_and_name() {
     let informer = SharedIndexInformer::new(
         lw,
         InformerConfig {
-            key_func: Arc::new(|o: &JsonObject| ObjectKey::new(None, o.uid().unwrap_or_default())),
+            key_func: Arc::new(|o: &JsonObject| {
+                ObjectKey::new(None, o.object_uid().unwrap_or_default())
+            }),
             ..InformerConfig::default()
         },
     )
@@ -267,7 +269,7 @@ async fn an_informer_with_uid_keys_finds_objects_by_namespace_and_name() {
     let found = lister
         .find(Some("a"), "cm-0")
         .expect("found by namespace and name");
-    assert_eq!(found.name(), Some("cm-0"));
+    assert_eq!(found.object_name(), Some("cm-0"));
     assert!(
         lister.get(Some("a"), "cm-0").is_none(),
         "not under its default key"

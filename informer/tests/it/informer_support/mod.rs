@@ -119,11 +119,11 @@ pub fn key(o: &JsonObject) -> String {
 }
 
 pub fn rv(o: &JsonObject) -> String {
-    o.resource_version().unwrap_or_default().to_owned()
+    o.object_resource_version().unwrap_or_default().to_owned()
 }
 
 pub fn uid(o: &JsonObject) -> String {
-    o.uid().unwrap_or_default().to_owned()
+    o.object_uid().unwrap_or_default().to_owned()
 }
 
 /// What a handler saw, awaitable.
