@@ -3,13 +3,15 @@
 //!
 //! Every other crate of the workspace, and every user backend, builds on these definitions:
 //!
-//! - [`Object`]: what we need to know about a Kubernetes object (its metadata), implemented for all
-//!   `kube_core::Resource` types with the `kube` feature;
+//! - [`Object`]: what we need to know about a Kubernetes object (its metadata, owners included:
+//!   [`OwnerRef`]), implemented for all `kube_core::Resource` types with the `kube` feature;
 //! - [`ObjectKey`] and [`key_of`]: `namespace/name` cache keys;
 //! - [`Delta`], [`DeltaType`], [`Tombstone`], [`ObjectOrTombstone`]: what queues carry;
 //! - [`WatchEvent`], [`ListPage`], [`ListOptions`], [`WatchOptions`]: what the server speaks;
 //! - [`Status`], [`Error`], [`ErrorClass`]: failures, classified the way retry decisions need;
 //! - the traits [`ListerWatcher`], [`Queue`], [`Store`], [`Indexer`], [`ResourceEventHandler`];
+//! - index functions without casts: [`index_fn`], [`indexers`], and the owner indices
+//!   [`owner_uid_index_func`] and [`controller_uid_index_func`];
 //! - [`selector`]: label and field selector parsing and matching;
 //! - [`leader_election`]: leader election on a Lease as a pure state machine (client-go's
 //!   rules; the IO is `informer-kube`'s `LeaderElector`);
@@ -33,6 +35,7 @@
 mod delta;
 mod error;
 mod handler;
+mod indexing;
 mod key;
 pub mod leader_election;
 mod lister_watcher;
@@ -51,9 +54,10 @@ pub use error::{
     Status, StatusCause, StatusDetails,
 };
 pub use handler::{Notification, ResourceEventHandler, UidChange};
+pub use indexing::{controller_uid_index_func, index_fn, indexers, owner_uid_index_func};
 pub use key::{KeyError, KeyFunc, ObjectKey, key_of};
 pub use lister_watcher::{ListPageInfo, ListSink, ListerWatcher, WatchStream};
-pub use object::{Object, map_or_empty, non_empty};
+pub use object::{Object, OwnerRef, map_or_empty, non_empty};
 pub use options::{ListOptions, ResourceVersionMatch, WatchOptions};
 pub use queue::{ProcessError, ProcessFn, Queue, QueueError};
 pub use store::{

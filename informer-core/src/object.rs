@@ -42,6 +42,70 @@ pub trait Object: Send + Sync + 'static {
     fn object_labels(&self) -> &BTreeMap<String, String>;
     /// `metadata.annotations` (empty when absent).
     fn object_annotations(&self) -> &BTreeMap<String, String>;
+    /// `metadata.ownerReferences`, borrowed from the object, in their order.
+    ///
+    /// Provided (answers none) so that object types written before it keep compiling;
+    /// implemented for every `kube_core::Resource` (with the `kube` feature) and for
+    /// `informer_testing::JsonObject`. A type of your own should implement it if controllers
+    /// map its objects to their owners (`owns`) or index them by owner
+    /// ([`owner_uid_index_func`](crate::owner_uid_index_func)).
+    fn object_owners(&self) -> Vec<OwnerRef<'_>> {
+        Vec::new()
+    }
+    /// The owner reference with `controller: true`, if any (the API server allows at most
+    /// one): the object's managing controller, as Kubernetes' garbage collector and
+    /// controllers read it.
+    fn object_controller(&self) -> Option<OwnerRef<'_>> {
+        self.object_owners()
+            .into_iter()
+            .find(|owner| owner.controller)
+    }
+}
+
+/// One entry of an object's `metadata.ownerReferences`, borrowed from the object: which object
+/// owns it. An owner is in the dependent's namespace, or cluster-scoped; the reference does
+/// not say which (the owner's kind does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct OwnerRef<'a> {
+    /// `apiVersion` of the owner (`apps/v1`).
+    pub api_version: &'a str,
+    /// `kind` of the owner (`ReplicaSet`).
+    pub kind: &'a str,
+    /// `name` of the owner.
+    pub name: &'a str,
+    /// `uid` of the owner: tells it from an earlier owner of the same name.
+    pub uid: &'a str,
+    /// `controller`: whether the owner is the object's managing controller (absent: false).
+    pub controller: bool,
+}
+
+impl<'a> OwnerRef<'a> {
+    /// A reference that is not the controller's (add [`controller`](Self::controller) with
+    /// [`with_controller`](Self::with_controller)).
+    pub fn new(api_version: &'a str, kind: &'a str, name: &'a str, uid: &'a str) -> Self {
+        Self {
+            api_version,
+            kind,
+            name,
+            uid,
+            controller: false,
+        }
+    }
+
+    /// The same reference, with `controller` set.
+    pub fn with_controller(mut self, controller: bool) -> Self {
+        self.controller = controller;
+        self
+    }
+
+    /// The API group of the owner: the part of `apiVersion` before `/`, empty for the core
+    /// group (`v1`).
+    pub fn group(&self) -> &'a str {
+        self.api_version
+            .split_once('/')
+            .map_or("", |(group, _)| group)
+    }
 }
 
 /// Turns `Some("")` into `None`, as the [`Object`] contract asks.
@@ -82,11 +146,23 @@ where
     fn object_annotations(&self) -> &BTreeMap<String, String> {
         map_or_empty(self.meta().annotations.as_ref())
     }
+
+    fn object_owners(&self) -> Vec<OwnerRef<'_>> {
+        self.meta()
+            .owner_references
+            .iter()
+            .flatten()
+            .map(|owner| {
+                OwnerRef::new(&owner.api_version, &owner.kind, &owner.name, &owner.uid)
+                    .with_controller(owner.controller == Some(true))
+            })
+            .collect()
+    }
 }
 
 #[cfg(all(test, feature = "kube"))]
 mod kube_tests {
-    use super::Object;
+    use super::{Object, OwnerRef};
     use k8s_openapi::api::core::v1::{ConfigMap, Pod};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use kube_core::{ApiResource, DynamicObject, GroupVersionKind};
@@ -127,6 +203,43 @@ mod kube_tests {
         };
         assert_eq!(Object::object_name(&cm), None);
         assert_eq!(Object::object_namespace(&cm), None);
+    }
+
+    #[test]
+    fn owner_references_are_borrowed_in_order_with_the_controller_flag() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let owner = |kind: &str, name: &str, controller: Option<bool>| OwnerReference {
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            controller,
+            block_owner_deletion: None,
+        };
+        let pod = Pod {
+            metadata: ObjectMeta {
+                name: Some("web-0".into()),
+                owner_references: Some(vec![
+                    owner("StatefulSet", "other", Some(false)),
+                    owner("ReplicaSet", "web-5d4f", Some(true)),
+                ]),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        };
+        let owners = pod.object_owners();
+        assert_eq!(
+            owners,
+            [
+                OwnerRef::new("apps/v1", "StatefulSet", "other", "uid-other"),
+                OwnerRef::new("apps/v1", "ReplicaSet", "web-5d4f", "uid-web-5d4f")
+                    .with_controller(true),
+            ]
+        );
+        assert_eq!(owners[1].group(), "apps");
+        assert_eq!(pod.object_controller().map(|o| o.name), Some("web-5d4f"));
+        assert!(Pod::default().object_owners().is_empty());
+        assert_eq!(Pod::default().object_controller(), None);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use informer_core::{Object, non_empty};
+use informer_core::{Object, OwnerRef, non_empty};
 use std::fmt;
 
 use serde::de::{MapAccess, Visitor};
@@ -146,6 +146,28 @@ impl JsonObject {
         self
     }
 
+    /// Appends an entry to `metadata.ownerReferences`.
+    pub fn with_owner(mut self, owner: OwnerRef<'_>) -> Self {
+        let mut entry = serde_json::json!({
+            "apiVersion": owner.api_version,
+            "kind": owner.kind,
+            "name": owner.name,
+            "uid": owner.uid,
+        });
+        if owner.controller {
+            entry["controller"] = Value::Bool(true);
+        }
+        match self.metadata.other.get_mut("ownerReferences") {
+            Some(Value::Array(owners)) => owners.push(entry),
+            _ => {
+                self.metadata
+                    .other
+                    .insert("ownerReferences".to_owned(), Value::Array(vec![entry]));
+            }
+        }
+        self
+    }
+
     /// Sets a top-level field (for example `data` or `spec`).
     pub fn with_field(mut self, name: impl Into<String>, value: Value) -> Self {
         self.fields.insert(name.into(), value);
@@ -172,6 +194,22 @@ impl Object for JsonObject {
     fn object_annotations(&self) -> &BTreeMap<String, String> {
         &self.metadata.annotations
     }
+    /// `metadata.ownerReferences` as the JSON holds them; an entry that is not an object is
+    /// skipped, a missing string field reads as empty.
+    fn object_owners(&self) -> Vec<OwnerRef<'_>> {
+        let Some(Value::Array(owners)) = self.metadata.other.get("ownerReferences") else {
+            return Vec::new();
+        };
+        owners
+            .iter()
+            .filter_map(Value::as_object)
+            .map(|owner| {
+                let text = |field: &str| owner.get(field).and_then(Value::as_str).unwrap_or("");
+                OwnerRef::new(text("apiVersion"), text("kind"), text("name"), text("uid"))
+                    .with_controller(owner.get("controller") == Some(&Value::Bool(true)))
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +225,31 @@ mod tests {
         assert_eq!(obj.object_labels().get("x").map(String::as_str), Some("y"));
         let back: Value = serde_json::to_value(&obj).unwrap();
         assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
+    }
+
+    #[test]
+    fn owner_references_read_from_the_json_and_written_by_with_owner() {
+        let text = r#"{"metadata":{"name":"web-0","ownerReferences":[
+            {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-5d4f","uid":"u1","controller":true},
+            {"apiVersion":"v1","kind":"Node","name":"n1"},
+            "not an object"]}}"#;
+        let obj: JsonObject = serde_json::from_str(text).unwrap();
+        let owners = obj.object_owners();
+        assert_eq!(
+            owners,
+            [
+                OwnerRef::new("apps/v1", "ReplicaSet", "web-5d4f", "u1").with_controller(true),
+                OwnerRef::new("v1", "Node", "n1", ""),
+            ]
+        );
+        assert_eq!(obj.object_controller().map(|o| o.uid), Some("u1"));
+        let built = JsonObject::new(Some("ns"), "web-0")
+            .with_owner(
+                OwnerRef::new("apps/v1", "ReplicaSet", "web-5d4f", "u1").with_controller(true),
+            )
+            .with_owner(OwnerRef::new("v1", "Node", "n1", ""));
+        assert_eq!(built.object_owners(), owners);
+        assert!(JsonObject::new(None, "x").object_owners().is_empty());
     }
 
     #[test]
