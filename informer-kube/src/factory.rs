@@ -419,6 +419,18 @@ impl fmt::Debug for KubeInformerFactory {
     }
 }
 
+/// A controller that owns this factory starts it and shuts it down through this.
+impl informer::FactoryLifecycle for KubeInformerFactory {
+    fn start(&self) {
+        KubeInformerFactory::start(self);
+    }
+
+    fn shutdown(&self) -> futures::future::BoxFuture<'static, FactoryShutdownReport> {
+        let factory = self.clone();
+        Box::pin(async move { factory.shutdown().await })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

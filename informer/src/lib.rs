@@ -192,6 +192,7 @@ mod error;
 mod factory;
 mod handler;
 mod incident;
+mod lifecycle;
 mod listener;
 mod metrics;
 mod observability;
@@ -214,6 +215,7 @@ pub use factory::{
 };
 pub use handler::{ClosureHandler, handler};
 pub use incident::{Incident, IncidentHook, IncidentKind};
+pub use lifecycle::FactoryLifecycle;
 pub use metrics::InformerMetrics;
 pub use processor::{ShutdownReport, StuckHandler};
 pub use registration::{Registration, RegistrationId, RegistrationStats, RegistrationStatus};
@@ -226,9 +228,10 @@ pub use informer_core::selector::{FieldSelector, LabelSelector, SelectorError};
 pub use informer_core::{
     Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
     KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
-    NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, ProcessError, Queue,
-    QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange, WatchEvent,
-    WatchOptions, WatchStream, key_of, label_index_func, labels_index_func, namespace_index_func,
+    NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, OwnerRef, ProcessError,
+    Queue, QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange,
+    WatchEvent, WatchOptions, WatchStream, controller_uid_index_func, index_fn, indexers, key_of,
+    label_index_func, labels_index_func, namespace_index_func, owner_uid_index_func,
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 pub use informer_store::IndexedStore;
