@@ -9,6 +9,10 @@
 //! - `http` (default): the HTTP front end ([`http`]: Kubernetes REST in JSON, YAML and
 //!   protobuf, discovery, OpenAPI, the `/_fake/` admin API) and the `fake-apiserver` binary.
 //!   Without it the crate has no axum, hyper or clap in its tree.
+//! - `kube-client` (off by default; implies `http`): [`http::kube_client`], a kube-client
+//!   `Client` whose service is the HTTP front end called in process ([`http::in_process_router`]):
+//!   no socket, virtual time, the engine's faults applying to the client's calls. It adds
+//!   kube-client (without TLS) to the tree, never an informer crate.
 //!
 //! Both off, the engine alone remains: its request layer ([`FakeApiServer::list`],
 //! [`FakeApiServer::watch`], the writes), the faults, seeding and churn.

@@ -123,9 +123,14 @@ const RULES: &[Rule] = &[
             "informer-kube",
             "informer-testing",
             "informer-workqueue",
-            "kube-client",
             "proptest",
         ],
+    },
+    Rule {
+        invariant: "the fake API server needs kube-client only for its kube-client feature",
+        package: "fake-apiserver",
+        features: DEFAULT,
+        forbidden: &["kube-client"],
     },
     Rule {
         invariant: "the fake API server's engine needs no HTTP stack",

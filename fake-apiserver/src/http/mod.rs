@@ -98,6 +98,12 @@
 //! The `fake-apiserver` binary (`cargo run -p fake-apiserver --
 //! --help`) runs the same server with seeding, churn and a kubeconfig file.
 //!
+//! # Without a socket
+//!
+//! [`in_process_router`] is the same front end as a tower `Service` called in process, and
+//! [`kube_client`] (feature `kube-client`) a kube-client `Client` over it: code under test
+//! makes its real `Api<K>` calls, in virtual time, with the engine's faults applying.
+//!
 //! # Limits
 //!
 //! What keeps a client from hanging or exhausting the server, with its default (the real
@@ -127,6 +133,7 @@ mod app;
 mod auth;
 mod crd;
 mod discovery;
+mod in_process;
 mod kubeconfig;
 mod negotiate;
 mod openapi;
@@ -162,6 +169,9 @@ use origin::SitePolicy;
 /// its `--help`.
 pub const ADMIN_API_TABLE: &str = admin::TABLE;
 
+pub use in_process::in_process_router;
+#[cfg(feature = "kube-client")]
+pub use in_process::kube_client;
 pub use served::served_summary;
 
 /// Settings of a [`FakeHttpServer`]. `Default` listens on `127.0.0.1:0` (a free port) with no

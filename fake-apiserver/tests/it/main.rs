@@ -6,7 +6,8 @@
 //!
 //! The `fake_*` modules drive the engine in process (the request layer and the in-process
 //! `ListerWatcher`); the `http_*` modules and `kubectl_cli` need the feature `http` and talk
-//! to the HTTP front end or to the `fake-apiserver` binary. [`support`] holds what they share.
+//! to the HTTP front end or to the `fake-apiserver` binary; `http_in_process` needs the feature
+//! `kube-client` and calls the front end without a socket. [`support`] holds what they share.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
@@ -23,6 +24,7 @@ mod http_admin;
 mod http_binary;
 mod http_clients;
 mod http_discovery;
+mod http_in_process;
 mod http_kube_client;
 mod http_limits;
 mod http_list;
