@@ -21,6 +21,7 @@ pub(crate) const CRATES: &[&str] = &[
     "informer-fifo",
     "informer",
     "informer-workqueue",
+    "informer-controller",
     "informer-kube",
     "informer-testing",
     "fake-apiserver",
