@@ -1,5 +1,5 @@
 //! The informer demo's program logic, shared by the example's `main` and by the integration test
-//! that runs it in process (`tests/demo.rs`).
+//! that runs it in process (`tests/it/demo.rs`).
 //!
 //! A shared informer on pods with a namespace index and a `node` index, two handlers (an event
 //! counter by type and a per-namespace tracker), a progress bar during the initial sync, a

@@ -7,7 +7,7 @@
 //! cargo run --release -p informer-kube --example informer-demo -- --help
 //! ```
 //!
-//! The program logic lives in `app.rs`, which `tests/demo.rs` runs in process.
+//! The program logic lives in `app.rs`, which `tests/it/demo.rs` runs in process.
 
 mod app;
 
