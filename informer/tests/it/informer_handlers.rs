@@ -542,7 +542,8 @@ async fn handlers_and_the_cache_share_one_arc_per_object() {
     let server = FakeApiServer::new();
     server.create(RESOURCE, &cm("a")).unwrap();
     let informer = informer(&server, InformerConfig::default());
-    let seen: Arc<Mutex<Vec<(usize, Arc<JsonObject>)>>> = Arc::default();
+    type Seen = Vec<(usize, Arc<JsonObject>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
     for h in 0..3 {
         let sink = Arc::clone(&seen);
         informer
@@ -565,7 +566,7 @@ async fn handlers_and_the_cache_share_one_arc_per_object() {
     .await
     .expect("every handler heard the three changes");
     let lister = informer.lister();
-    let seen = seen.lock();
+    let seen: Seen = seen.lock().clone();
     for key in ["ns/a", "ns/b"] {
         let cached = lister.get_by_key(key).unwrap();
         let newest: Vec<&Arc<JsonObject>> = (0..3)
