@@ -17,8 +17,11 @@
 //!   rules, for controllers that must run as a singleton: callbacks when leadership starts and
 //!   ends, a [`Leadership`](leader_election::Leadership) handle the guarded work checks, and
 //!   release on stop.
-//! - [`sample`]: example code, the library side of the `configmap-mirror` example: a complete
-//!   controller (informers, handlers, rate-limited work queue, workers, clean shutdown).
+//!
+//! Controllers are built with the `informer-controller` crate on these informers (its
+//! `Controller` takes the informers this factory hands out, and the factory itself to start
+//! and stop); the example `configmap-mirror` is one, tested in process (its controller code
+//! is included by the tests).
 //!
 //! # Against a cluster
 //!
@@ -139,7 +142,6 @@ mod lister_watcher;
 #[cfg(test)]
 mod proptests;
 mod resource;
-pub mod sample;
 mod transform;
 
 pub use buffer::DecoderMemory;

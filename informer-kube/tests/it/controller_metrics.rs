@@ -1,11 +1,14 @@
-//! The sample controller's metrics: with `InformerMetrics` and `WorkQueueMetrics` in one
-//! registry, a run with injected write failures and a relist leaves the work queue's and the
-//! informers' series with sane values (scraped from the text encoding).
+//! The configmap-mirror example's metrics: with `InformerMetrics`, `WorkQueueMetrics` and
+//! `ControllerMetrics` in one registry, a run with injected write failures and a relist leaves
+//! the controller's, the work queue's and the informers' series with sane values (scraped from
+//! the text encoding).
 
+use crate::configmap_mirror::{MirrorConfig, NAME};
+use crate::support::controller::settings;
 use crate::support::{Env, GUARD};
 use fake_apiserver::status;
-use informer::InformerMetrics;
-use informer_kube::sample::{MirrorConfig, QUEUE_NAME};
+use informer::{FactoryConfig, InformerMetrics};
+use informer_controller::{ControllerConfig, ControllerMetrics};
 use informer_testing::metrics::{scrape, value};
 use informer_workqueue::WorkQueueMetrics;
 use prometheus_client::registry::Registry;
@@ -15,10 +18,13 @@ use serde_json::json;
 async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     let cluster = Env::start().await;
     let mut registry = Registry::default();
-    let config = MirrorConfig {
-        informer_metrics: Some(InformerMetrics::register(&mut registry)),
+    let config = MirrorConfig::default();
+    let mut factory_config = FactoryConfig::default();
+    factory_config.metrics = Some(InformerMetrics::register(&mut registry));
+    let settings = ControllerConfig {
+        metrics: Some(ControllerMetrics::register(&mut registry)),
         workqueue_metrics: Some(WorkQueueMetrics::register(&mut registry)),
-        ..MirrorConfig::default()
+        ..settings()
     };
     for (ns, labelled) in [("team-a", true), ("team-b", true), ("team-c", false)] {
         cluster.namespace(ns, labelled);
@@ -27,7 +33,9 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     // The first three writes fail.
     let faults = cluster.engine.faults();
     faults.fail_writes("configmaps", 3, status::internal_error("etcd is down"));
-    let mut running = cluster.run(config.clone());
+    let mut running = cluster
+        .try_run(config.clone(), settings, factory_config)
+        .expect("the mirror controller");
     cluster
         .converge_mirrors(&config, &mut running, "initial sync with failed writes")
         .await;
@@ -43,7 +51,8 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     cluster
         .converge_mirrors(&config, &mut running, "after the relist")
         .await;
-    let stats = running.wait_for_stats(|s| s.created == 3).await;
+    let stats = running.stats();
+    assert!(stats.successes >= 3, "{stats:?}");
     // Convergence needs the namespaces and source informers to relist, not the mirrors one
     // (its cache was current): wait until each has sent its relist (a list from a known
     // resourceVersion, where the first list asks for "0").
@@ -63,7 +72,7 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     }
 
     let s = scrape(&registry);
-    let queue = format!(r#"{{name="{QUEUE_NAME}"}}"#);
+    let queue = format!(r#"{{name="{NAME}"}}"#);
     // Work queue: every namespace was added, the failures were retried.
     let adds = value(&s, &format!("workqueue_adds_total{queue}"));
     assert!(adds >= 3.0, "{adds} {stats:?}");
@@ -129,14 +138,53 @@ async fn work_queue_and_informer_series_after_failed_writes_and_a_relist() {
     assert!(
         value(
             &s,
-            r#"informer_handler_notifications_total{informer="namespaces",handler="enqueue-namespace"}"#
+            r#"informer_handler_notifications_total{informer="namespaces",handler="configmap-mirror"}"#
         ) >= 3.0
     );
     assert!(
         value(
             &s,
-            r#"informer_handler_pending{informer="namespaces",handler="enqueue-namespace"}"#
+            r#"informer_handler_pending{informer="namespaces",handler="configmap-mirror"}"#
         ) >= 0.0
+    );
+
+    // The controller's own series: every reconcile counted by result, the failures among them,
+    // none given up, and the workers gauge while running.
+    let controller = format!(r#"controller="{NAME}""#);
+    let reconciles = |result: &str| {
+        value(
+            &s,
+            &format!(r#"controller_runtime_reconcile_total{{{controller},result="{result}"}}"#),
+        )
+    };
+    assert!(reconciles("success") >= 3.0, "{stats:?}");
+    assert!(reconciles("error") >= 3.0, "{stats:?}");
+    assert_eq!(
+        reconciles("error"),
+        value(
+            &s,
+            &format!("controller_runtime_reconcile_errors_total{{{controller}}}")
+        )
+    );
+    assert_eq!(
+        value(
+            &s,
+            &format!("controller_runtime_terminal_reconcile_errors_total{{{controller}}}")
+        ),
+        0.0
+    );
+    assert_eq!(
+        value(
+            &s,
+            &format!("controller_runtime_max_concurrent_reconciles{{{controller}}}")
+        ),
+        3.0
+    );
+    assert!(
+        value(
+            &s,
+            &format!("controller_runtime_reconcile_time_seconds_count{{{controller}}}")
+        ) >= reconciles("success") + reconciles("error")
     );
 
     let report = running.stop().await;

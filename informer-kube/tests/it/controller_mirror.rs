@@ -1,21 +1,22 @@
-//! The sample controller (`informer_kube::sample::ConfigMapMirror`) against the HTTP fake API
-//! server, in process: converged state after the initial sync, after source changes and
-//! relabelling, and after every kind of fault the fake server injects (dropped and broken
-//! watches, compaction while the watches are down, ERROR 410 in open watches, failed writes
-//! with 500 and 429, failed lists). Waits are event-driven (every reconcile wakes them) with
-//! real-time guards only against hangs; nothing asserts on timing.
+//! The configmap-mirror example's controller (`examples/configmap-mirror/controller.rs`, on
+//! `informer_controller::Controller`) against the HTTP fake API server, in process: converged
+//! state after the initial sync, after source changes and relabelling, and after every kind of
+//! fault the fake server injects (dropped and broken watches, compaction while the watches are
+//! down, ERROR 410 in open watches, failed writes with 500 and 429, failed lists); the retry
+//! cap; shutdown before the sync and invalid settings. Waits are event-driven (every reconcile
+//! wakes them) with real-time guards only against hangs; nothing asserts on timing. The
+//! decision function's own tests are in `controller_mirror_decide`.
 
-use crate::support::controller::{check, mirror_data};
+use crate::configmap_mirror::{MirrorConfig, MirrorError, NAME};
+use crate::support::controller::{check, config_map_requests, mirror_data, settings};
 use crate::support::{Env, GUARD};
 use fake_apiserver::status;
-use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorError};
+use informer::FactoryConfig;
+use informer_controller::{ControllerConfig, ControllerError};
 use serde_json::json;
 
 fn config() -> MirrorConfig {
-    MirrorConfig {
-        workers: 3,
-        ..MirrorConfig::default()
-    }
+    MirrorConfig::default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -60,7 +61,7 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
         .unwrap();
     assert!(check(engine, &config).is_err());
 
-    let mut running = cluster.run(config.clone());
+    let mut running = cluster.run(config.clone(), settings());
     cluster
         .converge_mirrors(&config, &mut running, "initial sync")
         .await;
@@ -70,10 +71,11 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
     );
     assert_eq!(mirror_data(engine, &config, "team-d"), None);
     assert_eq!(mirror_data(engine, &config, "ghost"), None);
-    // The server shows a write before the worker counts it: wait for the counts.
-    running
-        .wait_for_stats(|s| s.created == 3 && s.deleted == 1)
-        .await;
+    // Three creates and one delete were sent, nothing else (no fault yet, and every reconcile
+    // after a write of ours sees it in the cache: its informer's event queued it).
+    assert_eq!(config_map_requests(engine, "POST"), 3);
+    assert_eq!(config_map_requests(engine, "DELETE"), 1);
+    assert_eq!(config_map_requests(engine, "PUT"), 0);
 
     // The source changes; one namespace loses the label, another gains it.
     cluster.set_source(&config, json!({"greeting": "hello", "color": "green"}));
@@ -202,12 +204,14 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
 
     let report = running.stop().await;
     assert_eq!(report.worker_panics, 0);
-    assert!(
-        report.informers.failures.is_empty(),
-        "{:?}",
-        report.informers.failures
-    );
-    assert_eq!(report.informers.informers.len(), 3);
+    assert!(report.abandoned.is_empty(), "{report:?}");
+    let informers = report
+        .informers
+        .as_ref()
+        .expect("the controller owns the factory");
+    assert!(informers.failures.is_empty(), "{:?}", informers.failures);
+    assert_eq!(informers.informers.len(), 3);
+    assert_eq!(report.informer_stats.len(), 3);
     for (name, stats) in &report.informer_stats {
         let reflector = stats.reflector.as_ref().unwrap();
         // The compaction and both ERROR 410 rounds made every informer relist; two rounds
@@ -229,9 +233,10 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_event() {
     let cluster = Env::start().await;
-    let config = MirrorConfig {
-        max_retries: 2,
-        ..config()
+    let config = config();
+    let capped = ControllerConfig {
+        max_retries: Some(2),
+        ..settings()
     };
     cluster.namespace("team-a", true);
     cluster.set_source(&config, json!({"k": "v"}));
@@ -240,12 +245,8 @@ async fn a_key_failing_too_often_is_given_up_and_picked_up_again_by_its_next_eve
         .engine
         .faults()
         .fail_writes("configmaps", 3, status::internal_error("no"));
-    let mut running = cluster.run(config.clone());
-    let given_up = tokio::time::timeout(GUARD, running.stats.wait_for(|s| s.given_up == 1))
-        .await
-        .expect("the key is given up")
-        .map(|s| *s)
-        .unwrap();
+    let mut running = cluster.run(config.clone(), capped);
+    let given_up = running.wait_for_stats(|s| s.given_up == 1).await;
     assert_eq!((given_up.failures, given_up.retries), (3, 2));
     assert!(check(&cluster.engine, &config).is_err());
     // Its next event enqueues it again, and now the write goes through.
@@ -272,7 +273,7 @@ async fn shutdown_before_sync_and_invalid_settings() {
         .engine
         .faults()
         .fail_watches("*", 10_000, status::internal_error("down"));
-    let running = cluster.run(config());
+    let running = cluster.run(config(), settings());
     tokio::time::timeout(
         GUARD,
         cluster
@@ -283,53 +284,46 @@ async fn shutdown_before_sync_and_invalid_settings() {
     .unwrap();
     let report = running.stop().await;
     assert_eq!(report.stats.reconciles, 0);
-    assert!(report.informers.failures.is_empty());
+    assert!(report.informers.unwrap().failures.is_empty());
 
-    for (bad, what) in [
-        (
-            MirrorConfig {
-                namespace_selector: "a in (".into(),
-                ..config()
-            },
-            "selector",
-        ),
-        (
-            MirrorConfig {
-                workers: 0,
-                ..config()
-            },
-            "workers",
-        ),
-        (
-            MirrorConfig {
-                mirror_name: "mirror-source".into(),
-                ..config()
-            },
-            "names",
-        ),
+    // Invalid settings: a selector that does not parse and a source that is not
+    // namespace/name are refused by the command line; a mirror named like the source by the
+    // controller; no workers by the run.
+    use clap::Parser;
+    for bad in [
+        ["--selector", "a in ("],
+        ["--source", "no-namespace"],
+        ["--source", "default/"],
     ] {
-        let error = ConfigMapMirror::new(cluster.client.clone(), bad).unwrap_err();
-        match (what, &error) {
-            ("selector", MirrorError::Selector { .. }) | (_, MirrorError::Config { .. }) => {}
-            _ => panic!("{what}: unexpected {error:?}"),
-        }
+        let parsed = MirrorConfig::try_parse_from([NAME].into_iter().chain(bad));
+        assert!(parsed.is_err(), "{bad:?}: {parsed:?}");
     }
+    let same_name = MirrorConfig {
+        mirror_name: "mirror-source".into(),
+        ..config()
+    };
+    let error = cluster
+        .try_run(same_name, settings(), FactoryConfig::default())
+        .err()
+        .expect("a mirror named like its source is refused");
+    assert!(matches!(error, MirrorError::SameName(_)), "{error:?}");
+    let no_workers = ControllerConfig {
+        workers: 0,
+        ..settings()
+    };
+    let error = cluster
+        .run(config(), no_workers)
+        .finish()
+        .await
+        .unwrap_err();
+    assert!(matches!(error, ControllerError::Config { .. }), "{error:?}");
+
     // Caches that cannot sync in time are an error, after a clean shutdown.
-    let controller = ConfigMapMirror::new(
-        cluster.client.clone(),
-        MirrorConfig {
-            sync_timeout: std::time::Duration::from_millis(200),
-            ..config()
-        },
-    )
-    .unwrap();
-    let error = tokio::time::timeout(
-        GUARD,
-        controller.run(tokio_util::sync::CancellationToken::new()),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
-    assert!(matches!(error, MirrorError::Sync { .. }), "{error:?}");
+    let impatient = ControllerConfig {
+        sync_timeout: std::time::Duration::from_millis(200),
+        ..settings()
+    };
+    let error = cluster.run(config(), impatient).finish().await.unwrap_err();
+    assert!(matches!(error, ControllerError::Sync { .. }), "{error:?}");
     cluster.http.shutdown().await.unwrap();
 }

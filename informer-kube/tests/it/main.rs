@@ -2,8 +2,10 @@
 //! kube-client, hyper, rustls, tokio and the fake API server again, so one binary with one
 //! module per area keeps CI's build time down. Shared fixtures live in [`support`] (the HTTP
 //! fake API server with a kube client, models of what handlers heard, waits with hang guards;
-//! `support::controller` for the sample controller, `support::hostile` for the misbehaving
-//! server); `chaos_support` is the `informer` crate's chaos engine, included by path.
+//! `support::controller` for the configmap-mirror example, `support::hostile` for the
+//! misbehaving server); `chaos_support` is the `informer` crate's chaos engine, included by
+//! path, and the examples' controllers (`examples/*/controller.rs`) are included by path too,
+//! so that their tests are tests of the example's own code.
 //!
 //! All the tests share one process: none may install a global tracing subscriber, replace a
 //! panic hook without chaining to the previous one, set environment variables or rely on the
@@ -13,10 +15,17 @@
 
 #[path = "../../../informer/tests/it/chaos_support/mod.rs"]
 mod chaos_support;
+#[allow(
+    dead_code,
+    reason = "the example's items are not all used by its tests"
+)]
+#[path = "../../examples/configmap-mirror/controller.rs"]
+mod configmap_mirror;
 mod support;
 
 mod controller_metrics;
 mod controller_mirror;
+mod controller_mirror_decide;
 mod demo;
 mod e2e;
 mod hostile;

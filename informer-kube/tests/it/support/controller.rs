@@ -1,24 +1,40 @@
-//! The sample controller's tests' helpers on the shared [`Env`]: seeding, an independent
-//! convergence check (raw JSON from the server, not the controller's own decision code), and
+//! The configmap-mirror example's tests' helpers on the shared [`Env`]: seeding, running the
+//! example's controller (`examples/configmap-mirror/controller.rs`, included by `main.rs` as
+//! `crate::configmap_mirror`), an independent convergence check (raw JSON from the server, not
+//! the controller's own decision code), the writes it sent (from the server's request log), and
 //! an event-driven wait for convergence (woken by every reconcile, with the [`GUARD`] against
 //! hangs; never a timing assertion).
 
 use fake_apiserver::FakeApiServer;
-use informer_kube::sample::{
-    ConfigMapMirror, MANAGED_BY_LABEL, MANAGER, MirrorConfig, MirrorError, MirrorReport,
-    MirrorStats, SOURCE_ANNOTATION,
+use informer::FactoryConfig;
+use informer_controller::{
+    ControllerConfig, ControllerError, ControllerHandle, ControllerReport, ControllerStats,
 };
+use informer_kube::KubeInformerFactory;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::{Env, GUARD};
+use crate::configmap_mirror::{
+    MANAGED_BY_LABEL, MANAGER, MirrorConfig, MirrorError, NAME, SOURCE_ANNOTATION, controller,
+    reconcile,
+};
 
 /// The label selecting namespaces in these tests (the controller's default selector).
 pub const LABEL: (&str, &str) = ("informer-rs/mirror", "true");
 
-/// The sample controller's fixtures.
+/// The controller settings of these tests: the example's name, three workers.
+pub fn settings() -> ControllerConfig {
+    ControllerConfig {
+        name: NAME.into(),
+        workers: 3,
+        ..ControllerConfig::default()
+    }
+}
+
+/// The mirror controller's fixtures.
 impl Env {
     /// Creates a namespace, with the mirror label or without.
     pub fn namespace(&self, name: &str, labelled: bool) {
@@ -54,18 +70,12 @@ impl Env {
 
     /// Creates or replaces the source with `data`.
     pub fn set_source(&self, config: &MirrorConfig, data: Value) {
+        let (namespace, name) = &config.source;
         let body = json!({
-            "metadata": {"namespace": config.source_namespace, "name": config.source_name},
+            "metadata": {"namespace": namespace, "name": name},
             "data": data,
         });
-        let exists = self
-            .engine
-            .get(
-                "configmaps",
-                Some(&config.source_namespace),
-                &config.source_name,
-            )
-            .is_ok();
+        let exists = self.engine.get("configmaps", Some(namespace), name).is_ok();
         if exists {
             self.engine
                 .update("configmaps", &body)
@@ -78,22 +88,38 @@ impl Env {
     }
 
     pub fn delete_source(&self, config: &MirrorConfig) {
+        let (namespace, name) = &config.source;
         self.engine
-            .delete(
-                "configmaps",
-                Some(&config.source_namespace),
-                &config.source_name,
-            )
+            .delete("configmaps", Some(namespace), name)
             .expect("delete source");
     }
 
-    /// Starts the controller on a task.
-    pub fn run(&self, config: MirrorConfig) -> Running {
-        let controller = ConfigMapMirror::new(self.client.clone(), config).expect("controller");
-        let stats = controller.watch_stats();
+    /// Builds the example's controller over this server's client and starts it on a task.
+    pub fn run(&self, config: MirrorConfig, settings: ControllerConfig) -> Running {
+        self.try_run(config, settings, FactoryConfig::default())
+            .expect("the mirror controller")
+    }
+
+    /// [`run`](Self::run) with the factory's settings (metrics); fails as building fails.
+    pub fn try_run(
+        &self,
+        config: MirrorConfig,
+        settings: ControllerConfig,
+        factory_config: FactoryConfig,
+    ) -> Result<Running, MirrorError> {
+        let factory = KubeInformerFactory::with_config(self.client.clone(), factory_config);
+        factory.set_drop_managed_fields(true);
+        let (controller, mirror) = controller(&factory, config, settings)?;
+        let handle = controller.handle();
+        let stats = handle.subscribe();
         let stop = CancellationToken::new();
-        let task = tokio::spawn(controller.run(stop.clone()));
-        Running { stop, stats, task }
+        let task = tokio::spawn(controller.run(reconcile, mirror, stop.clone()));
+        Ok(Running {
+            stop,
+            handle,
+            stats,
+            task,
+        })
     }
 
     /// Waits until the server's state is the converged one, re-checking after every reconcile.
@@ -119,17 +145,21 @@ impl Env {
 /// A running controller.
 pub struct Running {
     pub stop: CancellationToken,
-    pub stats: watch::Receiver<MirrorStats>,
-    pub task: JoinHandle<Result<MirrorReport, MirrorError>>,
+    pub handle: ControllerHandle,
+    pub stats: watch::Receiver<ControllerStats>,
+    pub task: JoinHandle<Result<ControllerReport, ControllerError>>,
 }
 
 impl Running {
-    pub fn stats(&self) -> MirrorStats {
-        *self.stats.borrow()
+    pub fn stats(&self) -> ControllerStats {
+        self.handle.stats()
     }
 
     /// Waits (within the guard) until the stats satisfy `done`.
-    pub async fn wait_for_stats(&mut self, done: impl Fn(&MirrorStats) -> bool) -> MirrorStats {
+    pub async fn wait_for_stats(
+        &mut self,
+        done: impl Fn(&ControllerStats) -> bool,
+    ) -> ControllerStats {
         let waited = tokio::time::timeout(GUARD, self.stats.wait_for(|s| done(s)))
             .await
             .map(|r| r.map(|stats| *stats));
@@ -141,14 +171,29 @@ impl Running {
     }
 
     /// Cancels and waits for the report (within the guard).
-    pub async fn stop(self) -> MirrorReport {
+    pub async fn stop(self) -> ControllerReport {
         self.stop.cancel();
+        self.finish().await.expect("the controller failed")
+    }
+
+    /// Waits for the run's result (within the guard), without cancelling.
+    pub async fn finish(self) -> Result<ControllerReport, ControllerError> {
         tokio::time::timeout(GUARD, self.task)
             .await
             .expect("the controller did not stop")
             .expect("the controller task panicked")
-            .expect("the controller failed")
     }
+}
+
+/// How many requests with `method` on ConfigMaps (`POST`: creates, `PUT`: replaces,
+/// `DELETE`: deletes) the server received over HTTP, failed ones included. The tests' direct
+/// writes through the engine are not requests and do not count.
+pub fn config_map_requests(engine: &FakeApiServer, method: &str) -> usize {
+    engine
+        .requests()
+        .iter()
+        .filter(|r| r.method == method && r.path.contains("/configmaps"))
+        .count()
 }
 
 /// `Ok` when the server holds exactly what the controller should have made of it: every
@@ -170,12 +215,13 @@ pub fn check(engine: &FakeApiServer, config: &MirrorConfig) -> Result<(), String
         .map(|o| o.to_value())
         .collect();
     let meta = |v: &Value, field: &str| v["metadata"][field].as_str().map(str::to_owned);
+    let (source_namespace, source_name) = &config.source;
     let source = config_maps.iter().find(|cm| {
-        meta(cm, "namespace").as_deref() == Some(config.source_namespace.as_str())
-            && meta(cm, "name").as_deref() == Some(config.source_name.as_str())
+        meta(cm, "namespace").as_ref() == Some(source_namespace)
+            && meta(cm, "name").as_ref() == Some(source_name)
     });
     let managed = |cm: &Value| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER;
-    let source_ref = format!("{}/{}", config.source_namespace, config.source_name);
+    let source_ref = format!("{source_namespace}/{source_name}");
     let mut problems = Vec::new();
     for ns in &namespaces {
         let name = meta(ns, "name").unwrap_or_default();

@@ -1,7 +1,7 @@
 //! `configmap-mirror`: a sample controller. It keeps a copy of one source ConfigMap in every
 //! namespace carrying a label, deletes copies from namespaces that lose it, and follows the
-//! source's changes. The controller itself is `informer_kube::sample::ConfigMapMirror`; this
-//! program gives it a cluster, metrics and a demo.
+//! source's changes. The controller itself is `controller.rs` (on
+//! `informer_controller::Controller`); this program gives it a cluster, metrics and a demo.
 //!
 //! ```text
 //! # The embedded fake API server over HTTP, with a scripted demo (faults included):
@@ -20,6 +20,8 @@
 //! kubectl label namespace team-a informer-rs/mirror=true
 //! ```
 
+mod controller;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,15 +31,16 @@ use std::time::Duration;
 use clap::Parser;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::{FakeApiServer, status};
-use informer::InformerMetrics;
-use informer_kube::client_for_informers;
-use informer_kube::sample::{ConfigMapMirror, MirrorConfig, MirrorStats, divergences};
+use informer::{FactoryConfig, InformerMetrics};
+use informer_controller::{ControllerConfig, ControllerHandle, ControllerMetrics};
+use informer_kube::{KubeInformerFactory, client_for_informers};
 use informer_workqueue::WorkQueueMetrics;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use prometheus_client::registry::Registry;
-use serde_json::json;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+
+use controller::{MANAGED_BY_LABEL, MANAGER, MirrorConfig, NAME, SOURCE_ANNOTATION, reconcile};
 
 /// Mirror a ConfigMap into every namespace carrying a label.
 ///
@@ -55,15 +58,9 @@ struct Args {
     /// when KUBECONFIG is set.
     #[arg(long)]
     cluster: bool,
-    /// The source ConfigMap, as namespace/name.
-    #[arg(long, default_value = "default/mirror-source")]
-    source: String,
-    /// The mirror's name in every selected namespace.
-    #[arg(long, default_value = "mirror")]
-    mirror_name: String,
-    /// Label selector of the namespaces that get a mirror.
-    #[arg(long, default_value = "informer-rs/mirror=true")]
-    selector: String,
+    /// What to mirror where.
+    #[command(flatten)]
+    mirror: MirrorConfig,
     /// Concurrent workers.
     #[arg(long, default_value_t = 2)]
     workers: usize,
@@ -106,23 +103,18 @@ async fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> Result<(), BoxError> {
-    let (source_namespace, source_name) = args
-        .source
-        .split_once('/')
-        .filter(|(ns, name)| !ns.is_empty() && !name.is_empty())
-        .ok_or_else(|| format!("--source {:?} is not namespace/name", args.source))?;
-
-    // One registry for everything: reflector_*, informer_* and workqueue_* series.
+    // One registry for everything: reflector_*, informer_*, workqueue_* and
+    // controller_runtime_* series.
     let mut registry = Registry::default();
-    let config = MirrorConfig {
-        source_namespace: source_namespace.to_owned(),
-        source_name: source_name.to_owned(),
-        mirror_name: args.mirror_name.clone(),
-        namespace_selector: args.selector.clone(),
+    let mut factory_config = FactoryConfig::default();
+    factory_config.metrics = Some(InformerMetrics::register(&mut registry));
+    let settings = ControllerConfig {
+        name: NAME.into(),
         workers: args.workers,
-        informer_metrics: Some(InformerMetrics::register(&mut registry)),
+        reconcile_timeout: Some(Duration::from_secs(30)),
+        metrics: Some(ControllerMetrics::register(&mut registry)),
         workqueue_metrics: Some(WorkQueueMetrics::register(&mut registry)),
-        ..MirrorConfig::default()
+        ..ControllerConfig::default()
     };
     let registry = Arc::new(registry);
     let stop = CancellationToken::new();
@@ -147,14 +139,17 @@ async fn run(args: Args) -> Result<(), BoxError> {
             "configmap-mirror: against a cluster (default namespace {:?})",
             client.default_namespace()
         );
-        let controller = ConfigMapMirror::new(client, config)?;
-        let run = tokio::spawn(controller.run(stop.clone()));
+        let factory = KubeInformerFactory::with_config(client, factory_config);
+        // The mirror reads no field ownership: less memory per cached object.
+        factory.set_drop_managed_fields(true);
+        let (controller, mirror) = controller::controller(&factory, args.mirror.clone(), settings)?;
+        let run = tokio::spawn(controller.run(reconcile, mirror, stop.clone()));
         wait_for_stop(args.duration).await;
         stop.cancel();
         let report = run.await??;
         println!("stopped: {:?}", report.stats);
     } else {
-        fake_demo(&args, config, stop.clone()).await?;
+        fake_demo(&args, factory_config, settings, stop.clone()).await?;
     }
     stop.cancel();
     if args.print_metrics {
@@ -232,29 +227,30 @@ async fn serve_metrics(
 /// The fake API server demo: seeds, then three steps, printing the state after each.
 async fn fake_demo(
     args: &Args,
-    config: MirrorConfig,
+    factory_config: FactoryConfig,
+    settings: ControllerConfig,
     stop: CancellationToken,
 ) -> Result<(), BoxError> {
+    let config = &args.mirror;
+    let (source_namespace, source_name) = (&config.source.0, &config.source.1);
     let engine = FakeApiServer::new();
     // The label the demo puts on namespaces: the selector must be `key=value`.
-    let (key, value) = config
-        .namespace_selector
-        .split_once('=')
-        .filter(|(k, _)| !k.ends_with('!') && !k.contains(','))
-        .map(|(k, v)| {
-            (
-                k.trim().to_owned(),
-                v.trim_start_matches('=').trim().to_owned(),
-            )
-        })
-        .ok_or("the demo needs a --selector of the form key=value")?;
+    let (key, value) = match config.selector.requirements() {
+        [
+            informer_core::selector::LabelRequirement {
+                key,
+                op: informer_core::selector::LabelOp::Equals(value),
+            },
+        ] => (key.clone(), value.clone()),
+        _ => return Err("the demo needs a --selector of the form key=value".into()),
+    };
     let set_label = |on: bool| {
         let mut labels = serde_json::Map::new();
         labels.insert(key.clone(), if on { json!(value) } else { json!(null) });
         json!({ "metadata": { "labels": labels } })
     };
     for (ns, labelled) in [
-        (config.source_namespace.as_str(), false),
+        (source_namespace.as_str(), false),
         ("team-a", true),
         ("team-b", true),
         ("team-c", false),
@@ -275,7 +271,7 @@ async fn fake_demo(
         .create(
             "configmaps",
             &json!({
-                "metadata": {"namespace": config.source_namespace, "name": config.source_name},
+                "metadata": {"namespace": source_namespace, "name": source_name},
                 "data": {"greeting": "hello", "color": "blue"},
             }),
         )
@@ -284,22 +280,24 @@ async fn fake_demo(
     println!("fake API server at {}", http.url());
     let client = client_for_informers(kube_client::Config::new(http.url().parse()?))?;
 
-    let controller = ConfigMapMirror::new(client, config.clone())?;
-    let mut stats = controller.watch_stats();
-    let run = tokio::spawn(controller.run(stop.clone()));
+    let factory = KubeInformerFactory::with_config(client, factory_config);
+    factory.set_drop_managed_fields(true);
+    let (controller, mirror) = controller::controller(&factory, config.clone(), settings)?;
+    let handle = controller.handle();
+    let run = tokio::spawn(controller.run(reconcile, mirror, stop.clone()));
 
-    converge(&engine, &config, &mut stats).await?;
+    converge(&engine, config, &handle).await?;
     show(
         &engine,
-        &config,
+        config,
         "1. initial sync: the labelled namespaces get a mirror",
     )?;
 
     engine
         .patch(
             "configmaps",
-            Some(&config.source_namespace),
-            &config.source_name,
+            Some(source_namespace),
+            source_name,
             &json!({"data": {"color": "green"}}),
         )
         .map_err(engine_error)?;
@@ -309,10 +307,10 @@ async fn fake_demo(
     engine
         .patch("namespaces", None, "team-b", &set_label(false))
         .map_err(engine_error)?;
-    converge(&engine, &config, &mut stats).await?;
+    converge(&engine, config, &handle).await?;
     show(
         &engine,
-        &config,
+        config,
         "2. source changed, team-c labelled, team-b unlabelled",
     )?;
 
@@ -329,16 +327,16 @@ async fn fake_demo(
     engine
         .patch(
             "configmaps",
-            Some(&config.source_namespace),
-            &config.source_name,
+            Some(source_namespace),
+            source_name,
             &json!({"data": {"color": "red", "size": "large"}}),
         )
         .map_err(engine_error)?;
     engine.compact_all();
-    converge(&engine, &config, &mut stats).await?;
+    converge(&engine, config, &handle).await?;
     show(
         &engine,
-        &config,
+        config,
         "3. after failed writes, broken watches and a compaction (relist)",
     )?;
 
@@ -356,13 +354,10 @@ async fn fake_demo(
     }
     stop.cancel();
     let report = run.await??;
+    let stats = report.stats;
     println!(
-        "\nstopped cleanly: {} reconciles, {} created, {} updated, {} deleted, {} failed and retried",
-        report.stats.reconciles,
-        report.stats.created,
-        report.stats.updated,
-        report.stats.deleted,
-        report.stats.retries
+        "\nstopped cleanly: {} reconciles, {} failed and retried, {} given up",
+        stats.reconciles, stats.retries, stats.given_up
     );
     for (informer, stats) in &report.informer_stats {
         if let Some(reflector) = &stats.reflector {
@@ -386,12 +381,12 @@ async fn fake_demo(
 async fn converge(
     engine: &FakeApiServer,
     config: &MirrorConfig,
-    stats: &mut tokio::sync::watch::Receiver<MirrorStats>,
+    handle: &ControllerHandle,
 ) -> Result<(), BoxError> {
+    let mut stats = handle.subscribe();
     let wait = async {
         loop {
-            let (namespaces, config_maps) = state(engine)?;
-            let left = divergences(config, &namespaces, &config_maps)?;
+            let left = divergences(engine, config)?;
             if left.is_empty() {
                 return Ok::<(), BoxError>(());
             }
@@ -405,46 +400,93 @@ async fn converge(
         .map_err(|_| "the controller did not converge within a minute")?
 }
 
-fn state(engine: &FakeApiServer) -> Result<(Vec<Namespace>, Vec<ConfigMap>), BoxError> {
-    let namespaces = engine
-        .objects("namespaces", None)
-        .map_err(engine_error)?
-        .iter()
-        .map(|o| o.decode())
-        .collect::<Result<Vec<Namespace>, _>>()?;
-    let config_maps = engine
-        .objects("configmaps", None)
-        .map_err(engine_error)?
-        .iter()
-        .map(|o| o.decode())
-        .collect::<Result<Vec<ConfigMap>, _>>()?;
-    Ok((namespaces, config_maps))
+/// What the controller would still change, from the server's objects as JSON: one line per
+/// namespace that is not as it should be, empty once converged.
+fn divergences(engine: &FakeApiServer, config: &MirrorConfig) -> Result<Vec<String>, BoxError> {
+    let (namespaces, config_maps) = state(engine)?;
+    let (source_ns, source_name) = &config.source;
+    let name_of = |v: &Value, field: &str| v["metadata"][field].as_str().map(str::to_owned);
+    let source = config_maps.iter().find(|cm| {
+        name_of(cm, "namespace").as_ref() == Some(source_ns)
+            && name_of(cm, "name").as_ref() == Some(source_name)
+    });
+    let managed = |cm: &Value| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER;
+    let mut left = Vec::new();
+    for ns in &namespaces {
+        let name = name_of(ns, "name").unwrap_or_default();
+        let labels = ns["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let labels: std::collections::BTreeMap<String, String> = labels
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+            .collect();
+        let selected = config.selector.matches(&labels);
+        let mirror = config_maps.iter().find(|cm| {
+            name_of(cm, "namespace").as_deref() == Some(name.as_str())
+                && name_of(cm, "name").as_ref() == Some(&config.mirror_name)
+        });
+        let problem = match (selected, source, mirror) {
+            (true, Some(_), None) => Some("has no mirror"),
+            (true, Some(source), Some(mirror))
+                if mirror["data"] != source["data"]
+                    || mirror["metadata"]["annotations"][SOURCE_ANNOTATION]
+                        != format!("{source_ns}/{source_name}").as_str() =>
+            {
+                Some("has a stale mirror")
+            }
+            (false, _, Some(mirror)) | (_, None, Some(mirror)) if managed(mirror) => {
+                Some("has a mirror it should not have")
+            }
+            _ => None,
+        };
+        if let Some(problem) = problem {
+            left.push(format!("namespace {name:?} {problem}"));
+        }
+    }
+    Ok(left)
+}
+
+fn state(engine: &FakeApiServer) -> Result<(Vec<Value>, Vec<Value>), BoxError> {
+    let values = |resource| -> Result<Vec<Value>, BoxError> {
+        let objects = engine.objects(resource, None).map_err(engine_error)?;
+        Ok(objects.iter().map(|o| o.to_value()).collect())
+    };
+    Ok((values("namespaces")?, values("configmaps")?))
 }
 
 /// Prints each namespace: whether it is selected, and its mirror's data.
 fn show(engine: &FakeApiServer, config: &MirrorConfig, title: &str) -> Result<(), BoxError> {
     let (namespaces, config_maps) = state(engine)?;
-    let selector = informer::LabelSelector::parse(&config.namespace_selector)?;
     println!("\n{title}");
     println!("  {:<10} {:<9} mirror", "namespace", "selected");
     for ns in &namespaces {
-        let name = ns.metadata.name.as_deref().unwrap_or_default();
+        let name = ns["metadata"]["name"].as_str().unwrap_or_default();
         let mirror = config_maps.iter().find(|cm| {
-            cm.metadata.namespace.as_deref() == Some(name)
-                && cm.metadata.name.as_deref() == Some(config.mirror_name.as_str())
+            cm["metadata"]["namespace"] == name && cm["metadata"]["name"] == *config.mirror_name
         });
         let data = mirror.map_or_else(
             || "-".to_owned(),
             |cm| {
-                cm.data
-                    .iter()
+                cm["data"]
+                    .as_object()
+                    .into_iter()
                     .flatten()
-                    .map(|(k, v)| format!("{k}={v}"))
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
                     .collect::<Vec<_>>()
                     .join(", ")
             },
         );
-        let selected = if selector.matches_object(ns) {
+        let labels = ns["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let labels: std::collections::BTreeMap<String, String> = labels
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, v.as_str()?.to_owned())))
+            .collect();
+        let selected = if config.selector.matches(&labels) {
             "yes"
         } else {
             "no"
