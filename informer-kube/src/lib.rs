@@ -20,8 +20,8 @@
 //!
 //! Controllers are built with the `informer-controller` crate on these informers (its
 //! `Controller` takes the informers this factory hands out, and the factory itself to start
-//! and stop); the example `configmap-mirror` is one, tested in process (its controller code
-//! is included by the tests).
+//! and stop); the examples `configmap-mirror` and `replica-summary` are two, tested in
+//! process.
 //!
 //! # Against a cluster
 //!

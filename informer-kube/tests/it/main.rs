@@ -21,6 +21,12 @@ mod chaos_support;
 )]
 #[path = "../../examples/configmap-mirror/controller.rs"]
 mod configmap_mirror;
+#[allow(
+    dead_code,
+    reason = "the example's items are not all used by its tests"
+)]
+#[path = "../../examples/replica-summary/controller.rs"]
+mod replica_summary_controller;
 mod support;
 
 mod controller_metrics;
@@ -33,6 +39,7 @@ mod http_chaos;
 mod leader_election;
 mod leader_processes;
 mod relist;
+mod replica_summary;
 mod resource_ext;
 mod resources;
 mod shard;
