@@ -1,5 +1,5 @@
 //! The HTTP front end without a socket: the router as a tower `Service` called in process
-//! ([`in_process_router`]), and a kube-client `Client` over it ([`kube_client`], feature
+//! ([`in_process_router`]), and a kube-client `Client` over it ([`kube_client()`], feature
 //! `kube-client`).
 //!
 //! Every request goes through the same stack as over TCP (the origin and authentication

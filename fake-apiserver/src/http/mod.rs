@@ -101,7 +101,7 @@
 //! # Without a socket
 //!
 //! [`in_process_router`] is the same front end as a tower `Service` called in process, and
-//! [`kube_client`] (feature `kube-client`) a kube-client `Client` over it: code under test
+//! [`kube_client()`] (feature `kube-client`) a kube-client `Client` over it: code under test
 //! makes its real `Api<K>` calls, in virtual time, with the engine's faults applying.
 //!
 //! # Limits
