@@ -97,7 +97,7 @@
 //! their interleaving.
 //!
 //! `cargo xtask soak --http --minutes 5` runs the same scenarios in real time over the HTTP
-//! fake server through kube-client (`informer-kube/tests/http_chaos.rs`).
+//! fake server through kube-client (`informer-kube/tests/it/http_chaos.rs`).
 //!
 //! # Mutation check
 //!
