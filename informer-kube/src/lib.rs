@@ -17,6 +17,9 @@
 //!   rules, for controllers that must run as a singleton: callbacks when leadership starts and
 //!   ends, a [`Leadership`](leader_election::Leadership) handle the guarded work checks, and
 //!   release on stop.
+//! - [`shard_manager::ShardManager`]: the replicas of a sharded controller hold a Lease each,
+//!   see the live set from the group's Leases, and take an even split of the hash space by
+//!   rank, driving the shard selectors of their informers (see `examples/sharded-controller.rs`).
 //! - [`sample`]: example code, the library side of the `configmap-mirror` example: a complete
 //!   controller (informers, handlers, rate-limited work queue, workers, clean shutdown).
 //!
@@ -140,6 +143,7 @@ mod lister_watcher;
 mod proptests;
 mod resource;
 pub mod sample;
+pub mod shard_manager;
 mod transform;
 
 pub use buffer::DecoderMemory;

@@ -27,3 +27,4 @@ mod relist;
 mod resource_ext;
 mod resources;
 mod shard;
+mod shard_manager;
