@@ -29,10 +29,10 @@
 //! - **Failures.** A replica that stops renewing is dropped by each of the others
 //!   `leaseDurationSeconds` after they last saw its Lease change, which is at most that long
 //!   after its last renewal; they then take over its range at once. Its objects are owned by
-//!   none for at most the lease duration plus one relist (theirs). The first to see it
-//!   expired deletes its Lease ([`Membership::expired`]): a replica starting later would
-//!   otherwise count it as live for a whole lease duration (it cannot tell an old Lease from
-//!   a fresh one without trusting timestamps).
+//!   none for at most the lease duration plus one relist (theirs). A lease duration later
+//!   the first to see it still unchanged deletes its Lease ([`Membership::stale`]): a
+//!   replica starting later would otherwise count it as live for a whole lease duration (it
+//!   cannot tell an old Lease from a fresh one without trusting timestamps).
 //!
 //! # Where it differs from a lease-per-shard design
 //!
@@ -337,16 +337,23 @@ impl Membership {
         Some(assignment)
     }
 
-    /// The Leases that count for nothing at `now` by this replica's clock: another
-    /// holder's that expired, or one without a holder. The driver deletes them (guarded by
-    /// the resourceVersion it saw, so that a Lease renewed meanwhile stays), so that a
-    /// replica starting later, which would count a Lease it sees for the first time as live
-    /// for a whole lease duration, never counts a crashed replica.
-    pub fn expired(&self, now: Instant) -> Vec<&str> {
+    /// The Leases to delete at `now`: another holder's that has not changed for twice its
+    /// duration by this replica's clock (it has counted for nothing for a whole lease
+    /// duration), or one without a holder. The driver deletes them, guarded by the
+    /// resourceVersion it saw (a Lease renewed meanwhile stays), so that a replica starting
+    /// later, which would count a Lease it sees for the first time as live for a whole lease
+    /// duration, does not count a crashed replica. The extra lease duration spares a replica
+    /// that was only slow (an overloaded API server answering its renewals late) the churn
+    /// of losing its Lease: it is dropped from the split at once, and takes its place again
+    /// with its next renewal.
+    pub fn stale(&self, now: Instant) -> Vec<&str> {
         self.leases
             .iter()
             .filter(|(_, seen)| seen.record.holder() != Some(self.config.identity.as_str()))
-            .filter(|(_, seen)| seen.live_holder(now).is_none())
+            .filter(|(_, seen)| {
+                let unchanged = now.saturating_duration_since(seen.since);
+                seen.record.holder().is_none() || unchanged >= 2 * seen.record.lease_duration()
+            })
             .map(|(name, _)| name.as_str())
             .collect()
     }

@@ -15,8 +15,9 @@
 //! - A replica that stops renewing (crashed, partitioned) is dropped by each of the others a
 //!   lease duration after they last saw its Lease change, and they take its range over at
 //!   once: its objects are owned by none for at most the lease duration plus one relist.
-//!   The first replica to see the Lease expired deletes it (guarded by the resourceVersion
-//!   it saw), so that replicas starting later never count it.
+//!   A lease duration later, the first replica to see the Lease still unchanged deletes it
+//!   (guarded by the resourceVersion it saw), so that replicas starting later never count
+//!   it.
 //! - A replica that stops cleanly ([`ShardManager::run`] returning after its token fires)
 //!   deletes its Lease, so that the others take over at once, then keeps going for the
 //!   [`handover`](MembershipConfig::handover) before `run` returns: stop its informers
@@ -105,7 +106,10 @@ pub struct ShardManagerConfig {
     /// The name of this replica's Lease; `None`: `<group>-<identity>` (which must then be a
     /// valid object name: lowercase).
     pub lease_name: Option<String>,
-    /// The timeout of each Lease request; `None`: the renew period.
+    /// The timeout of each Lease request; `None`: the lease duration less the renew period
+    /// (at least the renew period). A renewal answered late still keeps this replica in the
+    /// group, so the default waits as long as one can help: an overloaded API server (every
+    /// replica listing at once) then slows renewals down instead of failing them.
     pub request_timeout: Option<Duration>,
 }
 
@@ -128,8 +132,13 @@ impl ShardManagerConfig {
     }
 
     fn request_timeout(&self) -> Duration {
-        self.request_timeout
-            .unwrap_or(self.membership.renew_period)
+        let membership = &self.membership;
+        self.request_timeout.unwrap_or_else(|| {
+            membership
+                .lease_duration
+                .saturating_sub(membership.renew_period)
+                .max(membership.renew_period)
+        })
     }
 }
 
@@ -179,7 +188,7 @@ pub struct ShardManagerStats {
     pub failures: u64,
     /// Assignments published (the first included).
     pub assignments: u64,
-    /// Expired Leases of other replicas this one deleted.
+    /// Stale Leases of other replicas this one deleted.
     pub leases_collected: u64,
     /// The last failure, as text.
     pub last_error: Option<String>,
@@ -380,7 +389,7 @@ impl ShardManager {
     }
 
     /// Feeds the view with what the lease informer sees, wakes up at its deadlines, publishes
-    /// new assignments, and deletes expired Leases; until `stop`.
+    /// new assignments, and deletes stale Leases; until `stop`.
     async fn follow(
         &self,
         leases: &SharedIndexInformer<Lease>,
@@ -438,7 +447,7 @@ impl ShardManager {
         }
     }
 
-    /// Deletes the Leases the view found expired, each once per resourceVersion, guarded by
+    /// Deletes the Leases the view found stale, each once per resourceVersion, guarded by
     /// that resourceVersion and uid (a Lease renewed meanwhile stays).
     fn collect(
         &self,
@@ -447,9 +456,9 @@ impl ShardManager {
         attempted: &mut BTreeMap<String, String>,
         now: std::time::Instant,
     ) {
-        let expired = view.expired(now);
-        attempted.retain(|name, _| expired.contains(&name.as_str()));
-        for name in expired {
+        let stale = view.stale(now);
+        attempted.retain(|name, _| stale.contains(&name.as_str()));
+        for name in stale {
             let Some(lease) = leases.lister().get(Some(&self.inner.namespace), name) else {
                 continue;
             };
@@ -474,7 +483,7 @@ impl ShardManager {
                 let api = &manager.inner.api;
                 match tokio::time::timeout(timeout, api.delete(&name, &params)).await {
                     Ok(Ok(_)) => {
-                        tracing::info!(lease = %name, "deleted an expired lease of the group");
+                        tracing::info!(lease = %name, "deleted a stale lease of the group");
                         manager.inner.stats.lock().leases_collected += 1;
                     }
                     // Renewed or deleted meanwhile: nothing to do.
@@ -787,6 +796,10 @@ mod tests {
     fn configs_default_the_lease_name_and_timeout() {
         let config = ShardManagerConfig::new("sharded", "pod-1");
         assert_eq!(config.lease_name(), "sharded-pod-1");
-        assert_eq!(config.request_timeout(), config.membership.renew_period);
+        assert_eq!(config.request_timeout(), Duration::from_secs(10));
+        let mut short = config.clone();
+        short.membership.lease_duration = Duration::from_secs(3);
+        short.membership.renew_period = Duration::from_secs(2);
+        assert_eq!(short.request_timeout(), Duration::from_secs(2));
     }
 }
