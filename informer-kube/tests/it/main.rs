@@ -28,3 +28,4 @@ mod resource_ext;
 mod resources;
 mod shard;
 mod shard_manager;
+mod shard_processes;
