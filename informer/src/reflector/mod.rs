@@ -396,18 +396,21 @@ impl<K: Object> Reflector<K> {
             self.reshard(wanted)
         };
         loop {
-            let step = self.step(next, &mut items, &mut budget, &mut list_started);
-            next = tokio::select! {
+            let flow = tokio::select! {
                 biased;
                 // The sender lives in `self`: `changed` cannot fail while `self` is borrowed.
-                Ok(()) = shard_wanted.changed() => {
+                Ok(()) = shard_wanted.changed() => None,
+                flow = self.step(next, &mut items, &mut budget, &mut list_started) => Some(flow),
+            };
+            next = match flow {
+                Some(ControlFlow::Continue(next)) => next,
+                Some(ControlFlow::Break(())) => return,
+                None => {
+                    // The step in progress was dropped: a partial list is of no use.
+                    items = Vec::new();
                     let wanted = shard_wanted.borrow_and_update().clone();
                     self.reshard(wanted)
                 }
-                flow = step => match flow {
-                    ControlFlow::Continue(next) => next,
-                    ControlFlow::Break(()) => return,
-                },
             };
         }
     }
@@ -457,12 +460,7 @@ impl<K: Object> Reflector<K> {
 
     /// Says, once per change, who filters the shard.
     fn filtering_changed(&self, mode: ShardFiltering) {
-        let selector = self
-            .shard
-            .lock()
-            .filter
-            .selector()
-            .map(ToString::to_string);
+        let selector = self.shard.lock().filter.selector().map(ToString::to_string);
         match mode {
             ShardFiltering::Client => tracing::warn!(
                 reflector = self.name(),
@@ -817,7 +815,13 @@ impl<K: Object> Reflector<K> {
         started: tokio::time::Instant,
     ) -> ControlFlow<(), Option<Error>> {
         let count = objects.len();
-        let selector = self.decisions.lock().machine.config().shard_selector.clone();
+        let selector = self
+            .decisions
+            .lock()
+            .machine
+            .config()
+            .shard_selector
+            .clone();
         match self.queue.replace(objects, resource_version) {
             Ok(()) => self.shard.lock().listed = selector,
             Err(QueueError::Closed) => return self.queue_closed(),
