@@ -41,7 +41,8 @@ use crate::procfs;
 use crate::server::{Admin, ServerProcess};
 
 /// The marker that opens the sharding section of BENCHMARKS.md.
-pub const BEGIN: &str = "<!-- sharding:begin (cargo xtask bench --sharding writes this section) -->";
+pub const BEGIN: &str =
+    "<!-- sharding:begin (cargo xtask bench --sharding writes this section) -->";
 /// The marker that closes it.
 pub const END: &str = "<!-- sharding:end -->";
 
@@ -125,6 +126,10 @@ pub struct ShardBenchRun {
     pub machine: Machine,
     /// The command.
     pub command: String,
+    /// `/proc/loadavg` when the run started (the 1-, 5- and 15-minute load averages): a
+    /// shared machine's other work shows here.
+    #[serde(default)]
+    pub load_average: Option<String>,
     /// The parameters.
     pub config: ShardBenchConfig,
     /// The figures.
@@ -279,7 +284,9 @@ impl ReplicaProcess {
             .map_err(|e| HarnessError::io(format!("starting {}", exe.display()), e))?;
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
-            return Err(HarnessError::Check("the replica's stdio is not piped".into()));
+            return Err(HarnessError::Check(
+                "the replica's stdio is not piped".into(),
+            ));
         };
         let (tx, lines) = mpsc::channel();
         std::thread::spawn(move || {
@@ -457,7 +464,11 @@ async fn serve_replica(url: &str, shard: Option<(u64, u64)>) -> Result<(), Strin
             }
             "count" => {
                 let stats = informer.stats();
-                let shard = stats.reflector.as_ref().map(|r| r.shard.clone()).unwrap_or_default();
+                let shard = stats
+                    .reflector
+                    .as_ref()
+                    .map(|r| r.shard.clone())
+                    .unwrap_or_default();
                 say(&json!({
                     "events": events.load(Ordering::Relaxed),
                     "queued": stats.queued,
@@ -496,7 +507,10 @@ pub fn render(run: &ShardBenchRun) -> String {
          phase is {} pod updates per second for {} s; *CPU per server write* is a replica's CPU \
          time in it divided by every write the server made, *CPU per event* divided by the \
          events its handler got. RSS is `VmRSS` after the steady phase. Mean over the \
-         replicas, the largest in parentheses.\n\n",
+         replicas, the largest in parentheses. *Filtering* is what the replicas' informers \
+         report: `unconfirmed` with server-side filtering (streaming lists carry no \
+         `shardInfo` echo, and no object outside the shard arrived), `client` when objects \
+         outside the shard arrived and were dropped after decode.\n\n",
         thousands(run.config.pods as u64),
         run.config.namespaces,
         run.config.shards,
@@ -504,7 +518,7 @@ pub fn render(run: &ShardBenchRun) -> String {
         run.config.steady_seconds,
     ));
     out.push_str(&format!(
-        "Measured {} with `{}` on {} ({} cores, {:.0} GiB, {}; {}).\n\n",
+        "Measured {} with `{}` on {} ({} cores, {:.0} GiB, {}; {}){}.\n\n",
         run.date,
         run.command,
         run.machine.cpu,
@@ -512,6 +526,12 @@ pub fn render(run: &ShardBenchRun) -> String {
         run.machine.memory_bytes as f64 / (1u64 << 30) as f64,
         run.machine.kernel,
         run.machine.rustc,
+        run.load_average
+            .as_deref()
+            .map_or_else(String::new, |load| format!(
+                ", load average {load} at the start (other work on a shared machine slows every \
+             figure, unevenly)"
+            )),
     ));
     out.push_str(
         "| scenario | replicas | objects per replica | cold sync per replica | RSS per replica | \
@@ -520,14 +540,19 @@ pub fn render(run: &ShardBenchRun) -> String {
     );
     for result in &run.results {
         let n = result.replicas.len().max(1) as f64;
-        let mean = |f: &dyn Fn(&ReplicaResult) -> f64| result.replicas.iter().map(f).sum::<f64>() / n;
+        let mean =
+            |f: &dyn Fn(&ReplicaResult) -> f64| result.replicas.iter().map(f).sum::<f64>() / n;
         let max = |f: &dyn Fn(&ReplicaResult) -> f64| {
             result.replicas.iter().map(f).fold(0.0_f64, f64::max)
         };
         let writes = result.writes.max(1) as f64;
         let events = result.replicas.iter().map(|r| r.events).sum::<u64>().max(1) as f64;
         let cpu = result.replicas.iter().map(|r| r.cpu_seconds).sum::<f64>();
-        let filtering: Vec<&str> = result.replicas.iter().map(|r| r.filtering.as_str()).collect();
+        let filtering: Vec<&str> = result
+            .replicas
+            .iter()
+            .map(|r| r.filtering.as_str())
+            .collect();
         let mut filtering = filtering;
         filtering.dedup();
         out.push_str(&format!(
@@ -566,6 +591,13 @@ pub fn splice(text: &str, section: &str) -> String {
             out
         }
     }
+}
+
+/// The 1-, 5- and 15-minute load averages (`/proc/loadavg`), when readable.
+pub fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    (fields.len() == 3).then(|| fields.join(" "))
 }
 
 /// The sharding section of `text`, markers included, if there is one.

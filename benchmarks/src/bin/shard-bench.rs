@@ -45,6 +45,9 @@ struct Args {
     /// The `fake-apiserver` executable (default: next to this one).
     #[arg(long)]
     fake_apiserver: Option<PathBuf>,
+    /// Render the section again from a run's `--json` file instead of measuring.
+    #[arg(long, value_name = "JSON")]
+    render_from: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -92,7 +95,21 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> Result<(), HarnessError> {
     if !cfg!(target_os = "linux") {
-        return Err(HarnessError::Check("the harness reads /proc: Linux only".into()));
+        return Err(HarnessError::Check(
+            "the harness reads /proc: Linux only".into(),
+        ));
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../BENCHMARKS.md"));
+    if let Some(path) = &args.render_from {
+        let json = std::fs::read_to_string(path)
+            .map_err(|e| HarnessError::io(format!("reading {}", path.display()), e))?;
+        let run: ShardBenchRun = serde_json::from_str(&json).map_err(|e| {
+            HarnessError::Check(format!("{} is not a --json file: {e}", path.display()))
+        })?;
+        return write(&out, &run);
     }
     let me = std::env::current_exe().map_err(|e| HarnessError::io("finding this executable", e))?;
     let server = match args.fake_apiserver {
@@ -113,6 +130,7 @@ fn run(args: Args) -> Result<(), HarnessError> {
         steady_seconds: args.steady_seconds,
     };
     let date = utc_now();
+    let load_average = sharding::load_average();
     let results = sharding::run(&config, &server, &me, &mut |line| {
         eprintln!("shard-bench: {line}");
     })?;
@@ -120,6 +138,7 @@ fn run(args: Args) -> Result<(), HarnessError> {
         date,
         machine: Machine::describe(),
         command: args.command,
+        load_average,
         config,
         results,
     };
@@ -129,14 +148,19 @@ fn run(args: Args) -> Result<(), HarnessError> {
         std::fs::write(path, json)
             .map_err(|e| HarnessError::io(format!("writing {}", path.display()), e))?;
     }
-    let out = args
-        .out
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../BENCHMARKS.md"));
-    let before = std::fs::read_to_string(&out).unwrap_or_default();
-    let section = sharding::render(&run);
-    std::fs::write(&out, sharding::splice(&before, &section))
+    write(&out, &run)
+}
+
+/// Writes the run's section into `out`.
+fn write(out: &Path, run: &ShardBenchRun) -> Result<(), HarnessError> {
+    let before = std::fs::read_to_string(out).unwrap_or_default();
+    let section = sharding::render(run);
+    std::fs::write(out, sharding::splice(&before, &section))
         .map_err(|e| HarnessError::io(format!("writing {}", out.display()), e))?;
-    println!("shard-bench: wrote the sharding section of {}", out.display());
+    println!(
+        "shard-bench: wrote the sharding section of {}",
+        out.display()
+    );
     print!("{section}");
     Ok(())
 }
