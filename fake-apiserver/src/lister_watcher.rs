@@ -142,12 +142,13 @@ impl<K: Object + DeserializeOwned> FakeListerWatcher<K> {
             })?;
             sink.item(obj)?;
         }
-        Ok(
-            ListPageInfo::new(response.resource_version.to_string(), response.continue_token)
-                .with_remaining_item_count(response.remaining_item_count)
-                .with_items(response.items.len())
-                .with_shard_info_selector(response.shard_info_selector),
+        Ok(ListPageInfo::new(
+            response.resource_version.to_string(),
+            response.continue_token,
         )
+        .with_remaining_item_count(response.remaining_item_count)
+        .with_items(response.items.len())
+        .with_shard_info_selector(response.shard_info_selector))
     }
 }
 

@@ -339,9 +339,12 @@ mod tests {
 
     #[test]
     fn shard_selectors_keep_informer_core_order() {
-        let selector =
-            informer_core::shard::ShardSelector::even_split(informer_core::shard::ShardField::Uid, 0, 2)
-                .unwrap();
+        let selector = informer_core::shard::ShardSelector::even_split(
+            informer_core::shard::ShardField::Uid,
+            0,
+            2,
+        )
+        .unwrap();
         let lo = ListOptions {
             limit: Some(500),
             shard_selector: Some(selector.clone()),

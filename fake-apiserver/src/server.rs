@@ -442,11 +442,11 @@ impl FakeApiServer {
             .check_fields(&target.def.field_labels())
             .map_err(status::bad_request)?;
         let shard = match &query.shard_selector {
-            Some(text) if self.sharded_list_and_watch() => Some(
-                ShardSelector::parse(text).map_err(|e| {
+            Some(text) if self.sharded_list_and_watch() => {
+                Some(ShardSelector::parse(text).map_err(|e| {
                     status::bad_request(format!("invalid shardSelector {text:?}: {}", e.kind))
-                })?,
-            ),
+                })?)
+            }
             // Without the feature the parameter means nothing, malformed or not.
             _ => None,
         };

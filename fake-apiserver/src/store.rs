@@ -185,7 +185,10 @@ impl Filter {
         }
         self.labels.matches(o.labels())
             && self.fields.matches_with(|f| o.field(f))
-            && self.shard.as_ref().is_none_or(|s| s.matches_value(shard_value(s, o)))
+            && self
+                .shard
+                .as_ref()
+                .is_none_or(|s| s.matches_value(shard_value(s, o)))
     }
 
     /// Whether label, field or shard selectors narrow the result (the namespace does not

@@ -311,9 +311,7 @@ impl Membership {
             && previous.range != range
             && !self.config.handover.is_zero()
         {
-            let until = now
-                .checked_add(self.config.handover)
-                .unwrap_or(now);
+            let until = now.checked_add(self.config.handover).unwrap_or(now);
             self.retained.push((previous.range, until));
         }
         self.retained

@@ -329,7 +329,10 @@ impl Reconciled {
 
 /// Prints a range line on every new assignment and a status line every `interval`; dumps
 /// on SIGUSR1; until `stop`.
-#[allow(clippy::too_many_arguments, reason = "an example's reporting task, each argument one thing it reports on")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "an example's reporting task, each argument one thing it reports on"
+)]
 async fn report(
     identity: String,
     manager: ShardManager,
@@ -373,7 +376,11 @@ fn status(
     reconciled: &Mutex<Reconciled>,
 ) {
     let stats = pods.stats();
-    let shard = stats.reflector.as_ref().map(|r| r.shard.clone()).unwrap_or_default();
+    let shard = stats
+        .reflector
+        .as_ref()
+        .map(|r| r.shard.clone())
+        .unwrap_or_default();
     let selector = manager.assignment().map(|a| a.selector);
     let keys = pods.lister().list_keys();
     let digest = keys
@@ -423,8 +430,8 @@ fn write_dump(
         "reconciled": window.iter().collect::<Vec<_>>(),
     });
     let partial = path.with_extension("partial");
-    let written = std::fs::write(&partial, body.to_string())
-        .and_then(|()| std::fs::rename(&partial, path));
+    let written =
+        std::fs::write(&partial, body.to_string()).and_then(|()| std::fs::rename(&partial, path));
     match written {
         Ok(()) => emit(
             "dumped",

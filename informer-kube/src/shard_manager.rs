@@ -341,10 +341,8 @@ impl ShardManager {
             group: group.clone(),
             source,
         };
-        let lister_watcher = KubeListerWatcher::<Lease>::namespaced(
-            inner.client.clone(),
-            &inner.namespace,
-        );
+        let lister_watcher =
+            KubeListerWatcher::<Lease>::namespaced(inner.client.clone(), &inner.namespace);
         let leases = SharedIndexInformer::new(
             Arc::new(lister_watcher),
             InformerConfig {
@@ -368,10 +366,7 @@ impl ShardManager {
             written: None,
             acquired: None,
         };
-        tokio::join!(
-            writer.renew_until(&stop),
-            self.follow(&leases, rx, &stop)
-        );
+        tokio::join!(writer.renew_until(&stop), self.follow(&leases, rx, &stop));
         leases_stop.cancel();
         // The informer's result says nothing more than its own logs.
         let _ = leases_task.await;
@@ -489,7 +484,9 @@ impl ShardManager {
                     // Renewed or deleted meanwhile: nothing to do.
                     Ok(Err(kube_client::Error::Api(s))) if s.code == 409 || s.code == 404 => {}
                     Ok(Err(error)) => manager.failed(format!("deleting lease {name}: {error}")),
-                    Err(_) => manager.failed(format!("deleting lease {name}: no answer within {timeout:?}")),
+                    Err(_) => manager.failed(format!(
+                        "deleting lease {name}: no answer within {timeout:?}"
+                    )),
                 }
             });
         }
@@ -611,21 +608,27 @@ impl Writer<'_> {
                     // Created meanwhile (by a previous incarnation's retry): read it next time.
                     Ok(Err(kube_client::Error::Api(s))) if s.code == 409 => Read::Failed,
                     Ok(Err(error)) => {
-                        self.manager.failed(format!("creating lease {name}: {error}"));
+                        self.manager
+                            .failed(format!("creating lease {name}: {error}"));
                         Read::Failed
                     }
                     Err(_) => {
-                        self.manager.failed(format!("creating lease {name}: no answer within {timeout:?}"));
+                        self.manager.failed(format!(
+                            "creating lease {name}: no answer within {timeout:?}"
+                        ));
                         Read::Failed
                     }
                 }
             }
             Ok(Err(error)) => {
-                self.manager.failed(format!("reading lease {name}: {error}"));
+                self.manager
+                    .failed(format!("reading lease {name}: {error}"));
                 Read::Failed
             }
             Err(_) => {
-                self.manager.failed(format!("reading lease {name}: no answer within {timeout:?}"));
+                self.manager.failed(format!(
+                    "reading lease {name}: no answer within {timeout:?}"
+                ));
                 Read::Failed
             }
         }
@@ -653,11 +656,14 @@ impl Writer<'_> {
                 Err(Retry::Again)
             }
             Ok(Err(error)) => {
-                self.manager.failed(format!("renewing lease {name}: {error}"));
+                self.manager
+                    .failed(format!("renewing lease {name}: {error}"));
                 Err(Retry::Later)
             }
             Err(_) => {
-                self.manager.failed(format!("renewing lease {name}: no answer within {timeout:?}"));
+                self.manager.failed(format!(
+                    "renewing lease {name}: no answer within {timeout:?}"
+                ));
                 Err(Retry::Later)
             }
         }
@@ -677,10 +683,12 @@ impl Writer<'_> {
             renew_time: Some(stamp),
             ..LeaseRecord::default()
         };
-        let mut metadata = base.map(|l| l.metadata.clone()).unwrap_or_else(|| ObjectMeta {
-            name: Some(inner.lease_name.clone()),
-            ..ObjectMeta::default()
-        });
+        let mut metadata = base
+            .map(|l| l.metadata.clone())
+            .unwrap_or_else(|| ObjectMeta {
+                name: Some(inner.lease_name.clone()),
+                ..ObjectMeta::default()
+            });
         metadata.managed_fields = None;
         metadata
             .labels
@@ -714,10 +722,12 @@ impl Writer<'_> {
         match tokio::time::timeout(timeout, inner.api.delete(name, &params)).await {
             Ok(Ok(_)) => tracing::info!(lease = %name, "deleted this replica's lease"),
             Ok(Err(kube_client::Error::Api(s))) if s.code == 404 => {}
-            Ok(Err(error)) => self.manager.failed(format!("deleting lease {name}: {error}")),
-            Err(_) => self
+            Ok(Err(error)) => self
                 .manager
-                .failed(format!("deleting lease {name}: no answer within {timeout:?}")),
+                .failed(format!("deleting lease {name}: {error}")),
+            Err(_) => self.manager.failed(format!(
+                "deleting lease {name}: no answer within {timeout:?}"
+            )),
         }
     }
 }

@@ -65,16 +65,22 @@ fn in_ranges(hash: u64, ranges: &[(u128, u128)]) -> bool {
 fn keys(items: &[JsonObject]) -> BTreeSet<String> {
     items
         .iter()
-        .map(|o| format!("{}/{}", o.object_namespace().unwrap(), o.object_name().unwrap()))
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o.object_namespace().unwrap(),
+                o.object_name().unwrap()
+            )
+        })
         .collect()
 }
 
-async fn list(
-    server: &FakeApiServer,
-    options: ListOptions,
-) -> (Vec<JsonObject>, ListPageInfo) {
+async fn list(server: &FakeApiServer, options: ListOptions) -> (Vec<JsonObject>, ListPageInfo) {
     let mut items = Vec::new();
-    let info = lw(server, None).list_into(&options, &mut items).await.unwrap();
+    let info = lw(server, None)
+        .list_into(&options, &mut items)
+        .await
+        .unwrap();
     (items, info)
 }
 
@@ -168,8 +174,10 @@ async fn namespace_shards_keep_each_namespace_whole() {
         let range = selector.ranges()[0];
         let (items, info) = list(&server, sharded(&selector)).await;
         assert_eq!(info.shard_info_selector, Some(selector.to_string()));
-        let namespaces: BTreeSet<&str> =
-            items.iter().map(|o| o.object_namespace().unwrap()).collect();
+        let namespaces: BTreeSet<&str> = items
+            .iter()
+            .map(|o| o.object_namespace().unwrap())
+            .collect();
         for ns in ["a", "b", "c"] {
             let mine = in_ranges(fnv(ns), &[(range.start(), range.end())]);
             assert_eq!(namespaces.contains(ns), mine, "namespace {ns}, rank {rank}");
@@ -195,7 +203,11 @@ async fn namespace_shards_keep_each_namespace_whole() {
     for rank in 0..2 {
         let selector = ShardSelector::even_split(ShardField::Namespace, rank, 2).unwrap();
         let page = lw.list(&sharded(&selector)).await.unwrap();
-        let expected = if selector.contains_hash(fnv("")) { 5 } else { 0 };
+        let expected = if selector.contains_hash(fnv("")) {
+            5
+        } else {
+            0
+        };
         assert_eq!(page.items.len(), expected);
     }
 }
@@ -267,7 +279,10 @@ async fn watches_deliver_only_the_events_of_the_shard() {
             expected.push(("DELETED", key));
         }
     }
-    assert!(expected.len() > 10, "too few events in the shard: {expected:?}");
+    assert!(
+        expected.len() > 10,
+        "too few events in the shard: {expected:?}"
+    );
     let mut got = Vec::new();
     while got.len() < expected.len() {
         let event = next_event(&mut watch).await;
@@ -276,8 +291,18 @@ async fn watches_deliver_only_the_events_of_the_shard() {
         else {
             panic!("unexpected {kind}");
         };
-        assert!(mine(o.object_uid().unwrap()), "{kind} of an object outside the shard");
-        got.push((kind, format!("{}/{}", o.object_namespace().unwrap(), o.object_name().unwrap())));
+        assert!(
+            mine(o.object_uid().unwrap()),
+            "{kind} of an object outside the shard"
+        );
+        got.push((
+            kind,
+            format!(
+                "{}/{}",
+                o.object_namespace().unwrap(),
+                o.object_name().unwrap()
+            ),
+        ));
     }
     assert_eq!(got, expected);
     // Nothing else is pending: a bookmark comes next, no stray object event.
@@ -323,7 +348,11 @@ async fn streaming_lists_send_only_the_shard_then_its_changes() {
     let in_shard = in_shard.expect("one of 20 new pods falls in a third of the space");
     match next_event(&mut watch).await {
         WatchEvent::Added(o) => assert_eq!(
-            format!("{}/{}", o.object_namespace().unwrap(), o.object_name().unwrap()),
+            format!(
+                "{}/{}",
+                o.object_namespace().unwrap(),
+                o.object_name().unwrap()
+            ),
             in_shard
         ),
         other => panic!("unexpected {other:?}"),
@@ -348,8 +377,16 @@ async fn malformed_selectors_are_refused_with_400() {
             ..Query::default()
         };
         let list = server.list(&target, &query).await.unwrap_err();
-        assert_eq!((list.code, list.reason.as_str()), (400, "BadRequest"), "{text}");
-        assert!(list.message.starts_with("invalid shardSelector"), "{}", list.message);
+        assert_eq!(
+            (list.code, list.reason.as_str()),
+            (400, "BadRequest"),
+            "{text}"
+        );
+        assert!(
+            list.message.starts_with("invalid shardSelector"),
+            "{}",
+            list.message
+        );
         let watch = server.watch(&target, &query).await.unwrap_err();
         assert_eq!(watch.code, 400, "{text}");
     }
@@ -366,7 +403,11 @@ async fn malformed_selectors_are_refused_with_400() {
         .await
         .unwrap_err();
     // The server's reason: short bounds are not padded, it asks for 16 digits.
-    assert!(short.message.contains("0x0000000000000000"), "{}", short.message);
+    assert!(
+        short.message.contains("0x0000000000000000"),
+        "{}",
+        short.message
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -407,7 +448,10 @@ async fn without_the_feature_the_selector_is_ignored_like_an_older_server() {
     }
     // The request log keeps the parameter in its place.
     let last = server.requests().pop().unwrap();
-    assert_eq!(last.param("shardSelector"), Some(selector.to_string().as_str()));
+    assert_eq!(
+        last.param("shardSelector"),
+        Some(selector.to_string().as_str())
+    );
     // Switched on at run time: the next list is filtered.
     server.set_sharded_list_and_watch(true);
     let (items, info) = list(&server, sharded(&selector)).await;

@@ -145,7 +145,10 @@ async fn watches_carry_only_the_shards_events() {
             Line::Event(e) => {
                 assert_eq!(e["type"], "ADDED", "{e}");
                 let uid = e["object"]["metadata"]["uid"].as_str().unwrap();
-                assert!(selector.matches_value(uid), "an event outside the shard: {e}");
+                assert!(
+                    selector.matches_value(uid),
+                    "an event outside the shard: {e}"
+                );
                 got.push(e["object"]["metadata"]["name"].as_str().unwrap().to_owned());
             }
             other => panic!("unexpected {other:?}"),
@@ -161,7 +164,12 @@ async fn the_admin_switch_turns_the_feature_off_and_on() {
     let state = get(&http, "/_fake/state").await;
     assert_eq!(state.body["shardedListAndWatch"], true);
     let selector = ShardSelector::even_split(ShardField::Uid, 0, 4).unwrap();
-    let off = put(&http, "/_fake/sharded-list-and-watch", &json!({"enabled": false})).await;
+    let off = put(
+        &http,
+        "/_fake/sharded-list-and-watch",
+        &json!({"enabled": false}),
+    )
+    .await;
     assert_eq!(off.status, StatusCode::OK, "{}", off.body);
     assert_eq!(off.body, json!({"enabled": false}));
     assert!(!server.sharded_list_and_watch());
@@ -172,7 +180,12 @@ async fn the_admin_switch_turns_the_feature_off_and_on() {
     // Malformed, and ignored.
     let (status, _) = list(&http, &param("nonsense")).await;
     assert_eq!(status, StatusCode::OK);
-    let on = put(&http, "/_fake/sharded-list-and-watch", &json!({"enabled": true})).await;
+    let on = put(
+        &http,
+        "/_fake/sharded-list-and-watch",
+        &json!({"enabled": true}),
+    )
+    .await;
     assert_eq!(on.status, StatusCode::OK);
     let (_, body) = list(&http, &param(&selector.to_string())).await;
     assert!(names(&body).len() < 40);
@@ -196,7 +209,11 @@ async fn the_binary_can_start_without_the_feature() {
     assert_eq!(state["shardedListAndWatch"], false);
     let selector = ShardSelector::even_split(ShardField::Uid, 0, 4).unwrap();
     let body: Value = client
-        .get(format!("{}/api/v1/pods?{}", binary.url(), param(&selector.to_string())))
+        .get(format!(
+            "{}/api/v1/pods?{}",
+            binary.url(),
+            param(&selector.to_string())
+        ))
         .send()
         .await
         .unwrap()

@@ -110,7 +110,10 @@ fn expiry_is_measured_on_the_observers_clock() {
     // The same content seen again does not extend it...
     view.observe("g-b", old.clone(), t0 + 2 * SEC);
     assert_eq!(view.next_deadline(t0 + 2 * SEC), Some(t0 + 3 * SEC));
-    assert_eq!(view.live(t0 + 3 * SEC - Duration::from_millis(1)), ["a", "b"]);
+    assert_eq!(
+        view.live(t0 + 3 * SEC - Duration::from_millis(1)),
+        ["a", "b"]
+    );
     assert_eq!(view.live(t0 + 3 * SEC), ["a"]);
     // Dropped at once, deleted a lease duration later (it may only have been slow).
     assert!(view.stale(t0 + 3 * SEC).is_empty());
@@ -194,7 +197,10 @@ fn a_joining_replica_is_taken_in_with_an_overlapping_handover() {
         b.update(t1).unwrap(),
         c.update(t1).unwrap(),
     );
-    assert_eq!((a1.range, b1.range, c1.range), (split(0, 3), split(1, 3), split(2, 3)));
+    assert_eq!(
+        (a1.range, b1.range, c1.range),
+        (split(0, 3), split(1, 3), split(2, 3))
+    );
     // c takes its range at once; a and b keep their old ones for the handover: overlap,
     // never a gap.
     assert!(!c1.handing_over());

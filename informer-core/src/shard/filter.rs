@@ -241,7 +241,10 @@ mod tests {
     fn list_echoes_tell_who_filters() {
         let mine = half(1);
         let mut filter = ShardFilter::new(Some(mine.clone()));
-        assert_eq!(filter.list_answered(Some(&mine.to_string())), ShardFiltering::Server);
+        assert_eq!(
+            filter.list_answered(Some(&mine.to_string())),
+            ShardFiltering::Server
+        );
         assert_eq!(filter.take_change(), Some(ShardFiltering::Server));
         // Every page echoes it: nothing new to say.
         filter.list_answered(Some(&mine.to_string()));
@@ -254,7 +257,10 @@ mod tests {
             filter.list_answered(Some(&half(0).to_string())),
             ShardFiltering::Client
         );
-        assert_eq!(filter.list_answered(Some("garbage")), ShardFiltering::Client);
+        assert_eq!(
+            filter.list_answered(Some("garbage")),
+            ShardFiltering::Client
+        );
     }
 
     #[test]

@@ -108,7 +108,8 @@ async fn settled(replicas: &[&Replica], count: u64) -> Instant {
 
 async fn leases(env: &Env) -> BTreeSet<String> {
     let api: Api<Lease> = Api::namespaced(env.client.clone(), NS);
-    let params = kube_client::api::ListParams::default().labels(&format!("{GROUP_LABEL}=testgroup"));
+    let params =
+        kube_client::api::ListParams::default().labels(&format!("{GROUP_LABEL}=testgroup"));
     api.list(&params)
         .await
         .unwrap()
@@ -165,7 +166,10 @@ async fn replicas_split_the_space_and_take_over_from_a_crashed_or_leaving_one() 
         let left = Instant::now();
         let leaving = tokio::spawn(c.leave());
         let took = settled(&[&a], 1).await - left;
-        assert!(took < LEASE, "the takeover after a clean leave took {took:?}");
+        assert!(
+            took < LEASE,
+            "the takeover after a clean leave took {took:?}"
+        );
         assert_eq!(a.assignment().unwrap().range, ShardRange::ALL);
         leaving.await.unwrap();
         assert!(a.manager.stats().renewals > 5);
@@ -190,7 +194,10 @@ async fn driven_informers_partition_the_objects_and_rebalance_when_a_replica_joi
         }
         let informer = |name: &str| {
             SharedIndexInformer::new(
-                Arc::new(KubeListerWatcher::<ConfigMap>::namespaced(env.client.clone(), NS)),
+                Arc::new(KubeListerWatcher::<ConfigMap>::namespaced(
+                    env.client.clone(),
+                    NS,
+                )),
                 InformerConfig {
                     name: name.into(),
                     list_watch: ListWatchConfig::default(),
@@ -247,7 +254,13 @@ async fn driven_informers_partition_the_objects_and_rebalance_when_a_replica_joi
         for (replica, informer) in replicas.iter().zip(&informers) {
             let mine: ShardSelector = replica.assignment().unwrap().selector;
             assert_eq!(informer.shard_selector(), Some(mine.clone()));
-            assert!(informer.lister().list_all().iter().all(|cm| mine.matches(cm.as_ref())));
+            assert!(
+                informer
+                    .lister()
+                    .list_all()
+                    .iter()
+                    .all(|cm| mine.matches(cm.as_ref()))
+            );
         }
 
         // A third replica joins: the ranges rebalance and the caches follow.

@@ -129,7 +129,12 @@ impl Replica {
             v.as_array()
                 .unwrap()
                 .iter()
-                .map(|p| (p[0].as_str().unwrap().to_owned(), p[1].as_str().unwrap().to_owned()))
+                .map(|p| {
+                    (
+                        p[0].as_str().unwrap().to_owned(),
+                        p[1].as_str().unwrap().to_owned(),
+                    )
+                })
                 .collect()
         };
         Dump {
@@ -213,7 +218,8 @@ async fn admin(client: &Client, request: http::Request<Vec<u8>>) -> Value {
 
 async fn start_churn(client: &Client) {
     let namespaces: Vec<String> = (0..10).map(|i| format!("ns-{i}")).collect();
-    let body = json!({"ratePerSecond": 40, "resources": ["pods"], "namespaces": namespaces, "seed": 7});
+    let body =
+        json!({"ratePerSecond": 40, "resources": ["pods"], "namespaces": namespaces, "seed": 7});
     admin(
         client,
         http::Request::post("/_fake/churn")
@@ -225,11 +231,21 @@ async fn start_churn(client: &Client) {
 }
 
 async fn stop_churn(client: &Client) {
-    admin(client, http::Request::delete("/_fake/churn").body(Vec::new()).unwrap()).await;
+    admin(
+        client,
+        http::Request::delete("/_fake/churn")
+            .body(Vec::new())
+            .unwrap(),
+    )
+    .await;
 }
 
 async fn server_rv(client: &Client) -> u64 {
-    let state = admin(client, http::Request::get("/_fake/state").body(Vec::new()).unwrap()).await;
+    let state = admin(
+        client,
+        http::Request::get("/_fake/state").body(Vec::new()).unwrap(),
+    )
+    .await;
     state["resourceVersion"].as_u64().unwrap()
 }
 
@@ -263,8 +279,11 @@ async fn steady(
                 return false;
             }
             owned += status["owned"].as_u64().unwrap();
-            xor ^= u64::from_str_radix(status["digest"].as_str().unwrap().trim_start_matches("0x"), 16)
-                .unwrap();
+            xor ^= u64::from_str_radix(
+                status["digest"].as_str().unwrap().trim_start_matches("0x"),
+                16,
+            )
+            .unwrap();
         }
         total.is_none_or(|t| t == (owned, xor))
     })
@@ -281,7 +300,10 @@ fn assert_partition(dumps: &[(&str, Dump)], server: &BTreeMap<String, (String, u
             if let Some(other) = seen.insert(key, who) {
                 panic!("{key} is cached by {other} and {who}");
             }
-            assert!(dump.selector.matches_value(uid), "{who} caches {key} outside its shard");
+            assert!(
+                dump.selector.matches_value(uid),
+                "{who} caches {key} outside its shard"
+            );
             assert_eq!(server.get(key).map(|(u, _)| u), Some(uid), "{who}: {key}");
         }
     }
@@ -361,12 +383,19 @@ async fn scenario(server_exe: &Path, replica_exe: &Path) {
     let pods = server_pods(&client).await;
     assert!(pods.len() > PODS / 2, "{} pods", pods.len());
     steady(&[&a, &b, &c], 3, Some(&pods)).await;
-    let dumps = vec![("a", a.dump().await), ("b", b.dump().await), ("c", c.dump().await)];
+    let dumps = vec![
+        ("a", a.dump().await),
+        ("b", b.dump().await),
+        ("c", c.dump().await),
+    ];
     assert_partition(&dumps, &pods);
     let mut reconciled_by: BTreeMap<&str, &str> = BTreeMap::new();
     for (who, dump) in &dumps {
         for (key, uid) in &dump.reconciled {
-            assert!(dump.selector.matches_value(uid), "{who} reconciled {key} outside its shard");
+            assert!(
+                dump.selector.matches_value(uid),
+                "{who} reconciled {key} outside its shard"
+            );
             if let Some(other) = reconciled_by.insert(key, who) {
                 panic!("{key} reconciled by {other} and {who} in one window");
             }
@@ -379,7 +408,10 @@ async fn scenario(server_exe: &Path, replica_exe: &Path) {
         .collect();
     assert!(!written.is_empty(), "no pod was written in the window");
     for key in &written {
-        assert!(reconciled_by.contains_key(key.as_str()), "{key} was written but reconciled by none");
+        assert!(
+            reconciled_by.contains_key(key.as_str()),
+            "{key} was written but reconciled by none"
+        );
     }
     eprintln!(
         "shard_processes: {} pods, {} written in the window, each reconciled by one replica",
@@ -396,7 +428,9 @@ async fn scenario(server_exe: &Path, replica_exe: &Path) {
     let mut detected = Vec::new();
     for r in [&a, &c] {
         wait(&format!("{} to drop b", r.identity), || {
-            r.since("range", killed).iter().any(|(_, v)| v["count"] == 2)
+            r.since("range", killed)
+                .iter()
+                .any(|(_, v)| v["count"] == 2)
         })
         .await;
         let (at, _) = r
@@ -422,13 +456,15 @@ async fn scenario(server_exe: &Path, replica_exe: &Path) {
             .into_iter()
             .find(|(_, v)| v["count"] == 2)?;
         let wanted = ShardRange::even_split(range["rank"].as_u64()?, 2).ok()?;
-        r.since("status", first).into_iter().find_map(|(at, status)| {
-            let selector = ShardSelector::parse(status["selector"].as_str()?).ok()?;
-            let covers = [wanted.start(), wanted.end() - 1]
-                .iter()
-                .all(|h| u64::try_from(*h).is_ok_and(|h| selector.contains_hash(h)));
-            (status["shard_synced"] == true && covers).then_some((at, selector))
-        })
+        r.since("status", first)
+            .into_iter()
+            .find_map(|(at, status)| {
+                let selector = ShardSelector::parse(status["selector"].as_str()?).ok()?;
+                let covers = [wanted.start(), wanted.end() - 1]
+                    .iter()
+                    .all(|h| u64::try_from(*h).is_ok_and(|h| selector.contains_hash(h)));
+                (status["shard_synced"] == true && covers).then_some((at, selector))
+            })
     };
     wait("the survivors' caches to hold b's range", || {
         covered_at(&a).is_some() && covered_at(&c).is_some()
@@ -457,7 +493,11 @@ async fn scenario(server_exe: &Path, replica_exe: &Path) {
     // 3. b again: thirds again.
     let b = Replica::start(replica_exe, &kubeconfig, dir.path(), "b");
     steady(&[&a, &b, &c], 3, Some(&pods)).await;
-    let dumps = vec![("a", a.dump().await), ("b", b.dump().await), ("c", c.dump().await)];
+    let dumps = vec![
+        ("a", a.dump().await),
+        ("b", b.dump().await),
+        ("c", c.dump().await),
+    ];
     assert_partition(&dumps, &pods);
     for (who, dump) in &dumps {
         assert_eq!(dump.selector.ranges().len(), 1, "{who} still handing over");

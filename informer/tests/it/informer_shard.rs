@@ -59,7 +59,10 @@ fn shard_stats(informer: &SharedIndexInformer<JsonObject>) -> ShardStats {
     informer.stats().reflector.unwrap().shard
 }
 
-fn config(selector: Option<ShardSelector>, watch_list: WatchListMode) -> InformerConfig<JsonObject> {
+fn config(
+    selector: Option<ShardSelector>,
+    watch_list: WatchListMode,
+) -> InformerConfig<JsonObject> {
     InformerConfig {
         list_watch: ListWatchConfig {
             watch_list,
@@ -127,7 +130,9 @@ async fn a_sharded_informer_holds_its_shard_and_tells_who_filtered() {
         let before = log.len();
         let mut in_shard = 0;
         for i in 0..30 {
-            let o = server.create(RESOURCE, &cm(&format!("new-{i:02}"))).unwrap();
+            let o = server
+                .create(RESOURCE, &cm(&format!("new-{i:02}")))
+                .unwrap();
             in_shard += usize::from(selector.matches_value(o.uid()));
         }
         quiet(&server, &informer).await;
@@ -210,7 +215,9 @@ async fn churn(server: FakeApiServer, duration: Duration, seed: u64) -> Vec<Json
         match rng.random_range(0..10) {
             0 => {
                 n += 1;
-                server.create(RESOURCE, &cm(&format!("churn-{seed}-{n}"))).unwrap();
+                server
+                    .create(RESOURCE, &cm(&format!("churn-{seed}-{n}")))
+                    .unwrap();
             }
             1 if objects.len() > 10 => {
                 if let Ok(outcome) = server.delete(RESOURCE, Some(NS), pick.name()) {
@@ -219,7 +226,9 @@ async fn churn(server: FakeApiServer, duration: Duration, seed: u64) -> Vec<Json
             }
             _ => {
                 let patch = serde_json::json!({"metadata": {"labels": {"n": rng.random_range(0..1_000_000u32).to_string()}}});
-                server.patch(RESOURCE, Some(NS), pick.name(), &patch).unwrap();
+                server
+                    .patch(RESOURCE, Some(NS), pick.name(), &patch)
+                    .unwrap();
             }
         }
     }
@@ -318,7 +327,15 @@ async fn a_shard_change_moves_objects_and_keeps_every_event_of_the_rest() {
             // Objects handed away got a tombstone; the new ones a non-initial add.
             let handed_away = seen
                 .iter()
-                .filter(|s| matches!(s, Seen::Delete { tombstone: true, .. }))
+                .filter(|s| {
+                    matches!(
+                        s,
+                        Seen::Delete {
+                            tombstone: true,
+                            ..
+                        }
+                    )
+                })
                 .count();
             assert!(handed_away > 10, "{case}: {handed_away} tombstones");
             running.stop().await;
