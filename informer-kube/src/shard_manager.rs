@@ -23,7 +23,9 @@
 //!   [`handover`](MembershipConfig::handover) before `run` returns: stop its informers
 //!   after that, and its range is never owned by none.
 //! - Identities must be unique in the group (a pod name). Lease names are
-//!   `<group>-<identity>` unless [`ShardManagerConfig::lease_name`] says otherwise.
+//!   `<group>-<identity>` unless
+//!   [`ShardManagerConfig::lease_name`](ShardManagerConfig#structfield.lease_name) says
+//!   otherwise.
 //!
 //! Request failures are retried every renew period (and counted in
 //! [`ShardManagerStats`]); nothing a server answers stops the manager.

@@ -406,12 +406,11 @@ proptest! {
                         r.leaving = Some(now + 2 * SEC);
                     }
                 }
-                Step::Crash(n) => {
-                    if running.remove(&n).is_some() {
-                        // Its last renewal was at most now; a replica that started after
-                        // it saw the lease first at its own start, at most now too.
-                        excused.push((now, 3 * SEC + RELIST));
-                    }
+                // A crash of a running replica (removed here; another step otherwise).
+                Step::Crash(n) if running.remove(&n).is_some() => {
+                    // Its last renewal was at most now; a replica that started after it saw
+                    // the lease first at its own start, at most now too.
+                    excused.push((now, 3 * SEC + RELIST));
                 }
                 _ => {}
             }
