@@ -400,13 +400,14 @@ impl<K: Object> SharedIndexInformer<K> {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
     /// use informer::shard::{ShardField, ShardSelector};
     /// use informer::{InformerConfig, SharedIndexInformer};
     /// use informer_testing::JsonObject;
     /// use fake_apiserver::FakeApiServer;
     ///
     /// let server = FakeApiServer::new();
-    /// let lw = server.lister_watcher::<JsonObject>("configmaps", None)?;
+    /// let lw = Arc::new(server.lister_watcher::<JsonObject>("configmaps", None).unwrap());
     /// let informer = SharedIndexInformer::new(lw, InformerConfig::default())?;
     /// // Replica 1 of 3, by uid.
     /// informer.set_shard_selector(Some(ShardSelector::even_split(ShardField::Uid, 1, 3)?))?;
