@@ -77,13 +77,13 @@ fn print_help() {
 
 /// Runs every check CI runs, stopping at the first failure.
 fn ci() -> Result<(), String> {
-    step("fmt", cargo(&["fmt", "--all", "--", "--check"]))?;
-    step("layering", layering::check())?;
-    step("modules", modules::check(&workspace_root()))?;
-    step("test layout", modules::check_test_layout(&workspace_root()))?;
-    step("codegen", codegen::run(&["--check".to_owned()]))?;
-    step(
-        "clippy",
+    let root = workspace_root();
+    step("fmt", || cargo(&["fmt", "--all", "--", "--check"]))?;
+    step("layering", layering::check)?;
+    step("modules", || modules::check(&root))?;
+    step("test layout", || modules::check_test_layout(&root))?;
+    step("codegen", || codegen::run(&["--check".to_owned()]))?;
+    step("clippy", || {
         cargo(&[
             "clippy",
             "--workspace",
@@ -92,24 +92,28 @@ fn ci() -> Result<(), String> {
             "--",
             "-D",
             "warnings",
-        ]),
-    )?;
-    step("test", cargo(&["test", "--workspace", "--all-features"]))?;
-    step(
-        "doc",
+        ])
+    })?;
+    step("test", || cargo(&["test", "--workspace", "--all-features"]))?;
+    step("doc", || {
         cargo_env(
             &["doc", "--workspace", "--no-deps", "--all-features"],
             &[("RUSTDOCFLAGS", "-D warnings")],
-        ),
-    )?;
+        )
+    })?;
     println!("xtask ci: all checks passed");
     Ok(())
 }
 
-fn step(name: &str, result: Result<(), String>) -> Result<(), String> {
+/// Runs one check of `ci`, printing its outcome and how long it took (wall time), so that a
+/// CI log shows where the time goes.
+fn step(name: &str, check: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let result = check();
     println!(
-        "xtask ci: {name}: {}",
-        if result.is_ok() { "ok" } else { "FAILED" }
+        "xtask ci: {name}: {} ({:.1} s)",
+        if result.is_ok() { "ok" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
     );
     result.map_err(|e| format!("{name}: {e}"))
 }

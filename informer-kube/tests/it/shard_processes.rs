@@ -345,14 +345,8 @@ async fn three_replicas_share_churning_pods_survive_a_kill_and_rebalance() {
         BUILD,
         tokio::task::spawn_blocking(|| {
             (
-                build(
-                    &["-p", "fake-apiserver", "--bin", "fake-apiserver"],
-                    "fake-apiserver",
-                ),
-                build(
-                    &["-p", "informer-kube", "--example", "sharded-controller"],
-                    "sharded-controller",
-                ),
+                build(&["--bin", "fake-apiserver"], "fake-apiserver"),
+                build(&["--example", "sharded-controller"], "sharded-controller"),
             )
         }),
     )
