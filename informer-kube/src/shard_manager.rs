@@ -654,7 +654,11 @@ impl Writer<'_> {
                 Ok(())
             }
             Ok(Err(kube_client::Error::Api(s))) if s.code == 409 || s.code == 404 => {
-                tracing::debug!(lease = %name, code = s.code, "lease changed or gone; reading it again");
+                tracing::debug!(
+                    lease = %name,
+                    code = s.code,
+                    "lease changed or gone; reading it again"
+                );
                 Err(Retry::Again)
             }
             Ok(Err(error)) => {

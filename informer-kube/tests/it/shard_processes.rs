@@ -7,8 +7,9 @@
 //!    by count and XOR digest from their status lines), each holding only pods whose uid
 //!    hashes into its range; every pod written during a window of churn is reconciled by
 //!    exactly one replica (the windows are disjoint and cover every such pod).
-//! 2. One replica is killed (SIGKILL): within the lease duration (plus scheduling slack) the
-//!    other two drop it and take its range; one relist later their caches hold it, and they
+//! 2. One replica is killed (SIGKILL): the other two drop it no earlier than a lease duration
+//!    after its last renewal (read from its Lease) and within the lease duration of the kill
+//!    plus scheduling slack, and take its range; one relist later their caches hold it, and they
 //!    partition the server's pods again. "One relist" is measured against the start-up (from
 //!    the first assignment to three caches holding their thirds, at least one list per
 //!    replica): the survivors' relist of the range they take over may take at most three
@@ -34,10 +35,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use informer_core::shard::{ShardRange, ShardSelector, fnv1a_64};
-use kube_client::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube_client::{Api, Client};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -467,9 +469,23 @@ async fn scenario(server_exe: &Path, replica_exe: &Path, seeded: usize) {
     // 2. Kill b (under churn): a and c take its range.
     start_churn(&client).await;
     let killed = Instant::now();
+    let killed_wall = SystemTime::now();
     let mut b = b;
     b.signal("KILL");
     let _ = b.child.wait().await;
+    // b's last renewal (its Lease's renewTime, stamped by b's clock, this machine's): the
+    // survivors saw it no earlier, so they may drop b no earlier than a lease duration after.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let renewed = leases
+        .get("procs-b")
+        .await
+        .unwrap()
+        .spec
+        .and_then(|spec| spec.renew_time)
+        .expect("b's Lease has a renewTime");
+    let renewal_age = killed_wall
+        .duration_since(SystemTime::from(renewed.0))
+        .unwrap_or_default();
     let mut detected = Vec::new();
     for r in [&a, &c] {
         wait(&format!("{} to drop b", r.identity), || {
@@ -485,11 +501,16 @@ async fn scenario(server_exe: &Path, replica_exe: &Path, seeded: usize) {
             .unwrap();
         detected.push(at - killed);
     }
-    // b's last renewal was at most 0.5 s before the kill; 3 s of slack for a loaded machine.
+    // Not before a lease duration from b's last renewal (100 ms for the clocks' rounding);
+    // 3 s of slack after it for a loaded machine.
+    let earliest = LEASE
+        .saturating_sub(renewal_age)
+        .saturating_sub(Duration::from_millis(100));
     for took in &detected {
         assert!(
-            *took >= LEASE - Duration::from_millis(600) && *took <= LEASE + Duration::from_secs(3),
-            "a survivor dropped b after {took:?}"
+            *took >= earliest && *took <= LEASE + Duration::from_secs(3),
+            "a survivor dropped b after {took:?} (b last renewed {renewal_age:?} before the \
+             kill)"
         );
     }
     // Owned again once each survivor's cache holds a selector covering its new range (the
@@ -527,8 +548,9 @@ async fn scenario(server_exe: &Path, replica_exe: &Path, seeded: usize) {
     let detected_max = detected.iter().max().copied().unwrap_or_default();
     let relist = owned_again.saturating_sub(detected_max);
     eprintln!(
-        "shard_processes: b's range owned again {owned_again:?} after the kill (dropped after \
-         {detected_max:?}, then one relist of {relist:?}; the start-up took {start_up:?})"
+        "shard_processes: b's range owned again {owned_again:?} after the kill (b last renewed \
+         {renewal_age:?} before it; dropped after {detected_max:?}, then one relist of \
+         {relist:?}; the start-up took {start_up:?})"
     );
     // Owned by none for at most the lease duration (checked above) plus one relist.
     let relist_bound = start_up * 3 + Duration::from_secs(5);
