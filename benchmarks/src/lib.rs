@@ -10,6 +10,9 @@
 //!   through the phases ([`protocol`]), reads their memory and CPU time from `/proc`
 //!   ([`procfs`]), writes stamped pod updates ([`writer`]) and renders the report ([`report`]).
 //! - `bench-contender`, one contender per process ([`contender`]), chosen by `--contender`.
+//! - `shard-bench` ([`sharding`], `cargo xtask bench --sharding`): sharded informers with
+//!   server-side and client-side filtering against one unsharded informer, each replica a
+//!   `shard-bench replica` process.
 //!
 //! Linux only (`/proc`, `kill -STOP`). Not part of the published crates.
 
@@ -21,6 +24,7 @@ pub mod procfs;
 pub mod protocol;
 pub mod report;
 pub mod server;
+pub mod sharding;
 pub mod stats;
 pub mod suite;
 pub mod writer;

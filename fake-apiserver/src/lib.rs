@@ -98,6 +98,20 @@
 //! like the watch cache's: an object leaving the selection is sent as `DELETED`, one entering
 //! it as `ADDED`.
 //!
+//! **Shard selectors** (server-side sharded list and watch, KEP-5866): lists and watches
+//! of both front ends honour `shardSelector` exactly as a server with the
+//! `ShardedListAndWatch` gate (parsed by `informer_core::shard::ShardSelector` with the
+//! server's rules: `shardRange(object.metadata.uid | object.metadata.namespace, start,
+//! end)` joined with `||`, objects whose 64-bit FNV-1a of the field lies in `[start, end)`,
+//! the end up to `0x10000000000000000`). A malformed selector is a 400 BadRequest. List
+//! answers echo the selector applied, in its canonical form, in
+//! `metadata.shardInfo.selector` (JSON and Table answers; protobuf answers cannot, k8s-pb's
+//! `ListMeta` has no such field) and leave out `remainingItemCount`, as for other
+//! selectors. [`ServerConfig::sharded_list_and_watch`] (on by default) turns the feature off:
+//! the server then behaves like one without the gate, ignoring the parameter (malformed or
+//! not), sending every object, echoing nothing ([`FakeApiServer::set_sharded_list_and_watch`],
+//! `PUT /_fake/sharded-list-and-watch`, `fake-apiserver --disable-sharded-list-and-watch`).
+//!
 //! **Faults** ([`Faults`], from [`FakeApiServer::faults`]): fail the next N lists or watch
 //! starts with any [`status`]; drop or break every open watch; drop the next watch after K
 //! events; delay list responses or watch events; deliver an `ERROR` (e.g. 410) into open

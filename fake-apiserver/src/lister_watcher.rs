@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 use async_trait::async_trait;
 use futures::StreamExt;
 use informer_core::{
-    Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListerWatcher, Object,
-    Status, WatchEvent, WatchOptions, WatchStream,
+    Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListPageInfo, ListSink,
+    ListerWatcher, Object, Status, WatchEvent, WatchOptions, WatchStream,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -120,15 +120,18 @@ fn api_error(context: String, status: Status) -> Error {
     }
 }
 
-#[async_trait]
-impl<K: Object + DeserializeOwned> ListerWatcher<K> for FakeListerWatcher<K> {
-    async fn list(&self, options: &ListOptions) -> Result<ListPage<K>, Error> {
+impl<K: Object + DeserializeOwned> FakeListerWatcher<K> {
+    /// One list request, its items decoded into `sink` one by one.
+    async fn list_page(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<K>,
+    ) -> Result<ListPageInfo, Error> {
         let response = self
             .server
             .list(&self.target, &Query::from(options))
             .await
             .map_err(|s| api_error(self.context("listing"), s))?;
-        let mut items = Vec::with_capacity(response.items.len());
         for item in &response.items {
             let obj = serde_json::from_slice::<K>(item.bytes()).map_err(|e| {
                 Error::decode(
@@ -137,14 +140,39 @@ impl<K: Object + DeserializeOwned> ListerWatcher<K> for FakeListerWatcher<K> {
                     e,
                 )
             })?;
-            items.push(obj);
+            sink.item(obj)?;
         }
+        Ok(ListPageInfo::new(
+            response.resource_version.to_string(),
+            response.continue_token,
+        )
+        .with_remaining_item_count(response.remaining_item_count)
+        .with_items(response.items.len())
+        .with_shard_info_selector(response.shard_info_selector))
+    }
+}
+
+#[async_trait]
+impl<K: Object + DeserializeOwned> ListerWatcher<K> for FakeListerWatcher<K> {
+    async fn list(&self, options: &ListOptions) -> Result<ListPage<K>, Error> {
+        let mut items = Vec::new();
+        let info = self.list_page(options, &mut items).await?;
         Ok(ListPage {
             items,
-            resource_version: response.resource_version.to_string(),
-            continue_token: response.continue_token,
-            remaining_item_count: response.remaining_item_count,
+            resource_version: info.resource_version,
+            continue_token: info.continue_token,
+            remaining_item_count: info.remaining_item_count,
         })
+    }
+
+    /// As [`list`](ListerWatcher::list), with the list's `metadata.shardInfo.selector` in
+    /// the answer ([`ListPageInfo::shard_info_selector`]).
+    async fn list_into(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<K>,
+    ) -> Result<ListPageInfo, Error> {
+        self.list_page(options, sink).await
     }
 
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<K>, Error> {

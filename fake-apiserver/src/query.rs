@@ -36,6 +36,10 @@ pub struct Query {
     pub allow_watch_bookmarks: bool,
     /// `sendInitialEvents`.
     pub send_initial_events: Option<bool>,
+    /// `shardSelector` as sent (`None` when absent or empty); parsed by the server, which
+    /// ignores it when [`ServerConfig::sharded_list_and_watch`](crate::ServerConfig::sharded_list_and_watch)
+    /// is off.
+    pub shard_selector: Option<String>,
     /// Parameters the server does not interpret, kept for the request log.
     pub extra: Vec<(String, String)>,
 }
@@ -61,6 +65,7 @@ impl Query {
                 "timeoutSeconds" => q.timeout_seconds = parse_int(k, v)?,
                 "allowWatchBookmarks" => q.allow_watch_bookmarks = parse_bool(k, v)?,
                 "sendInitialEvents" => q.send_initial_events = Some(parse_bool(k, v)?),
+                "shardSelector" => q.shard_selector = text(),
                 _ => q.extra.push((k.to_owned(), v.to_owned())),
             }
         }
@@ -104,6 +109,7 @@ impl Query {
             "timeoutSeconds",
             self.timeout_seconds.map(|t| t.to_string()),
         );
+        push("shardSelector", self.shard_selector.clone());
         q.extend(self.extra.iter().cloned());
         q
     }
@@ -226,6 +232,7 @@ impl From<&ListOptions> for Query {
             label_selector: o.label_selector.clone().filter(|s| !s.is_empty()),
             field_selector: o.field_selector.clone().filter(|s| !s.is_empty()),
             timeout_seconds: o.timeout_seconds.map(i64::from),
+            shard_selector: o.shard_selector.as_ref().map(ToString::to_string),
             ..Self::default()
         }
     }
@@ -242,6 +249,7 @@ impl From<&WatchOptions> for Query {
             timeout_seconds: o.timeout_seconds.map(i64::from),
             allow_watch_bookmarks: o.allow_watch_bookmarks,
             send_initial_events: o.send_initial_events,
+            shard_selector: o.shard_selector.as_ref().map(ToString::to_string),
             ..Self::default()
         }
     }
@@ -327,6 +335,44 @@ mod tests {
         assert_eq!(Query::from(&wo).to_pairs(), want);
         let parsed = Query::from_pairs(want.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
         assert_eq!(parsed, Query::from(&wo));
+    }
+
+    #[test]
+    fn shard_selectors_keep_informer_core_order() {
+        let selector = informer_core::shard::ShardSelector::even_split(
+            informer_core::shard::ShardField::Uid,
+            0,
+            2,
+        )
+        .unwrap();
+        let lo = ListOptions {
+            limit: Some(500),
+            shard_selector: Some(selector.clone()),
+            ..ListOptions::default()
+        };
+        let want: Vec<(String, String)> = lo
+            .query_pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(Query::from(&lo).to_pairs(), want);
+        let wo = WatchOptions {
+            resource_version: Some("3".into()),
+            timeout_seconds: Some(300),
+            shard_selector: Some(selector),
+            ..WatchOptions::default()
+        };
+        let want: Vec<(String, String)> = wo
+            .query_pairs()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        assert_eq!(Query::from(&wo).to_pairs(), want);
+        let parsed = Query::from_pairs(want.iter().map(|(k, v)| (k.as_str(), v.as_str()))).unwrap();
+        assert_eq!(parsed, Query::from(&wo));
+        // Unknown parameters still come after it.
+        let q = Query::from_pairs([("foo", "1"), ("shardSelector", "x")]).unwrap();
+        assert_eq!(q.to_query_string(), "shardSelector=x&foo=1");
     }
 
     #[test]

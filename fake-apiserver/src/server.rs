@@ -1,13 +1,14 @@
 //! `FakeApiServer`: the store, the request layer both front ends call, and the controls.
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
 use informer_core::Status;
 use informer_core::selector::{FieldSelector, LabelSelector};
+use informer_core::shard::ShardSelector;
 use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::Value;
@@ -64,6 +65,9 @@ pub struct ListResponse {
     pub continue_token: Option<String>,
     /// How many items follow this page (only for lists without selectors).
     pub remaining_item_count: Option<i64>,
+    /// The shard selector applied, in its canonical form: `metadata.shardInfo.selector`
+    /// (`None` when the request had none, or the server has the feature off).
+    pub shard_info_selector: Option<String>,
 }
 
 impl ListResponse {
@@ -76,6 +80,9 @@ impl ListResponse {
         }
         if let Some(n) = self.remaining_item_count {
             meta["remainingItemCount"] = Value::from(n);
+        }
+        if let Some(selector) = &self.shard_info_selector {
+            meta["shardInfo"] = serde_json::json!({ "selector": selector });
         }
         let head = format!(
             "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
@@ -148,6 +155,7 @@ impl FakeApiServer {
         Self {
             shared: Arc::new(Shared {
                 bookmark_interval: Mutex::new(config.bookmark_interval),
+                sharded_list_and_watch: AtomicBool::new(config.sharded_list_and_watch),
                 config,
                 store: Mutex::new(store),
                 faults: Mutex::new(FaultState::default()),
@@ -261,7 +269,7 @@ impl FakeApiServer {
             return Err(s);
         }
         query.validate(true)?;
-        let filter = Self::filter(target, &query)?;
+        let filter = self.filter(target, &query)?;
         let limit = query.page_size();
         if let Some(token) = &query.continue_token {
             if query
@@ -347,6 +355,7 @@ impl FakeApiServer {
             resource_version: rv,
             continue_token,
             remaining_item_count: page.remaining,
+            shard_info_selector: filter.shard.as_ref().map(ToString::to_string),
         }
     }
 
@@ -374,7 +383,7 @@ impl FakeApiServer {
             return Err(s);
         }
         query.validate(!ignore_sie)?;
-        let filter = Self::filter(target, &query)?;
+        let filter = self.filter(target, &query)?;
         let send_initial_events = if ignore_sie {
             None
         } else {
@@ -419,7 +428,7 @@ impl FakeApiServer {
         Ok(WatchSubscription::new(watcher))
     }
 
-    fn filter(target: &Target, query: &Query) -> Result<Filter, Status> {
+    fn filter(&self, target: &Target, query: &Query) -> Result<Filter, Status> {
         let labels = match &query.label_selector {
             Some(s) => LabelSelector::parse(s)
                 .map_err(|e| status::bad_request(format!("unable to parse requirement: {e}")))?,
@@ -432,11 +441,36 @@ impl FakeApiServer {
         fields
             .check_fields(&target.def.field_labels())
             .map_err(status::bad_request)?;
+        let shard = match &query.shard_selector {
+            Some(text) if self.sharded_list_and_watch() => {
+                Some(ShardSelector::parse(text).map_err(|e| {
+                    status::bad_request(format!("invalid shardSelector {text:?}: {}", e.kind))
+                })?)
+            }
+            // Without the feature the parameter means nothing, malformed or not.
+            _ => None,
+        };
         Ok(Filter {
             namespace: target.namespace.clone(),
             labels,
             fields,
+            shard,
         })
+    }
+
+    /// Whether lists and watches honour `shardSelector` (see
+    /// [`ServerConfig::sharded_list_and_watch`]).
+    pub fn sharded_list_and_watch(&self) -> bool {
+        self.shared.sharded_list_and_watch.load(Ordering::Relaxed)
+    }
+
+    /// Turns server-side sharded list and watch on or off for the requests that follow
+    /// (open watches keep what they started with), as a server restarted with or without
+    /// the `ShardedListAndWatch` gate. See [`ServerConfig::sharded_list_and_watch`].
+    pub fn set_sharded_list_and_watch(&self, enabled: bool) {
+        self.shared
+            .sharded_list_and_watch
+            .store(enabled, Ordering::Relaxed);
     }
 
     async fn wait_for_rv(&self, rv: u64) -> Result<(), Status> {

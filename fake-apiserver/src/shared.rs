@@ -3,7 +3,7 @@
 //! request log. A leaf under the modules that act on it (server, faults, watch).
 
 use std::sync::Weak;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
@@ -53,6 +53,17 @@ pub struct ServerConfig {
     /// (the tokio-test style of strict mock). Off by default; see
     /// [`Faults::assert_all_used`](crate::Faults::assert_all_used) for an explicit check.
     pub strict_faults: bool,
+    /// Server-side sharded list and watch (KEP-5866, the `ShardedListAndWatch` gate): lists
+    /// and watches honour `shardSelector` (400 for a malformed one) and lists echo it in
+    /// `metadata.shardInfo.selector`. Off, the server behaves like one without the gate:
+    /// the parameter is ignored (malformed or not), every object is sent, no echo. On by
+    /// default, as the server's other features (streaming lists) are: the fake server is
+    /// where clients of the feature are tested, and a client that does not send the
+    /// parameter sees no difference. Change it at run time with
+    /// [`FakeApiServer::set_sharded_list_and_watch`](crate::FakeApiServer::set_sharded_list_and_watch)
+    /// (admin API `PUT /_fake/sharded-list-and-watch`; binary:
+    /// `--disable-sharded-list-and-watch`).
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for ServerConfig {
@@ -67,6 +78,7 @@ impl Default for ServerConfig {
             seed: 0x5eed,
             wall_clock_start: None,
             strict_faults: false,
+            sharded_list_and_watch: true,
         }
     }
 }
@@ -83,6 +95,8 @@ pub(crate) struct Shared {
     /// Bumped on every request recorded and every watch opened or closed.
     pub activity: watch::Sender<u64>,
     pub bookmark_interval: Mutex<Duration>,
+    /// [`ServerConfig::sharded_list_and_watch`], as changed since.
+    pub sharded_list_and_watch: AtomicBool,
 }
 
 impl Shared {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use informer_core::Status;
 use informer_core::selector::{FieldSelector, LabelSelector};
+use informer_core::shard::{ShardField, ShardSelector};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -171,6 +172,8 @@ pub(crate) struct Filter {
     pub namespace: Option<String>,
     pub labels: LabelSelector,
     pub fields: FieldSelector,
+    /// The shard selector applied (KEP-5866), when the server has the feature.
+    pub shard: Option<ShardSelector>,
 }
 
 impl Filter {
@@ -180,16 +183,33 @@ impl Filter {
         {
             return false;
         }
-        self.labels.matches(o.labels()) && self.fields.matches_with(|f| o.field(f))
+        self.labels.matches(o.labels())
+            && self.fields.matches_with(|f| o.field(f))
+            && self
+                .shard
+                .as_ref()
+                .is_none_or(|s| s.matches_value(shard_value(s, o)))
     }
 
-    /// Whether label or field selectors narrow the result (the namespace does not count).
+    /// Whether label, field or shard selectors narrow the result (the namespace does not
+    /// count).
     pub(crate) fn has_selectors(&self) -> bool {
-        !self.labels.is_empty() || !self.fields.is_empty()
+        !self.labels.is_empty() || !self.fields.is_empty() || self.shard.is_some()
     }
 
     fn prefix(&self) -> Option<String> {
         self.namespace.as_ref().map(|ns| format!("{ns}/"))
+    }
+}
+
+/// The value of the object's field a shard selector hashes: its uid, or its namespace (empty
+/// for a cluster-scoped object, as the server hashes a missing value).
+fn shard_value<'o>(selector: &ShardSelector, o: &'o StoredObject) -> &'o str {
+    match selector.field() {
+        ShardField::Namespace => o.namespace().unwrap_or(""),
+        // `ShardField::Uid`; the parser accepts no other field (the enum is open for later
+        // server versions).
+        _ => o.uid(),
     }
 }
 

@@ -16,7 +16,11 @@
 //! - [`leader_election`]: leader election on a Lease as a pure state machine (client-go's
 //!   rules; the IO is `informer-kube`'s `LeaderElector`);
 //! - [`shard`]: shard selectors (server-side sharded list and watch): parse, render, FNV-1a,
-//!   matching, and even splits of the hash space.
+//!   matching, even splits of the hash space, and the client-side filter of a sharded
+//!   list and watch;
+//! - [`membership`]: which replicas of a sharded controller are live, from the Leases they
+//!   renew, and which slice each takes, as a pure view (the IO is `informer-kube`'s
+//!   `ShardManager`).
 //!
 //! # Why this crate is small and dependency-free
 //!
@@ -39,6 +43,7 @@ mod indexing;
 mod key;
 pub mod leader_election;
 mod lister_watcher;
+pub mod membership;
 mod object;
 mod options;
 mod queue;

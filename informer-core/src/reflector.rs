@@ -78,6 +78,15 @@
 //!   does.
 //! - A list the queue refuses ([`Machine::replace_failed`]): back off, then relist.
 //!
+//! Shards ([`ListWatchConfig::shard_selector`])
+//! - Every list (first page and continue pages), watch and streaming list carries the shard
+//!   selector. [`Machine::set_shard_selector`] changes it on a running machine: whatever was in
+//!   progress is abandoned and a relist from the last seen resourceVersion starts at once,
+//!   so that the queue's replace turns the change of shard into deletes and adds.
+//! - Whether the server applied the selector is the driver's to track
+//!   ([`ShardFilter`](crate::shard::ShardFilter)): it filters every decoded object with the
+//!   same selector whatever the server does.
+//!
 //! Backoff ([`BackoffConfig`]): exponential from 800 ms, factor 2, capped at 30 s, with full
 //! jitter (the delay is uniform in `[0, base]`), restarting from 800 ms once 2 minutes pass
 //! without a failure. A delay the server asked for (`Retry-After`, or a `Status`'s
@@ -148,3 +157,5 @@ pub use machine::{
 mod tests;
 #[cfg(test)]
 mod tests_relist;
+#[cfg(test)]
+mod tests_shard;

@@ -35,6 +35,14 @@
 //!   server without the feature ignores the parameter and sends everything, without the echo.
 //!   [`ShardSelector::check_echo`] tells the two apart.
 //!
+//! # On the client
+//!
+//! [`ShardFilter`] is what a list-and-watch loop keeps about its selector: it filters every
+//! decoded object with it whatever the server does (a server without the feature sends
+//! everything), and tells from the servers' echoes (or from an object outside the shard) who
+//! did the filtering ([`ShardFiltering`]). The reflector of `informer` uses it; so does any
+//! other driver of [`reflector::Machine`](crate::reflector::Machine).
+//!
 //! # Splitting the hash space
 //!
 //! [`ShardRange::even_split`] gives replica `rank` of `n` its slice of `[0, 2^64)`:
@@ -58,6 +66,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::Object;
+
+mod filter;
+
+pub use filter::{ShardFilter, ShardFiltering};
 
 /// One past the largest 64-bit hash: the upper bound of the whole hash space, 2^64.
 pub const HASH_SPACE_END: u128 = 1 << 64;

@@ -602,18 +602,18 @@ fn time_text(time: &MicroTime) -> Option<String> {
 
 /// Wire text back into a `MicroTime` (the machine only ever hands back text that came from
 /// one, or from [`now_text`]).
-fn parse_time(text: &str) -> Option<MicroTime> {
+pub(crate) fn parse_time(text: &str) -> Option<MicroTime> {
     serde_json::from_value(serde_json::Value::String(text.to_owned())).ok()
 }
 
-fn now_text() -> String {
+pub(crate) fn now_text() -> String {
     let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
     // MicroTime always serializes to a string; the fallback is never used.
     time_text(&now).unwrap_or_default()
 }
 
 /// The election fields of a Lease.
-fn record_of(lease: &Lease) -> LeaseRecord {
+pub(crate) fn record_of(lease: &Lease) -> LeaseRecord {
     let spec = lease.spec.clone().unwrap_or_default();
     LeaseRecord {
         holder_identity: spec.holder_identity,

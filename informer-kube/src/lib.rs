@@ -17,6 +17,9 @@
 //!   rules, for controllers that must run as a singleton: callbacks when leadership starts and
 //!   ends, a [`Leadership`](leader_election::Leadership) handle the guarded work checks, and
 //!   release on stop.
+//! - [`shard_manager::ShardManager`]: the replicas of a sharded controller hold a Lease each,
+//!   see the live set from the group's Leases, and take an even split of the hash space by
+//!   rank, driving the shard selectors of their informers (see `examples/sharded-controller.rs`).
 //!
 //! Controllers are built with the `informer-controller` crate on these informers (its
 //! `Controller` takes the informers this factory hands out, and the factory itself to start
@@ -142,6 +145,7 @@ mod lister_watcher;
 #[cfg(test)]
 mod proptests;
 mod resource;
+pub mod shard_manager;
 mod transform;
 
 pub use buffer::DecoderMemory;

@@ -225,6 +225,9 @@ pub use sync::{SyncSource, wait_for_cache_sync};
 
 // What users need from the foundation crates, each under its one name.
 pub use informer_core::selector::{FieldSelector, LabelSelector, SelectorError};
+/// Shard selectors (server-side sharded list and watch): `informer_core::shard`, for
+/// [`SharedIndexInformer::set_shard_selector`] and `ListWatchConfig::shard_selector`.
+pub use informer_core::shard;
 pub use informer_core::{
     Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
     KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,

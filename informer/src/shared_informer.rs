@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use informer_core::shard::ShardSelector;
 use informer_core::{
     Delta, Indexer, Indexers, KeyFunc, KnownObjects, ListerWatcher, NAMESPACE_INDEX, Object,
     ProcessError, ProcessFn, Queue, QueueError, ResourceEventHandler, UidChange,
@@ -376,6 +377,73 @@ impl<K: Object> SharedIndexInformer<K> {
             .and_then(|r| r.last_synced_resource_version())
     }
 
+    /// Lists and watches only the objects of `selector` from now on (`None`: every object):
+    /// a shard of the resource, for one replica of a sharded controller (see
+    /// [`informer_core::shard`]).
+    ///
+    /// Before [`run`](Self::run), it replaces
+    /// [`InformerConfig::list_watch`]`.shard_selector`. On a running informer, the reflector
+    /// ends its watch (or list, or backoff delay) at once and relists with the new selector
+    /// from the last seen resourceVersion; when the list is in, handlers hear `on_delete`
+    /// (a tombstone, as for any object missing from a relist) for every cached object
+    /// outside the new shard and `on_add` for every object new to it, while the objects in
+    /// both shards get nothing but what really changed to them meanwhile (no delete and add,
+    /// no update with the same resourceVersion): no event of an object the informer keeps
+    /// is lost or invented. The cache holds exactly the new shard once
+    /// [`ShardStats::listed_selector`](crate::reflector::ShardStats::listed_selector) equals
+    /// the new selector and the queue has drained (`InformerStats::queued == 0`).
+    /// Setting the selector in effect does nothing. Fails once the informer has stopped.
+    ///
+    /// Whether the server applies the selector or not, the informer also filters every
+    /// decoded object with it; [`ShardStats::filtering`](crate::reflector::ShardStats::filtering)
+    /// (in [`InformerStats::reflector`]) says who did the work.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use informer::shard::{ShardField, ShardSelector};
+    /// use informer::{InformerConfig, SharedIndexInformer};
+    /// use informer_testing::JsonObject;
+    /// use fake_apiserver::FakeApiServer;
+    ///
+    /// let server = FakeApiServer::new();
+    /// let lw = Arc::new(server.lister_watcher::<JsonObject>("configmaps", None).unwrap());
+    /// let informer = SharedIndexInformer::new(lw, InformerConfig::default())?;
+    /// // Replica 1 of 3, by uid.
+    /// informer.set_shard_selector(Some(ShardSelector::even_split(ShardField::Uid, 1, 3)?))?;
+    /// assert_eq!(
+    ///     informer.shard_selector().map(|s| s.to_string()).as_deref(),
+    ///     Some("shardRange(object.metadata.uid, '0x5555555555555555', '0xaaaaaaaaaaaaaaaa')")
+    /// );
+    /// # Ok(()) }
+    /// ```
+    pub fn set_shard_selector(&self, selector: Option<ShardSelector>) -> Result<(), InformerError> {
+        if self.is_stopped() {
+            return Err(InformerError::Stopped {
+                name: self.inner.name.clone(),
+                doing: "changing the shard selector".to_owned(),
+            });
+        }
+        let mut pending = self.inner.reflector_config.lock();
+        match (pending.as_mut(), self.inner.reflector.get()) {
+            (Some(config), _) => config.list_watch.shard_selector = selector,
+            (None, Some(reflector)) => reflector.set_shard_selector(selector),
+            // `run` sets the reflector before it lets go of the config's lock.
+            (None, None) => {}
+        }
+        Ok(())
+    }
+
+    /// The shard selector in effect (or to be used when the informer starts).
+    pub fn shard_selector(&self) -> Option<ShardSelector> {
+        let pending = self.inner.reflector_config.lock();
+        match (pending.as_ref(), self.inner.reflector.get()) {
+            (Some(config), _) => config.list_watch.shard_selector.clone(),
+            (None, Some(reflector)) => reflector.shard_selector(),
+            (None, None) => None,
+        }
+    }
+
     /// Whether [`run`](Self::run) has been called.
     pub fn is_started(&self) -> bool {
         self.inner.reflector_config.lock().is_none()
@@ -428,27 +496,33 @@ impl<K: Object> SharedIndexInformer<K> {
     /// notifications.
     pub async fn run(&self, cancel: CancellationToken) -> Result<ShutdownReport, InformerError> {
         let inner = &self.inner;
-        let Some(mut config) = inner.reflector_config.lock().take() else {
-            return Err(InformerError::AlreadyStarted {
-                name: inner.name.clone(),
-            });
+        // The config's lock is held until the reflector is in place, so that a shard
+        // selector set meanwhile lands in the config or in the reflector, never in between.
+        let (reflector, check) = {
+            let mut pending = inner.reflector_config.lock();
+            let Some(mut config) = pending.take() else {
+                return Err(InformerError::AlreadyStarted {
+                    name: inner.name.clone(),
+                });
+            };
+            let check = inner.processor.resync_check_period();
+            config.resync_period = (!check.is_zero()).then_some(check);
+            let processor: Weak<Processor<K>> = Arc::downgrade(&inner.processor);
+            config.should_resync = Some(Arc::new(move || {
+                processor.upgrade().is_some_and(|p| p.should_resync())
+            }));
+            let queue: Arc<dyn Queue<K>> = inner.queue.clone();
+            let known: Arc<dyn KnownObjects<K>> = inner.indexer.clone();
+            let reflector = Arc::new(Reflector::new(
+                Arc::clone(&inner.lister_watcher),
+                queue,
+                Some(known),
+                config,
+            ));
+            // `reflector_config` was present, so this is the first and only run.
+            let _ = inner.reflector.set(Arc::clone(&reflector));
+            (reflector, check)
         };
-        let check = inner.processor.resync_check_period();
-        config.resync_period = (!check.is_zero()).then_some(check);
-        let processor: Weak<Processor<K>> = Arc::downgrade(&inner.processor);
-        config.should_resync = Some(Arc::new(move || {
-            processor.upgrade().is_some_and(|p| p.should_resync())
-        }));
-        let queue: Arc<dyn Queue<K>> = inner.queue.clone();
-        let known: Arc<dyn KnownObjects<K>> = inner.indexer.clone();
-        let reflector = Arc::new(Reflector::new(
-            Arc::clone(&inner.lister_watcher),
-            queue,
-            Some(known),
-            config,
-        ));
-        // `reflector_config` was present, so this is the first and only run.
-        let _ = inner.reflector.set(Arc::clone(&reflector));
         if !inner.processor.start(tokio::runtime::Handle::current()) {
             return Err(InformerError::AlreadyStarted {
                 name: inner.name.clone(),

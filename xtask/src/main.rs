@@ -11,8 +11,8 @@
 //!   minutes (see `soak.rs`).
 //! - `mutants`: the mutation check, by hand: known-bad patches against the chaos test and the
 //!   soak (see `mutants.rs`).
-//! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md (see
-//!   `bench.rs`).
+//! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md, or with
+//!   `--sharding` the sharding benchmark, writing its section of it (see `bench.rs`).
 //!
 //! Kept dependency-free so it compiles in seconds.
 
@@ -69,7 +69,9 @@ fn print_help() {
          \x20         test and the soak, on a scratch copy; prints the table:\n\
          \x20         [--only a,b] [--chaos-seeds N] [--soak-seeds N] [--tests pkg:test,...]\n\
          bench     informer-rs vs kube-runtime vs a no-cache floor, in release; writes\n\
-         \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir)"
+         \x20         BENCHMARKS.md (--quick: a small run, BENCHMARKS-quick.md in the target dir);\n\
+         \x20         --sharding: sharded informers (server- and client-side filtering) vs one\n\
+         \x20         unsharded informer, BENCHMARKS.md's sharding section [--pods N] [--shards S]"
     );
 }
 

@@ -201,7 +201,14 @@ fn run(args: Args) -> Result<(), HarnessError> {
         command,
         analysis: Some(analysis),
     };
-    let text = render(&results, &context);
+    let mut text = render(&results, &context);
+    // The sharding section (`cargo xtask bench --sharding`) is measured by another command:
+    // keep it.
+    if let Ok(before) = std::fs::read_to_string(&out)
+        && let Some(section) = informer_benchmarks::sharding::section(&before)
+    {
+        text = informer_benchmarks::sharding::splice(&text, &format!("{section}\n"));
+    }
     std::fs::write(&out, &text)
         .map_err(|e| HarnessError::io(format!("writing {}", out.display()), e))?;
     println!("informer-bench: wrote {}", out.display());

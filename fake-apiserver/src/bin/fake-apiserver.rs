@@ -81,6 +81,12 @@ struct Args {
     /// and ns-0 .. ns-{K-1}.
     #[arg(long)]
     allow_missing_namespaces: bool,
+    /// Behave like a server without the `ShardedListAndWatch` gate: ignore `shardSelector`
+    /// on lists and watches (send every object, no `metadata.shardInfo` echo). By default
+    /// the server honours it (KEP-5866); `PUT /_fake/sharded-list-and-watch` switches at run
+    /// time.
+    #[arg(long)]
+    disable_sharded_list_and_watch: bool,
     /// Write a kubeconfig for this server (kubectl, kube-client) to this path.
     #[arg(long, value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -190,6 +196,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         bookmark_interval: seconds("bookmark-interval", args.bookmark_interval)?,
         initial_resource_version: args.initial_resource_version,
         require_namespaces: !args.allow_missing_namespaces,
+        sharded_list_and_watch: !args.disable_sharded_list_and_watch,
         seed: args.rng_seed,
         ..ServerConfig::default()
     };

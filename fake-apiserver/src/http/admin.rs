@@ -65,6 +65,7 @@ pub(crate) fn router() -> Router<App> {
         .route("/history", put(history))
         .route("/bookmarks", post(bookmarks))
         .route("/bookmark-interval", put(bookmark_interval))
+        .route("/sharded-list-and-watch", put(sharded_list_and_watch))
         .route("/faults", get(pending_faults).delete(clear_faults))
         .route("/faults/fail-lists", post(fail_lists))
         .route("/faults/fail-watches", post(fail_watches))
@@ -145,6 +146,7 @@ async fn state(State(app): State<App>) -> Answer {
         "compactedResourceVersion": server.compacted_resource_version(),
         "historyBytes": server.history_bytes(),
         "openWatches": server.open_watches(Scope::All),
+        "shardedListAndWatch": server.sharded_list_and_watch(),
         "resources": resources,
         "pendingFaults": pending,
     }))
@@ -256,6 +258,21 @@ async fn bookmark_interval(State(app): State<App>, body: Bytes) -> Answer {
     let b: IntervalBody = parse(&body)?;
     app.server.set_bookmark_interval(duration(b.seconds)?);
     ok(json!({}))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EnabledBody {
+    enabled: bool,
+}
+
+async fn sharded_list_and_watch(State(app): State<App>, body: Bytes) -> Answer {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(status::bad_request("give {\"enabled\": true} or {\"enabled\": false}").into());
+    }
+    let b: EnabledBody = parse(&body)?;
+    app.server.set_sharded_list_and_watch(b.enabled);
+    ok(json!({ "enabled": b.enabled }))
 }
 
 async fn pending_faults(State(app): State<App>) -> Answer {

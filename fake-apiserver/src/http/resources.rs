@@ -360,11 +360,15 @@ async fn list(
 ) -> Result<Response, Status> {
     let resp = app.server.list(target, query).await?;
     let meta = || {
-        table::list_meta(
+        let mut meta = table::list_meta(
             resp.resource_version,
             resp.continue_token.as_deref(),
             resp.remaining_item_count,
-        )
+        );
+        if let Some(selector) = &resp.shard_info_selector {
+            meta["shardInfo"] = json!({ "selector": selector });
+        }
+        meta
     };
     let objects = || -> Vec<&StoredObject> { resp.items.iter().map(Arc::as_ref).collect() };
     Ok(match answer {

@@ -66,6 +66,12 @@ pub fn served_summary() -> String {
     out.push_str(
         "  Other labels are a 400 \"field label not supported\". Lists, watches and both front \
          ends honour them.\n\n\
+         Shard selectors (KEP-5866, Kubernetes 1.36 alpha, on here unless \
+         --disable-sharded-list-and-watch): lists and watches honour shardSelector \
+         (shardRange(object.metadata.uid|object.metadata.namespace, '0x<16 hex>', '0x<16 hex>' \
+         or '0x10000000000000000') joined with ||; 64-bit FNV-1a of the field, [start, end)); \
+         JSON and Table list answers echo it in metadata.shardInfo.selector (protobuf answers \
+         do not: k8s-pb's ListMeta has no such field); a malformed one is a 400.\n\n\
          Admission and validation (requests only; the admin API and seeding write directly):\n  \
          a create in a namespace that does not exist is a 404 (--allow-missing-namespaces turns \
          this off); names must be DNS subdomains, label keys and values and annotation keys \
@@ -136,6 +142,7 @@ mod tests {
             "--idle-timeout",
             "--max-connections",
             "--history-max-bytes",
+            "--disable-sharded-list-and-watch",
         ] {
             assert!(text.contains(flag), "{flag} is not documented: {text}");
         }

@@ -4,6 +4,7 @@ use std::time::{Duration, Instant};
 
 use crate::reflector::backoff::{Backoff, BackoffConfig, unit};
 use crate::reflector::list_limits::ListLimits;
+use crate::shard::ShardSelector;
 use crate::{
     Error, ErrorClass, ListOptions, Object, ResourceVersionMatch, Status, WatchEvent, WatchOptions,
 };
@@ -49,6 +50,13 @@ pub struct ListWatchConfig {
     pub label_selector: Option<String>,
     /// `fieldSelector` of every list and watch.
     pub field_selector: Option<String>,
+    /// `shardSelector` of every list (first and continue pages) and watch (streaming lists
+    /// included): only the objects of this slice of the hash space (server-side sharded list
+    /// and watch, KEP-5866; see [`crate::shard`]). A server without the feature ignores it
+    /// and sends everything: the driver filters what it decodes with the same selector
+    /// ([`ShardFilter`](crate::shard::ShardFilter)). Change it on a running machine with
+    /// [`Machine::set_shard_selector`]. Default `None`: every object.
+    pub shard_selector: Option<ShardSelector>,
     /// Streaming initial list or not. Default [`WatchListMode::On`].
     pub watch_list: WatchListMode,
     /// How long a streaming list may go without an object before its end bookmark: each
@@ -73,6 +81,7 @@ impl Default for ListWatchConfig {
             always_paginate: false,
             label_selector: None,
             field_selector: None,
+            shard_selector: None,
             watch_list: WatchListMode::On,
             initial_events_timeout: Duration::from_secs(60),
             min_watch_timeout: Duration::from_secs(300),
@@ -271,6 +280,9 @@ pub struct Counters {
     pub watch_starts: u64,
     /// Streaming lists abandoned for a paginated list (each for one round).
     pub streaming_fallbacks: u64,
+    /// Changes of the shard selector ([`Machine::set_shard_selector`]), each followed by a
+    /// relist with the new one.
+    pub shard_changes: u64,
     /// Watch events received (bookmarks and errors included).
     pub events: u64,
     /// Watch ends and failures, by reason.
@@ -377,6 +389,48 @@ impl Machine {
             self.counters.relists += 1;
         }
         self.begin_relist(random)
+    }
+
+    /// Changes the shard selector ([`ListWatchConfig::shard_selector`]) and answers the
+    /// first request of a relist with it, at once: whatever was in progress (a list, a watch,
+    /// a backoff delay) is abandoned, as by [`start`](Self::start). The relist resumes from
+    /// the last seen resourceVersion (not older than it), so that the queue's replace turns
+    /// the difference between the old and the new shard into deletes (objects no longer
+    /// owned) and adds (objects newly owned), and objects in both keep their state. Before
+    /// the first list, it is the same as `start` with the new selector.
+    ///
+    /// Counted in [`Counters::shard_changes`] (and as a relist once synced) even when the
+    /// selector is the one already set: the driver decides whether a change is worth a relist.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use informer_core::reflector::{ListWatchConfig, Machine, Next, WatchListMode};
+    /// use informer_core::shard::{ShardField, ShardSelector};
+    ///
+    /// let config = ListWatchConfig { watch_list: WatchListMode::Off, ..ListWatchConfig::default() };
+    /// let mut machine = Machine::new(config);
+    /// let now = Instant::now();
+    /// machine.start(now, 0.5);
+    /// machine.list_succeeded("10", None, now, 0.5);
+    /// machine.replaced(now, 0.5);
+    /// machine.watch_started(now);
+    /// let mine = ShardSelector::even_split(ShardField::Uid, 0, 2)?;
+    /// let Next::List(relist) = machine.set_shard_selector(Some(mine.clone()), now, 0.5) else {
+    ///     unreachable!()
+    /// };
+    /// assert_eq!(relist.shard_selector, Some(mine));
+    /// assert_eq!(relist.resource_version.as_deref(), Some("10"));
+    /// # Ok::<(), informer_core::shard::ShardSelectorError>(())
+    /// ```
+    pub fn set_shard_selector(
+        &mut self,
+        selector: Option<ShardSelector>,
+        now: Instant,
+        random: f64,
+    ) -> Next {
+        self.config.shard_selector = selector;
+        self.counters.shard_changes += 1;
+        self.start(now, random)
     }
 
     /// The last resourceVersion seen: of the last complete list, or of the last watch event
@@ -897,8 +951,7 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: Some(true),
-            // The machine has no shard selector of its own (yet): see `ListOptions`.
-            shard_selector: None,
+            shard_selector: self.config.shard_selector.clone(),
         };
         self.state = State::StartingWatch {
             streaming: true,
@@ -938,7 +991,7 @@ impl Machine {
             label_selector: self.config.label_selector.clone(),
             field_selector: self.config.field_selector.clone(),
             timeout_seconds: None,
-            shard_selector: None,
+            shard_selector: self.config.shard_selector.clone(),
         };
         self.state = State::Listing {
             first: options.clone(),
@@ -959,7 +1012,7 @@ impl Machine {
             timeout_seconds: self.watch_timeout(random),
             allow_watch_bookmarks: true,
             send_initial_events: None,
-            shard_selector: None,
+            shard_selector: self.config.shard_selector.clone(),
         };
         self.state = State::StartingWatch {
             streaming: false,

@@ -35,8 +35,8 @@ const BUILD: Duration = Duration::from_secs(1800);
 const NS: &str = "default";
 
 /// Builds a target of the workspace with cargo (`args` select it: `--bin x` or `--example x`)
-/// and returns its executable.
-fn build(args: &[&str], name: &str) -> PathBuf {
+/// and returns its executable (also used by `shard_processes`).
+pub(crate) fn build(args: &[&str], name: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     // Without the variables cargo sets for this test (build scripts that watch them, such as

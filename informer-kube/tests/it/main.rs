@@ -43,3 +43,5 @@ mod replica_summary;
 mod resource_ext;
 mod resources;
 mod shard;
+mod shard_manager;
+mod shard_processes;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use informer_core::reflector::{Counters, ListWatchConfig, Then};
+use informer_core::shard::{ShardFiltering, ShardSelector};
 use informer_core::{Error, ErrorClass, KeyFunc};
 
 use crate::metrics::InformerMetrics;
@@ -199,4 +200,27 @@ pub struct ReflectorStats {
     /// with [`WatchListMode::Off`](informer_core::reflector::WatchListMode::Off), and after a fallback to a paginated list until a later
     /// relist streams again).
     pub streaming: bool,
+    /// The shard selector and who applies it.
+    pub shard: ShardStats,
+}
+
+/// What a reflector knows about its shard selector
+/// ([`ListWatchConfig::shard_selector`], [`Reflector::set_shard_selector`](super::Reflector::set_shard_selector)).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShardStats {
+    /// The selector asked for (`None`: every object): the configured one, or the last one
+    /// given to [`Reflector::set_shard_selector`](super::Reflector::set_shard_selector).
+    pub selector: Option<ShardSelector>,
+    /// The selector of the last complete list handed to the queue: once it equals
+    /// [`selector`](Self::selector) and the queue has drained, the cache holds exactly that
+    /// shard.
+    pub listed_selector: Option<ShardSelector>,
+    /// Who filters: the server (its list answers echo the selector), the client (the
+    /// server sent objects outside the shard, or a list without the echo), not known yet
+    /// (only streaming lists and watches since the selector was set), or off.
+    pub filtering: ShardFiltering,
+    /// Objects dropped on the client because they were outside the shard (list items, watch
+    /// events), over the reflector's life.
+    pub dropped: u64,
 }

@@ -35,6 +35,22 @@
 //! [`Error::LimitExceeded`]; the items gathered so far are dropped and the list is retried
 //! after a backoff, like any failed list.
 //!
+//! # Shards
+//!
+//! With a shard selector ([`ListWatchConfig::shard_selector`], or
+//! [`Reflector::set_shard_selector`] at run time) every list, continue page, watch and
+//! streaming list asks the server for one slice of the hash space (KEP-5866). Whatever the
+//! server does, every decoded object is also checked against the selector and dropped when
+//! outside it, before it is transformed, shared or queued: a server without the feature
+//! sends everything and the cache still holds exactly the shard. The check is one FNV-1a
+//! hash of a uid (or namespace) per object. Who did the work is [`ShardStats::filtering`]:
+//! the server when a list answer echoes the selector (`metadata.shardInfo.selector`), the
+//! client when a list answer lacks the echo or an object outside the shard arrives (said
+//! once in the log, as a warning), unconfirmed while only streaming lists and watches have
+//! run (they carry no echo). A change of selector ends the list, watch or backoff delay in
+//! progress and relists at once with the new one; the queue's replace turns the change into
+//! deletes and adds.
+//!
 //! # Bad input
 //!
 //! An undecodable watch line or an unknown event type is reported as a typed [`Error`] (to
@@ -83,6 +99,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use informer_core::reflector::{EventAction, ListBudget, Machine, Next};
+use informer_core::shard::{ShardFilter, ShardFiltering, ShardSelector};
 use informer_core::{
     Error, ErrorChain, ErrorClass, KeyError, KnownObjects, ListOptions, ListSink, ListerWatcher,
     Object, ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
@@ -97,8 +114,8 @@ use crate::metrics::ReflectorRecorder;
 use crate::observability::{BeforeStep, OpenWatch};
 
 pub use config::{
-    FailureContext, LastError, ReflectorConfig, ReflectorStats, ShouldResync, Stage, Transform,
-    WatchErrorHandler,
+    FailureContext, LastError, ReflectorConfig, ReflectorStats, ShardStats, ShouldResync, Stage,
+    Transform, WatchErrorHandler,
 };
 pub use informer_core::reflector::{
     BackoffConfig, Counters, Jitter, ListLimits, ListWatchConfig, RestartCounts, RestartReason,
@@ -120,6 +137,18 @@ pub struct Reflector<K: Object> {
     synced: tokio::sync::watch::Sender<bool>,
     running: AtomicBool,
     recorder: ReflectorRecorder,
+    /// The shard selector asked for ([`Reflector::set_shard_selector`]); the loop relists
+    /// when it changes.
+    shard_wanted: tokio::sync::watch::Sender<Option<ShardSelector>>,
+    /// The client-side filter of the selector in effect, and the selector of the last list
+    /// handed to the queue.
+    shard: Mutex<ShardState>,
+}
+
+/// What the reflector knows about its shard.
+struct ShardState {
+    filter: ShardFilter,
+    listed: Option<ShardSelector>,
 }
 
 /// The state machine and the random numbers it is fed.
@@ -159,6 +188,10 @@ struct Gather<'a, K: Object> {
 
 impl<K: Object> ListSink<K> for Gather<'_, K> {
     fn item(&mut self, item: K) -> Result<(), Error> {
+        if !self.reflector.in_shard(&item) {
+            // The server did not apply the shard selector: dropped before anything else.
+            return Ok(());
+        }
         match self.reflector.admit(item, true) {
             Ok((_, obj)) => self.items.push(obj),
             Err(source) => {
@@ -200,8 +233,14 @@ impl<K: Object> Reflector<K> {
             None => StdRng::from_os_rng(),
         };
         let recorder = ReflectorRecorder::new(config.metrics.as_ref(), &config.name);
+        let selector = config.list_watch.shard_selector.clone();
         Self {
             recorder,
+            shard_wanted: tokio::sync::watch::Sender::new(selector.clone()),
+            shard: Mutex::new(ShardState {
+                filter: ShardFilter::new(selector),
+                listed: None,
+            }),
             decisions: Mutex::new(Decisions {
                 machine: Machine::new(config.list_watch.clone()),
                 rng,
@@ -259,9 +298,35 @@ impl<K: Object> Reflector<K> {
         self.running.load(Ordering::Acquire)
     }
 
-    /// The configuration.
+    /// The configuration (as given: the shard selector in effect is
+    /// [`shard_selector`](Self::shard_selector)).
     pub fn config(&self) -> &ReflectorConfig<K> {
         &self.config
+    }
+
+    /// Lists and watches only the objects of `selector` from now on (`None`: every object).
+    ///
+    /// A running reflector ends its list, watch or backoff delay at once and relists with
+    /// the new selector from the last seen resourceVersion; the queue's replace then
+    /// delivers deletes for the objects it no longer owns and adds for the new ones, and the
+    /// objects in both shards keep their state (unchanged ones are not even decoded twice:
+    /// see the [module docs](self)). A reflector not running uses it when it next runs.
+    /// Setting the selector already asked for does nothing.
+    ///
+    /// Whatever the server does with it, the reflector also filters every decoded object
+    /// with it ([`ShardStats::filtering`] says who did the work).
+    pub fn set_shard_selector(&self, selector: Option<ShardSelector>) {
+        self.shard_wanted.send_if_modified(|wanted| {
+            let changed = *wanted != selector;
+            *wanted = selector;
+            changed
+        });
+    }
+
+    /// The shard selector asked for: the configured one, or the last given to
+    /// [`set_shard_selector`](Self::set_shard_selector).
+    pub fn shard_selector(&self) -> Option<ShardSelector> {
+        self.shard_wanted.borrow().clone()
     }
 
     /// The name given in the configuration, or `"reflector"`.
@@ -284,8 +349,18 @@ impl<K: Object> Reflector<K> {
                 m.last_list_streamed(),
             )
         };
+        let shard = {
+            let state = self.shard.lock();
+            ShardStats {
+                selector: self.shard_selector(),
+                listed_selector: state.listed.clone(),
+                filtering: state.filter.mode(),
+                dropped: state.filter.dropped(),
+            }
+        };
         let observed = self.observed.lock();
         ReflectorStats {
+            shard,
             counters,
             resyncs: observed.resyncs,
             errors: observed.errors,
@@ -312,57 +387,154 @@ impl<K: Object> Reflector<K> {
         let mut items: Vec<Arc<K>> = Vec::new();
         let mut budget = ListBudget::new(self.config.list_watch.list_limits);
         let mut list_started = tokio::time::Instant::now();
-        let mut next = self.decide(|m, now, r| m.start(now, r));
+        let mut shard_wanted = self.shard_wanted.subscribe();
+        let wanted = shard_wanted.borrow_and_update().clone();
+        let mut next = if self.decisions.lock().machine.config().shard_selector == wanted {
+            self.decide(|m, now, r| m.start(now, r))
+        } else {
+            // Changed while the reflector was not running.
+            self.reshard(wanted)
+        };
         loop {
-            next = match next {
-                Next::List(options) => {
-                    items.clear();
-                    budget.restart();
-                    list_started = tokio::time::Instant::now();
-                    self.recorder.list_started();
-                    tracing::debug!(
-                        reflector = self.name(),
-                        resource_version = options.resource_version.as_deref(),
-                        limit = options.limit,
-                        "listing"
-                    );
-                    self.list_page(&options, &mut items, &mut budget)
-                        .instrument(tracing::debug_span!("list", reflector = self.name()))
-                        .await
-                }
-                Next::ListNextPage(options) => {
-                    self.list_page(&options, &mut items, &mut budget)
-                        .instrument(tracing::debug_span!("list", reflector = self.name()))
-                        .await
-                }
-                Next::Replace { resource_version } => {
-                    let objects = std::mem::take(&mut items);
-                    match self.replace(objects, &resource_version, list_started) {
-                        ControlFlow::Break(()) => return,
-                        ControlFlow::Continue(None) => self.decide(|m, now, r| m.replaced(now, r)),
-                        ControlFlow::Continue(Some(refused)) => {
-                            // Never claim sync with the list missing: back off and relist.
-                            let next = self.decide(|m, now, r| m.replace_failed(now, r));
-                            self.report(&refused, Stage::List, Some(&next));
-                            next
-                        }
-                    }
-                }
-                Next::Watch(options) => match self
-                    .watch(&options)
-                    .instrument(tracing::debug_span!("watch", reflector = self.name()))
-                    .await
-                {
-                    ControlFlow::Continue(next) => next,
-                    ControlFlow::Break(()) => return,
-                },
-                Next::Wait { delay, then } => {
-                    tracing::debug!(reflector = self.name(), ?delay, ?then, "backing off");
-                    tokio::time::sleep(delay).await;
-                    self.decide(|m, now, r| m.wait_elapsed(now, r))
+            let flow = tokio::select! {
+                biased;
+                // The sender lives in `self`: `changed` cannot fail while `self` is borrowed.
+                Ok(()) = shard_wanted.changed() => None,
+                flow = self.step(next, &mut items, &mut budget, &mut list_started) => Some(flow),
+            };
+            next = match flow {
+                Some(ControlFlow::Continue(next)) => next,
+                Some(ControlFlow::Break(())) => return,
+                None => {
+                    // The step in progress was dropped: a partial list is of no use.
+                    items = Vec::new();
+                    let wanted = shard_wanted.borrow_and_update().clone();
+                    self.reshard(wanted)
                 }
             };
         }
+    }
+
+    /// A new shard selector: the filter takes it, and the machine relists with it at once
+    /// (whatever was in progress has been dropped).
+    fn reshard(&self, selector: Option<ShardSelector>) -> Next {
+        {
+            let mut state = self.shard.lock();
+            state.filter.set_selector(selector.clone());
+            // Unconfirmed (or off) again: said by the line below.
+            state.filter.take_change();
+        }
+        tracing::info!(
+            reflector = self.name(),
+            shard_selector = selector.as_ref().map(ToString::to_string),
+            "shard selector changed: relisting with it"
+        );
+        self.decide(|m, now, r| m.set_shard_selector(selector, now, r))
+    }
+
+    /// Whether `obj` belongs to the shard (always without a selector); says once when the
+    /// objects show that the server does not filter.
+    fn in_shard(&self, obj: &K) -> bool {
+        let (admitted, change) = {
+            let mut state = self.shard.lock();
+            let admitted = state.filter.admit(obj);
+            (admitted, state.filter.take_change())
+        };
+        if let Some(mode) = change {
+            self.filtering_changed(mode);
+        }
+        admitted
+    }
+
+    /// A list answer's shard echo (`metadata.shardInfo.selector`).
+    fn list_echo(&self, echo: Option<&str>) {
+        let change = {
+            let mut state = self.shard.lock();
+            state.filter.list_answered(echo);
+            state.filter.take_change()
+        };
+        if let Some(mode) = change {
+            self.filtering_changed(mode);
+        }
+    }
+
+    /// Says, once per change, who filters the shard.
+    fn filtering_changed(&self, mode: ShardFiltering) {
+        let selector = self.shard.lock().filter.selector().map(ToString::to_string);
+        match mode {
+            ShardFiltering::Client => tracing::warn!(
+                reflector = self.name(),
+                shard_selector = selector,
+                "the server does not apply the shard selector (no shardInfo echo on a list, or \
+                 an object outside the shard): filtering every object after decoding it"
+            ),
+            ShardFiltering::Server => tracing::info!(
+                reflector = self.name(),
+                shard_selector = selector,
+                "the server applies the shard selector (its list answers echo it)"
+            ),
+            other => tracing::debug!(
+                reflector = self.name(),
+                shard_selector = selector,
+                filtering = %other,
+                "shard filtering"
+            ),
+        }
+    }
+
+    /// Performs one request of the machine (or waits), and answers the next one. `Break`
+    /// when the queue is closed. Dropping it abandons what is in progress.
+    async fn step(
+        &self,
+        next: Next,
+        items: &mut Vec<Arc<K>>,
+        budget: &mut ListBudget,
+        list_started: &mut tokio::time::Instant,
+    ) -> Flow {
+        ControlFlow::Continue(match next {
+            Next::List(options) => {
+                items.clear();
+                budget.restart();
+                *list_started = tokio::time::Instant::now();
+                self.recorder.list_started();
+                tracing::debug!(
+                    reflector = self.name(),
+                    resource_version = options.resource_version.as_deref(),
+                    limit = options.limit,
+                    "listing"
+                );
+                self.list_page(&options, items, budget)
+                    .instrument(tracing::debug_span!("list", reflector = self.name()))
+                    .await
+            }
+            Next::ListNextPage(options) => {
+                self.list_page(&options, items, budget)
+                    .instrument(tracing::debug_span!("list", reflector = self.name()))
+                    .await
+            }
+            Next::Replace { resource_version } => {
+                let objects = std::mem::take(items);
+                match self.replace(objects, &resource_version, *list_started)? {
+                    None => self.decide(|m, now, r| m.replaced(now, r)),
+                    Some(refused) => {
+                        // Never claim sync with the list missing: back off and relist.
+                        let next = self.decide(|m, now, r| m.replace_failed(now, r));
+                        self.report(&refused, Stage::List, Some(&next));
+                        next
+                    }
+                }
+            }
+            Next::Watch(options) => {
+                self.watch(&options)
+                    .instrument(tracing::debug_span!("watch", reflector = self.name()))
+                    .await?
+            }
+            Next::Wait { delay, then } => {
+                tracing::debug!(reflector = self.name(), ?delay, ?then, "backing off");
+                tokio::time::sleep(delay).await;
+                self.decide(|m, now, r| m.wait_elapsed(now, r))
+            }
+        })
     }
 
     /// Requests one list page and adds its items to `items` as they are decoded, accounting
@@ -388,14 +560,17 @@ impl<K: Object> Reflector<K> {
             Err(error) => Err(error),
         };
         match result {
-            Ok(info) => self.decide(|m, now, r| {
-                m.list_succeeded(
-                    &info.resource_version,
-                    info.continue_token.as_deref(),
-                    now,
-                    r,
-                )
-            }),
+            Ok(info) => {
+                self.list_echo(info.shard_info_selector.as_deref());
+                self.decide(|m, now, r| {
+                    m.list_succeeded(
+                        &info.resource_version,
+                        info.continue_token.as_deref(),
+                        now,
+                        r,
+                    )
+                })
+            }
             Err(error) => {
                 let next = self.decide(|m, now, r| m.list_failed(&error, now, r));
                 self.report(&error, Stage::List, Some(&next));
@@ -470,6 +645,20 @@ impl<K: Object> Reflector<K> {
                 Some(Ok(event)) => event,
             };
             open.events += 1;
+            if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
+                &event
+                && !self.in_shard(obj)
+            {
+                // Outside the shard (the server did not filter): its resourceVersion counts
+                // as seen, nothing else. The hashed fields never change, so no event of an
+                // object inside the shard is ever dropped.
+                let (action, moved) = self.receive(&event);
+                deadline = moved;
+                match action {
+                    EventAction::Stop(next) => return ControlFlow::Continue(next),
+                    _ => continue,
+                }
+            }
             if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
                 &event
                 && let Err(source) = self.key(obj)
@@ -626,8 +815,15 @@ impl<K: Object> Reflector<K> {
         started: tokio::time::Instant,
     ) -> ControlFlow<(), Option<Error>> {
         let count = objects.len();
+        let selector = self
+            .decisions
+            .lock()
+            .machine
+            .config()
+            .shard_selector
+            .clone();
         match self.queue.replace(objects, resource_version) {
-            Ok(()) => {}
+            Ok(()) => self.shard.lock().listed = selector,
             Err(QueueError::Closed) => return self.queue_closed(),
             Err(source) => {
                 return ControlFlow::Continue(Some(Error::Queue {
