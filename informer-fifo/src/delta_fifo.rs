@@ -384,7 +384,7 @@ impl<K: Object> State<K> {
 
     /// Pending, or held by the known-objects store: a deletion of it means something.
     fn is_known(&self, key: &ObjectKey, known: Option<&dyn KnownObjects<K>>) -> bool {
-        self.is_pending(key) || known.is_some_and(|k| k.get_by_key(key.as_str()).is_some())
+        self.is_pending(key) || known.is_some_and(|k| k.contains_key(key.as_str()))
     }
 
     /// The next batch, `Err(Closed)` once closed and drained, `None` to wait.

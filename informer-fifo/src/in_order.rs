@@ -162,7 +162,7 @@ impl<K: Object> InOrderFifo<K> {
     /// Pending, or held by the known-objects store: a deletion of it means something.
     fn is_known(&self, st: &State<K>, key: &ObjectKey) -> bool {
         st.pending.contains_key(key)
-            || (self.known_objects.as_ref()).is_some_and(|k| k.get_by_key(key.as_str()).is_some())
+            || (self.known_objects.as_ref()).is_some_and(|k| k.contains_key(key.as_str()))
     }
 
     fn wake(&self, wake: bool) {

@@ -289,6 +289,16 @@ impl<K: Object> KnownObjects<K> for IndexedStore<K> {
             .by_key(key)
             .map(|s| s.item.clone())
     }
+
+    fn contains_key(&self, key: &str) -> bool {
+        self.state.read().content.positions.contains_key(key)
+    }
+
+    fn resource_version_of(&self, key: &str) -> Option<String> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        slot.item.object_resource_version().map(str::to_owned)
+    }
 }
 
 impl<K: Object> Store<K> for IndexedStore<K> {

@@ -239,18 +239,6 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         Ok((self.key_func)(obj)?)
     }
 
-    /// Whether an object is stored under `key` (decodes nothing).
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.state.read().content.positions.contains_key(key)
-    }
-
-    /// The resourceVersion of the object stored under `key`, if any (decodes nothing).
-    pub fn resource_version(&self, key: &str) -> Option<String> {
-        let state = self.state.read();
-        let slot = state.content.by_key(key)?;
-        slot.item.resource_version.as_deref().map(str::to_owned)
-    }
-
     /// [`KnownObjects::get_by_key`], reporting a stored object that does not decode as an
     /// error instead of panicking.
     pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, CompactError> {
@@ -856,6 +844,26 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
     /// [`CompactStore::try_get_by_key`] reports it instead.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         self.try_get_by_key(key).unwrap_or_else(|e| undecodable(e))
+    }
+
+    /// Whether an object is stored under `key` (decodes nothing).
+    fn contains_key(&self, key: &str) -> bool {
+        self.state.read().content.positions.contains_key(key)
+    }
+
+    /// The resourceVersion of the object stored under `key`, kept beside its encoding
+    /// (decodes nothing).
+    fn resource_version_of(&self, key: &str) -> Option<String> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        slot.item.resource_version.as_deref().map(str::to_owned)
+    }
+
+    /// The stored object only while it is in the cache of decoded objects (decodes nothing).
+    fn shared_by_key(&self, key: &str) -> Option<Arc<K>> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        self.cache.get(key, slot.item.stamp)
     }
 }
 

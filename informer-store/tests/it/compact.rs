@@ -198,7 +198,7 @@ fn typed_pods_round_trip_through_every_path() {
         );
         assert_eq!(*store.get_by_key(&key).unwrap(), **p);
         assert_eq!(
-            store.resource_version(&key).as_deref(),
+            store.resource_version_of(&key).as_deref(),
             p.object_resource_version()
         );
     }
@@ -617,7 +617,7 @@ fn a_write_racing_the_previous_objects_decode_is_not_lost() {
     let previous = store.update(hooked("a", "2")).unwrap().unwrap();
     assert_eq!(previous.object_resource_version(), Some("race-0"));
     assert_eq!(decodes.load(Ordering::SeqCst), 2);
-    assert_eq!(store.resource_version("ns/a").as_deref(), Some("2"));
+    assert_eq!(store.resource_version_of("ns/a").as_deref(), Some("2"));
 
     // Races every time: after four attempts the previous object is decoded under the lock,
     // where no write can slip in.

@@ -554,14 +554,18 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Keys the object and shares it: the stored copy when `known_objects` holds the same
-    /// resourceVersion and `reuse` is set, else the transformed object in a new `Arc`.
+    /// resourceVersion, can hand out its `Arc` without building one
+    /// ([`KnownObjects::shared_by_key`]), and `reuse` is set; else the transformed object in a
+    /// new `Arc`. The versions are compared first ([`KnownObjects::resource_version_of`]), so
+    /// a store that keeps objects encoded decodes nothing here.
     fn admit(&self, obj: K, reuse: bool) -> Result<(ObjectKey, Arc<K>), KeyError> {
         let key = self.key(&obj)?;
         if reuse
             && let Some(known) = &self.known_objects
-            && let Some(stored) = known.get_by_key(key.as_str())
-            && stored.object_resource_version().is_some()
-            && stored.object_resource_version() == obj.object_resource_version()
+            && let Some(listed) = obj.object_resource_version()
+            && known.resource_version_of(key.as_str()).as_deref() == Some(listed)
+            && let Some(stored) = known.shared_by_key(key.as_str())
+            && stored.object_resource_version() == Some(listed)
         {
             return Ok((key, stored));
         }
