@@ -16,6 +16,7 @@ use informer_fifo::InOrderFifoConfig;
 use crate::incident::IncidentHook;
 use crate::metrics::InformerMetrics;
 use crate::reflector::{Transform, WatchErrorHandler};
+use crate::store_choice::StoreChoice;
 
 /// The configuration of a [`SharedIndexInformer`](crate::SharedIndexInformer). Start from
 /// `Default`; the `ListerWatcher` is the one thing without a default and is given to
@@ -63,11 +64,19 @@ pub struct InformerConfig<K> {
     pub transform: Option<Transform<K>>,
     /// The queue between reflector and processing loop. Default [`QueueChoice::DeltaFifo`].
     pub queue: QueueChoice<K>,
-    /// The cache. `None` (the default): an `IndexedStore` keyed with [`key_func`](Self::key_func)
-    /// holding the namespace index. A custom indexer is moved into the informer, which is
+    /// A cache built by you. `None` (the default): the informer builds the one
+    /// [`store`](Self::store) names. A custom indexer is moved into the informer, which is
     /// then its only writer; it must use the same key function. Read it through
-    /// [`SharedIndexInformer::lister`](crate::SharedIndexInformer::lister).
+    /// [`SharedIndexInformer::lister`](crate::SharedIndexInformer::lister). Setting both this
+    /// and a `store` other than [`StoreChoice::Indexed`] is refused
+    /// ([`InformerError::StoreConflict`](crate::InformerError::StoreConflict)).
     pub indexer: Option<Box<dyn Indexer<K>>>,
+    /// Which cache the informer builds (unless [`indexer`](Self::indexer) hands it one):
+    /// [`StoreChoice::Indexed`] (the default, objects held as `Arc<K>`),
+    /// [`StoreChoice::compact`] (feature `compact`: objects kept encoded, decoded on access),
+    /// or your own. It is keyed with [`key_func`](Self::key_func) and holds the namespace index
+    /// and [`indexers`](Self::indexers).
+    pub store: StoreChoice<K>,
     /// The key function of the queue, the indexer and the reflector. Default [`key_of`]
     /// (`namespace/name`).
     pub key_func: KeyFunc<K>,
@@ -103,6 +112,7 @@ impl<K: Object> Default for InformerConfig<K> {
             transform: None,
             queue: QueueChoice::DeltaFifo,
             indexer: None,
+            store: StoreChoice::Indexed,
             key_func: Arc::new(|obj: &K| key_of(obj)),
             list_watch: ListWatchConfig::default(),
             watch_error_handler: None,
@@ -126,6 +136,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("transform", &self.transform.is_some())
             .field("queue", &self.queue)
             .field("indexer", &self.indexer.is_some())
+            .field("store", &self.store)
             .field("list_watch", &self.list_watch)
             .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("seed", &self.seed)

@@ -181,6 +181,10 @@
 //!   off, no metric code is compiled, nothing is counted or timed for metrics, and
 //!   [`InformerMetrics`] cannot be constructed; the configuration structs keep their
 //!   `metrics` fields (always `None`), so turning the feature on never breaks a build.
+//! - `compact` (off by default): [`StoreChoice::compact`] and [`StoreKind::Compact`], an
+//!   informer whose cache keeps every object encoded (informer-store's `CompactStore`, whose
+//!   types are re-exported here) and decodes it on access: memory follows the objects' size
+//!   on the wire. Pulls in the zstd C library. It adds items and changes no default.
 //!
 //! The object type is yours: anything implementing [`Object`] (with `informer-core`'s `kube`
 //! feature, every `kube` resource type). The work queue's metrics are the `metrics` feature
@@ -200,6 +204,7 @@ mod processor;
 pub mod reflector;
 mod registration;
 mod shared_informer;
+mod store_choice;
 mod stream;
 mod sync;
 
@@ -218,6 +223,9 @@ pub use metrics::InformerMetrics;
 pub use processor::{ShutdownReport, StuckHandler};
 pub use registration::{Registration, RegistrationId, RegistrationStats, RegistrationStatus};
 pub use shared_informer::{InformerStats, SharedIndexInformer};
+#[cfg(feature = "compact")]
+pub use store_choice::{CompactChoice, CompactOptions};
+pub use store_choice::{StoreBuilder, StoreChoice, StoreKind, StoreWiring};
 pub use stream::EventStream;
 pub use sync::{SyncSource, wait_for_cache_sync};
 
@@ -232,3 +240,8 @@ pub use informer_core::{
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 pub use informer_store::IndexedStore;
+#[cfg(feature = "compact")]
+pub use informer_store::{
+    Codec, CompactError, CompactStats, CompactStore, CompactStoreBuilder, DictionaryState,
+    RoundTripCheck, ZstdDictionary,
+};

@@ -13,13 +13,13 @@ use informer_core::{
     namespace_index_func,
 };
 use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
-use informer_store::IndexedStore;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::Lister;
 use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring};
+use crate::store_choice::{StoreChoice, StoreWiring};
 use crate::error::InformerError;
 use crate::listener::Reporter;
 use crate::metrics::InformerRecorder;
@@ -156,6 +156,7 @@ impl<K: Object> SharedIndexInformer<K> {
             transform,
             queue,
             indexer,
+            store,
             key_func,
             list_watch,
             watch_error_handler,
@@ -171,6 +172,12 @@ impl<K: Object> SharedIndexInformer<K> {
             name
         };
         let indexer: Arc<dyn Indexer<K>> = match indexer {
+            Some(_) if !matches!(store, StoreChoice::Indexed) => {
+                return Err(InformerError::StoreConflict {
+                    name,
+                    store: format!("{store:?}"),
+                });
+            }
             Some(indexer) => {
                 if !indexers.is_empty() {
                     indexer
@@ -182,13 +189,16 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
                 Arc::from(indexer)
             }
-            None => Arc::new(
-                IndexedStore::builder()
-                    .key_func(Arc::clone(&key_func))
-                    .indexer(NAMESPACE_INDEX, namespace_index_func())
-                    .indexers(indexers)
-                    .build(),
-            ),
+            None => {
+                let mut all = Indexers::new();
+                all.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
+                all.extend(indexers);
+                let wiring = StoreWiring {
+                    key_func: Arc::clone(&key_func),
+                    indexers: all,
+                };
+                Arc::from(store.build(wiring))
+            }
         };
         let known: Arc<dyn KnownObjects<K>> = indexer.clone();
         let raw_queue: Arc<dyn Queue<K>> = match queue {
