@@ -291,7 +291,7 @@ impl<K: Object> KnownObjects<K> for IndexedStore<K> {
     }
 
     fn contains_key(&self, key: &str) -> bool {
-        self.state.read().content.positions.contains_key(key)
+        IndexedStore::contains_key(self, key)
     }
 
     fn resource_version_of(&self, key: &str) -> Option<String> {
@@ -716,6 +716,21 @@ mod tests {
         );
         assert!(store.contains_key("same"));
         assert!(store.index_names().is_empty());
+    }
+
+    #[test]
+    fn known_objects_questions_answer_from_the_stored_arc() {
+        let store = IndexedStore::new();
+        let stored = Arc::new(JsonObject::new(Some("ns"), "a").with_resource_version("7"));
+        store.add(Arc::clone(&stored)).unwrap();
+        let known: &dyn KnownObjects<JsonObject> = &store;
+        assert!(known.contains_key("ns/a"));
+        assert!(!known.contains_key("ns/b"));
+        assert_eq!(known.resource_version_of("ns/a").as_deref(), Some("7"));
+        assert_eq!(known.resource_version_of("ns/b"), None);
+        assert!(Arc::ptr_eq(&known.shared_by_key("ns/a").unwrap(), &stored));
+        store.add(Arc::new(JsonObject::new(Some("ns"), "c"))).unwrap();
+        assert_eq!(known.resource_version_of("ns/c"), None);
     }
 
     /// An index function that runs `hook` the first time it is called with `trigger` set.

@@ -26,6 +26,14 @@ pub struct StoreWiring<K> {
     pub indexers: Indexers<K>,
 }
 
+impl<K> StoreWiring<K> {
+    /// Wiring with these key function and indices (for [`StoreChoice::build`] outside an
+    /// informer).
+    pub fn new(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self { key_func, indexers }
+    }
+}
+
 /// Which cache an informer keeps: [`InformerConfig::store`](crate::InformerConfig::store).
 ///
 /// ```
@@ -98,8 +106,9 @@ impl<K: Object + Serialize + DeserializeOwned> StoreChoice<K> {
 }
 
 impl<K: Object> StoreChoice<K> {
-    /// Builds the store.
-    pub(crate) fn build(self, wiring: StoreWiring<K>) -> Box<dyn Indexer<K>> {
+    /// Builds the store, as the informer does (with its key function, the namespace index and
+    /// its indexers): for a store used outside an informer, or tested on its own.
+    pub fn build(self, wiring: StoreWiring<K>) -> Box<dyn Indexer<K>> {
         match self {
             Self::Indexed => Box::new(
                 IndexedStore::builder()

@@ -366,6 +366,19 @@ fn one_event_costs_at_most_one_decode() {
     store.insert(counted("o-5", "2")).unwrap();
     assert!(store.remove("ns/o-6"));
     assert_eq!(decodes(), start);
+    // What the queues and the reflector ask of a cold key decodes nothing: whether it is
+    // held, which version, and the shared object (none: it would have to be decoded).
+    let start = decodes();
+    assert!(store.contains_key("ns/o-7"));
+    assert!(!store.contains_key("ns/o-6"));
+    assert_eq!(store.resource_version_of("ns/o-7").as_deref(), Some("1"));
+    assert_eq!(store.resource_version_of("ns/o-6"), None);
+    assert!(store.shared_by_key("ns/o-7").is_none());
+    assert_eq!(decodes(), start);
+    // A cached key is shared: the very Arc written.
+    let hot = counted("o-8", "2");
+    store.add(Arc::clone(&hot)).unwrap();
+    assert!(Arc::ptr_eq(&store.shared_by_key("ns/o-8").unwrap(), &hot));
 }
 
 /// Serializes `secret` but never deserializes it back: what a `#[serde(skip_deserializing)]`

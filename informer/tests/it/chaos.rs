@@ -87,7 +87,11 @@
 //! of CPUs), one runtime per seed. `CHAOS_SEEDS=a..b` (or `a..=b`) selects a range,
 //! `CHAOS_SEED=n` reruns one seed and prints its schedule; `CHAOS_LOG=<filter>` (with
 //! `CHAOS_SEED`) prints the informer's tracing output, e.g. `CHAOS_LOG=informer=debug`.
-//! `CHAOS_FAIL_FAST=1` stops at the first failing seed. `CHAOS_SABOTAGE=watch:N` or `list:N`
+//! `CHAOS_FAIL_FAST=1` stops at the first failing seed. `CHAOS_STORE=compact` gives the
+//! informer the compact store (`StoreChoice::compact`) instead of the indexed one, each seed
+//! drawing its cache size (0, 1, 3 or 1,024 decoded objects) and whether its dictionary is
+//! trained after a dozen objects, every write's round trip checked; `cargo xtask soak
+//! --store compact` sets it. `CHAOS_SABOTAGE=watch:N` or `list:N`
 //! loses every Nth watch event or list item on purpose, to see how failures are reported. A
 //! failing seed prints its plan, the last steps of its schedule, the checker's report, the
 //! command reproducing it, and a `CHAOS-FAILED-SEED: n` line that `cargo xtask soak` and
@@ -140,6 +144,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::chaos_support;
+use crate::chaos_support::plan::{StoreUnderTest, store_from_env};
 use crate::chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
 use crate::support::GUARD;
 
@@ -232,6 +237,7 @@ fn run_chaos() {
             .try_init();
     }
     let sabotage = sabotage();
+    let store = store_from_env();
     let fail_fast = fail_fast();
     let started = Instant::now();
     let seeds = Arc::new(seeds);
@@ -245,7 +251,7 @@ fn run_chaos() {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { return };
                 let _ = tx.send(Event::Started(seed));
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage)))
+                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage, store)))
                     .map_err(|payload| panic_message(payload.as_ref()));
                 let _ = tx.send(Event::Finished(seed, Box::new(outcome)));
             }
@@ -369,8 +375,12 @@ fn print_failure(seed: u64, outcome: &Outcome, failure: &Failure) {
 }
 
 fn print_reproduce(seed: u64) {
+    let store = match store_from_env() {
+        StoreUnderTest::Indexed => "",
+        StoreUnderTest::Compact => "CHAOS_STORE=compact ",
+    };
     eprintln!(
-        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test it -- \
+        "reproduce: {store}CHAOS_SEED={seed} cargo test -p informer --test it -- \
          chaos::chaos_convergence --exact --nocapture (add CHAOS_LOG=informer=debug for the \
          informer's log)"
     );
@@ -703,7 +713,7 @@ fn assert_sabotage_caught(sabotage: Sabotage) {
             // Caught by a check (the cache or a handler out of step with the server, at the
             // end or at an idle moment, or at the moment of sync), not by the scenario failing.
             matches!(
-                run_seed_with(*seed, sabotage).result,
+                run_seed_with(*seed, sabotage, StoreUnderTest::Indexed).result,
                 Err(Failure::Diverged(_)
                     | Failure::Stale(_)
                     | Failure::SyncMoment(_)

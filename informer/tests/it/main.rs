@@ -37,6 +37,7 @@ mod informer_factory;
 mod informer_gaps;
 mod informer_handlers;
 mod informer_resync;
+mod informer_store;
 mod metrics_scrape;
 mod metrics_tracing;
 mod reflector_list_limits;
