@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::{KeyError, Object, ObjectKey};
+use crate::{KeyError, Object, ObjectKey, RawObject};
 
 /// The name of the built-in namespace index.
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -132,6 +132,12 @@ pub trait KnownObjects<K>: Send + Sync {
     fn shared_by_key(&self, key: &str) -> Option<Arc<K>> {
         self.get_by_key(key)
     }
+    /// Whether the store keeps objects encoded and uses their JSON text as received
+    /// ([`Store::add_raw`]): producers keep each object's text for it only then. The default
+    /// is `false`.
+    fn wants_raw(&self) -> bool {
+        false
+    }
 }
 
 /// A thread-safe map from key to object, holding each object once as `Arc<K>`.
@@ -155,6 +161,19 @@ pub trait Store<K: Object>: KnownObjects<K> {
     /// Same as [`Store::add`]; kept separate to mirror the informer's event types.
     fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
         self.add(obj)
+    }
+    /// [`Store::add`] with the JSON text `obj` was decoded from, exactly as received (it
+    /// decodes to `obj`): a store that keeps objects encoded stores it instead of encoding
+    /// `obj` again. The default ignores the text and calls `add`.
+    fn add_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        let _ = raw;
+        self.add(obj)
+    }
+    /// [`Store::update`] with the JSON text `obj` was decoded from (see
+    /// [`add_raw`](Store::add_raw)). The default ignores the text and calls `update`.
+    fn update_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        let _ = raw;
+        self.update(obj)
     }
     /// Removes the object with `obj`'s key; returns what was stored. Deleting an absent key is
     /// not an error.

@@ -729,7 +729,9 @@ mod tests {
         assert_eq!(known.resource_version_of("ns/a").as_deref(), Some("7"));
         assert_eq!(known.resource_version_of("ns/b"), None);
         assert!(Arc::ptr_eq(&known.shared_by_key("ns/a").unwrap(), &stored));
-        store.add(Arc::new(JsonObject::new(Some("ns"), "c"))).unwrap();
+        store
+            .add(Arc::new(JsonObject::new(Some("ns"), "c")))
+            .unwrap();
         assert_eq!(known.resource_version_of("ns/c"), None);
     }
 

@@ -2,10 +2,14 @@
 //! handler: [`InformerConfig`], [`QueueChoice`], [`UidChange`], [`HandlerOptions`],
 //! [`Delivery`]. (What misbehaving handlers cause is in `incident.rs`.)
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use informer_core::reflector::ListWatchConfig;
 use informer_core::{Indexer, Indexers, KeyFunc, KnownObjects, Object, Queue, UidChange, key_of};
@@ -78,7 +82,8 @@ pub struct InformerConfig<K> {
     /// and [`indexers`](Self::indexers).
     pub store: StoreChoice<K>,
     /// The key function of the queue, the indexer and the reflector. Default [`key_of`]
-    /// (`namespace/name`).
+    /// (`namespace/name`); with the default, relists skip decoding the objects the cache
+    /// holds unchanged (their keys and versions are read from the listed text first).
     pub key_func: KeyFunc<K>,
     /// How the reflector lists and watches: page size, streaming lists, selectors, watch
     /// timeouts, backoff, list limits. Defaults as client-go's.
@@ -113,7 +118,7 @@ impl<K: Object> Default for InformerConfig<K> {
             queue: QueueChoice::DeltaFifo,
             indexer: None,
             store: StoreChoice::Indexed,
-            key_func: Arc::new(|obj: &K| key_of(obj)),
+            key_func: default_key_func(),
             list_watch: ListWatchConfig::default(),
             watch_error_handler: None,
             seed: None,
@@ -145,6 +150,24 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("on_incident", &self.on_incident.is_some())
             .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The default key function of `K` ([`key_of`]): one `Arc` per object type, shared by every
+/// default configuration, so that the informer can tell whether its configuration kept it
+/// (its keys are then `namespace/name`, which the reflector can read from a list item's
+/// metadata before decoding it).
+pub(crate) fn default_key_func<K: Object>() -> KeyFunc<K> {
+    type Registry = Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>;
+    static FUNCS: OnceLock<Registry> = OnceLock::new();
+    let mut funcs = FUNCS.get_or_init(Registry::default).lock();
+    let func = funcs
+        .entry(TypeId::of::<K>())
+        .or_insert_with(|| Box::new(Arc::new(|obj: &K| key_of(obj)) as KeyFunc<K>));
+    match func.downcast_ref::<KeyFunc<K>>() {
+        Some(func) => Arc::clone(func),
+        // The entry under `K`'s type id was made for `K` just above: not reached.
+        None => Arc::new(|obj: &K| key_of(obj)),
     }
 }
 

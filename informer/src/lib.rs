@@ -232,10 +232,11 @@ pub use sync::{SyncSource, wait_for_cache_sync};
 // What users need from the foundation crates, each under its one name.
 pub use informer_core::selector::{FieldSelector, LabelSelector, SelectorError};
 pub use informer_core::{
-    Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
-    KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
-    NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, ProcessError, Queue,
-    QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange, WatchEvent,
+    Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, ItemPeek,
+    KeyError, KeyFunc, KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, Listed,
+    ListerWatcher, NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone,
+    ProcessError, Queue, QueueError, RawObject, RawWatchEvent, RawWatchStream,
+    ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange, WatchEvent,
     WatchOptions, WatchStream, key_of, label_index_func, labels_index_func, namespace_index_func,
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};

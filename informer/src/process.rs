@@ -23,6 +23,10 @@
 //! `initial` is whether the queue had not yet synced when the batch was popped: true for the
 //! objects of the first full list.
 //!
+//! A delta that carries its object's JSON text as received ([`Delta::raw`]) is written with
+//! [`Store::add_raw`](informer_core::Store::add_raw) / `update_raw`, so a store that keeps
+//! objects encoded stores the text instead of encoding the object again.
+//!
 //! A delta the cache refuses (a backend error, an object without a key, a panicking key or
 //! index function) is reported and skipped; the rest of the batch is applied. Nothing here
 //! waits.
@@ -118,7 +122,10 @@ impl<K: Object> Rules<'_, K> {
                 }
                 match self.indexer.get_by_key(key.as_str()) {
                     None => {
-                        self.indexer.add(Arc::clone(new))?;
+                        match &delta.raw {
+                            Some(raw) => self.indexer.add_raw(Arc::clone(new), raw)?,
+                            None => self.indexer.add(Arc::clone(new))?,
+                        };
                         sink.notify(
                             Notification::Add {
                                 object: Arc::clone(new),
@@ -131,7 +138,10 @@ impl<K: Object> Rules<'_, K> {
                         let replaced_by_namesake = self.uid_change == UidChange::DeleteAndAdd
                             && matches!((old.object_uid(), new.object_uid()), (Some(a), Some(b)) if a != b);
                         if !Arc::ptr_eq(&old, new) {
-                            self.indexer.update(Arc::clone(new))?;
+                            match &delta.raw {
+                                Some(raw) => self.indexer.update_raw(Arc::clone(new), raw)?,
+                                None => self.indexer.update(Arc::clone(new))?,
+                            };
                         }
                         if replaced_by_namesake {
                             tracing::debug!(

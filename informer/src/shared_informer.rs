@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use informer_core::{
-    Delta, Indexer, Indexers, KeyFunc, KnownObjects, ListerWatcher, NAMESPACE_INDEX, Object,
-    ProcessError, ProcessFn, Queue, QueueError, ResourceEventHandler, UidChange,
+    Delta, Indexer, Indexers, KeyFunc, KnownObjects, Listed, ListerWatcher, NAMESPACE_INDEX,
+    Object, ProcessError, ProcessFn, Queue, QueueError, RawObject, ResourceEventHandler, UidChange,
     namespace_index_func,
 };
 use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
@@ -18,8 +18,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::Lister;
-use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring};
-use crate::store_choice::{StoreChoice, StoreWiring};
+use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring, default_key_func};
 use crate::error::InformerError;
 use crate::listener::Reporter;
 use crate::metrics::InformerRecorder;
@@ -27,6 +26,7 @@ use crate::process::Rules;
 use crate::processor::{NewRegistration, Processor, RegisterError, ShutdownReport};
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorStats};
 use crate::registration::{Phase, Registration};
+use crate::store_choice::{StoreChoice, StoreWiring};
 use crate::stream::EventStream;
 
 /// A cache of one kind of object, kept equal to the server by a
@@ -220,14 +220,17 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         // The reflector skips (and reports) what the queue's key function cannot key, rather
         // than have the queue refuse a whole list. Its resync settings come from the
-        // handlers' periods when it starts.
+        // handlers' periods when it starts. With the default key function it is told none:
+        // then it knows keys are `namespace/name` and may key list items from their metadata
+        // before decoding them.
+        let custom_keys = !Arc::ptr_eq(&key_func, &default_key_func::<K>());
         let reflector = ReflectorConfig {
             name: name.clone(),
             list_watch,
             resync_period: None,
             should_resync: None,
             transform,
-            key_func: Some(Arc::clone(&key_func)),
+            key_func: custom_keys.then(|| Arc::clone(&key_func)),
             watch_error_handler,
             seed,
             metrics: metrics.clone(),
@@ -617,6 +620,25 @@ impl<K: Object> Queue<K> for SignallingQueue<K> {
 
     fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), QueueError> {
         let result = self.inner.replace(objects, resource_version);
+        self.signal();
+        result
+    }
+
+    fn add_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.inner.add_raw(obj, raw)
+    }
+
+    fn update_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.inner.update_raw(obj, raw)
+    }
+
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<K>>,
+        resource_version: &str,
+        known: &dyn KnownObjects<K>,
+    ) -> Result<(), QueueError> {
+        let result = self.inner.replace_listed(entries, resource_version, known);
         self.signal();
         result
     }

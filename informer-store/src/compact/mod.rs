@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use informer_core::{
-    IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, Store, StoreError,
-    key_of, namespace_indexers,
+    IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, RawObject, Store,
+    StoreError, key_of, namespace_indexers,
 };
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
@@ -865,6 +865,11 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
         let slot = state.content.by_key(key)?;
         self.cache.get(key, slot.item.stamp)
     }
+
+    /// Yes: objects are kept as their JSON, and the text as received saves encoding them.
+    fn wants_raw(&self) -> bool {
+        true
+    }
 }
 
 impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
@@ -874,6 +879,16 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
 
     fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
         self.write(obj, None, true)
+    }
+
+    /// [`CompactStore::add_encoded`]: the text is stored (compressed) as it is.
+    fn add_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, Some(raw.as_bytes()), true)
+    }
+
+    /// As [`add_raw`](Store::add_raw).
+    fn update_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, Some(raw.as_bytes()), true)
     }
 
     fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {

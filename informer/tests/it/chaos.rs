@@ -251,8 +251,9 @@ fn run_chaos() {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { return };
                 let _ = tx.send(Event::Started(seed));
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage, store)))
-                    .map_err(|payload| panic_message(payload.as_ref()));
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage, store)))
+                        .map_err(|payload| panic_message(payload.as_ref()));
                 let _ = tx.send(Event::Finished(seed, Box::new(outcome)));
             }
         });
@@ -413,6 +414,9 @@ struct Totals {
     streaming_fallbacks: u64,
     continue_pages: u64,
     full_list_fallbacks: u64,
+    listed_unchanged: u64,
+    listed_undecoded: u64,
+    raw_kept: u64,
     handler_panics: u64,
     pop_pauses: u64,
     stalls: u64,
@@ -497,6 +501,9 @@ impl Totals {
             self.list_failures += c.list_failures;
             self.watch_starts += c.watch_starts;
             self.streaming_fallbacks += c.streaming_fallbacks;
+            self.listed_unchanged += r.listed_unchanged;
+            self.listed_undecoded += r.listed_undecoded;
+            self.raw_kept += r.raw_kept;
             for (reason, n) in c.watch_restarts.iter() {
                 *self.restarts.entry(reason.as_str()).or_default() += n;
             }
@@ -515,6 +522,14 @@ impl Totals {
             ("list failures", self.list_failures),
             ("streaming-list fallbacks", self.streaming_fallbacks),
             ("continue pages", self.continue_pages),
+            (
+                "listed objects the cache held unchanged",
+                self.listed_unchanged,
+            ),
+            (
+                "listed objects skipped before decoding",
+                self.listed_undecoded,
+            ),
             (
                 "full lists after an expired continue",
                 self.full_list_fallbacks,
@@ -628,13 +643,17 @@ impl std::fmt::Display for Totals {
         writeln!(
             f,
             "  reflectors: {} lists ({} relists, {} failed requests, {} continue pages, {} full \
-             lists after an expired continue), {} watch starts, {} streaming fallbacks; {} \
-             requests, at most {} in one second and {} in one seed",
+             lists after an expired continue; {} listed objects held unchanged, {} of them not \
+             decoded; {} objects with their text for the store), {} watch starts, {} streaming \
+             fallbacks; {} requests, at most {} in one second and {} in one seed",
             self.lists,
             self.relists,
             self.list_failures,
             self.continue_pages,
             self.full_list_fallbacks,
+            self.listed_unchanged,
+            self.listed_undecoded,
+            self.raw_kept,
             self.watch_starts,
             self.streaming_fallbacks,
             self.requests,

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use fake_apiserver::FakeApiServer;
+use informer::reflector::WatchListMode;
 use informer::{
-    Codec, CompactOptions, Indexer, Indexers, InformerConfig, InformerError, KeyFunc,
-    KnownObjects, NAMESPACE_INDEX, Object, ObjectKey, Store, StoreChoice, StoreError,
-    StoreWiring, ZstdDictionary, key_of, label_index_func,
+    Codec, CompactOptions, Indexer, Indexers, InformerConfig, InformerError, KeyFunc, KnownObjects,
+    NAMESPACE_INDEX, Object, ObjectKey, Store, StoreChoice, StoreError, StoreWiring,
+    ZstdDictionary, key_of, label_index_func,
 };
 use informer_testing::JsonObject;
 use informer_testing::conformance::indexer;
@@ -153,9 +154,12 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
                     .unwrap()
             );
         }
-        tokio::time::timeout(crate::support::GUARD, server.wait_for_open_watches(RESOURCE, 2))
-            .await
-            .unwrap();
+        tokio::time::timeout(
+            crate::support::GUARD,
+            server.wait_for_open_watches(RESOURCE, 2),
+        )
+        .await
+        .unwrap();
         for i in 0..40 {
             match i % 4 {
                 0 => {
@@ -191,7 +195,10 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
             }
             map
         };
-        assert!(by_key(&compact_log) == by_key(&indexed_log), "cache {cache}");
+        assert!(
+            by_key(&compact_log) == by_key(&indexed_log),
+            "cache {cache}"
+        );
         let (a, b) = (indexed.lister(), compact.lister());
         for value in ["a0", "a1", "a2", "moved"] {
             let names = |l: &informer::Lister<JsonObject>| {
@@ -225,7 +232,9 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
 #[tokio::test(start_paused = true)]
 async fn a_custom_store_gets_the_informers_key_function_and_indices() {
     let server = FakeApiServer::new();
-    server.create(RESOURCE, &cm("a").with_label("app", "web")).unwrap();
+    server
+        .create(RESOURCE, &cm("a").with_label("app", "web"))
+        .unwrap();
     let built = Arc::new(AtomicUsize::new(0));
     let names: Arc<parking_lot::Mutex<Vec<String>>> = Arc::default();
     let store = StoreChoice::Custom({
@@ -314,4 +323,95 @@ async fn compact_lookups_decode_objects_equal_to_the_servers() {
         assert_eq!(obj.fields["data"]["n"], n);
     }
     running.stop().await;
+}
+
+/// Relists and the text path, by the reflector's counters: a relist hands over what the
+/// cache holds unchanged without decoding it (with the default key function) or without
+/// keeping the copy (a custom one); objects travel with their text to a compact store unless
+/// a transform changes them, and never to the indexed store.
+#[tokio::test(start_paused = true)]
+async fn relists_skip_unchanged_objects_and_texts_reach_only_a_compact_store() {
+    struct Case {
+        store: fn() -> StoreChoice<JsonObject>,
+        transform: bool,
+        custom_keys: bool,
+        streaming: bool,
+        texts: bool,
+    }
+    let compact = || StoreChoice::compact(small(0));
+    let indexed = || StoreChoice::Indexed;
+    #[rustfmt::skip]
+    let cases = [
+        Case { store: indexed, transform: false, custom_keys: false, streaming: false, texts: false },
+        Case { store: compact, transform: false, custom_keys: false, streaming: false, texts: true },
+        Case { store: compact, transform: true, custom_keys: false, streaming: false, texts: false },
+        Case { store: compact, transform: false, custom_keys: true, streaming: false, texts: true },
+        Case { store: indexed, transform: false, custom_keys: true, streaming: false, texts: false },
+        Case { store: compact, transform: false, custom_keys: false, streaming: true, texts: true },
+        Case { store: indexed, transform: false, custom_keys: false, streaming: true, texts: false },
+    ];
+    for (n, case) in cases.iter().enumerate() {
+        let server = FakeApiServer::new();
+        for i in 0..20 {
+            server.create(RESOURCE, &cm(&format!("o{i}"))).unwrap();
+        }
+        let mut config = InformerConfig {
+            store: (case.store)(),
+            ..InformerConfig::default()
+        };
+        if case.transform {
+            config.transform = Some(Arc::new(|o: JsonObject| o.with_label("seen", "yes")));
+        }
+        if case.custom_keys {
+            config.key_func = Arc::new(|o: &JsonObject| key_of(o));
+        }
+        config.list_watch.watch_list = if case.streaming {
+            WatchListMode::On
+        } else {
+            WatchListMode::Off
+        };
+        let informer = informer(&server, config);
+        let log = Log::default();
+        informer.add_handler(log.handler()).unwrap();
+        let running = Running::start(&informer);
+        running.synced(&server).await;
+        // Two changes while watching, then a relist: 410 on the watch.
+        server
+            .update(RESOURCE, &cm("o1").with_label("v", "2"))
+            .unwrap();
+        server.create(RESOURCE, &cm("new")).unwrap();
+        log.wait_until("the new object", |s| s.iter().any(|e| e.key() == "ns/new"))
+            .await;
+        assert_eq!(server.faults().expire_watches(RESOURCE), 1);
+        server
+            .update(RESOURCE, &cm("o2").with_label("v", "3"))
+            .unwrap();
+        let stats = loop {
+            let stats = informer.stats().reflector.unwrap();
+            if stats.counters.lists >= 2 && informer.stats().queued == 0 {
+                break stats;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        };
+        log.wait_until("o2 at v=3", |s| {
+            s.iter()
+                .any(|e| matches!(e, Seen::Update { key, .. } if key == "ns/o2"))
+        })
+        .await;
+        assert_eq!(cache_state(&informer), server_state(&server), "case {n}");
+        // 20 of the 21 objects unchanged by the relist (o2 changed before it).
+        assert_eq!(stats.listed_unchanged, 20, "case {n}: {stats:?}");
+        // Skipped before decoding: list items (not a streaming list's events) keyed
+        // `namespace/name`.
+        let undecoded = if case.custom_keys || case.streaming {
+            0
+        } else {
+            20
+        };
+        assert_eq!(stats.listed_undecoded, undecoded, "case {n}: {stats:?}");
+        // 20 listed + 2 events + 1 relisted change, each with its text.
+        let texts = if case.texts { 23 } else { 0 };
+        assert_eq!(stats.raw_kept, texts, "case {n}: {stats:?}");
+        running.stop().await;
+    }
 }

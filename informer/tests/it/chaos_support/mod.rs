@@ -40,7 +40,7 @@ use informer::{
     InOrderFifoConfig, IncidentKind, IndexedStore, Indexer, Indexers, InformerConfig, KeyFunc,
     LabelSelector, ListerWatcher, NAMESPACE_INDEX, ObjectOrTombstone, Queue, QueueBuilder,
     QueueChoice, QueueWiring, Registration, RegistrationStatus, ResourceEventHandler,
-    RoundTripCheck, SharedIndexInformer, StoreChoice, UidChange, ZstdDictionary, key_of,
+    RoundTripCheck, SharedIndexInformer, StoreChoice, UidChange, ZstdDictionary,
     namespace_index_func,
 };
 use informer_testing::JsonObject;
@@ -1103,43 +1103,45 @@ fn build_informer(
     errors: &Arc<Mutex<BTreeMap<String, u64>>>,
     incidents: &Arc<Mutex<Vec<(String, String)>>>,
 ) -> (SharedIndexInformer<JsonObject>, Arc<ChaosQueue>) {
-    let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
+    // The informer's default key function (`namespace/name`): kept as it is, so that the
+    // informer knows its keys and relists may skip decoding what the cache holds unchanged.
+    let key_func: KeyFunc<JsonObject> = InformerConfig::<JsonObject>::default().key_func;
     // The indexed store is built here, as the informer would; the compact one by the
     // informer, from its settings (with the trap's index among its indexers).
-    let (indexer, store, indexers): (Option<Box<dyn Indexer<JsonObject>>>, _, _) =
-        match plan.store {
-            PlanStore::Indexed => (
-                Some(Box::new(
-                    IndexedStore::builder()
-                        .key_func(Arc::clone(&key_func))
-                        .indexer(NAMESPACE_INDEX, namespace_index_func())
-                        .indexer("tier", trap.index_func())
-                        .build(),
-                )),
-                StoreChoice::Indexed,
-                Indexers::new(),
-            ),
-            PlanStore::Compact {
-                cache,
-                eager_dictionary,
-            } => {
-                let mut options = CompactOptions::default()
-                    .cache_capacity(cache)
-                    .round_trip_check(RoundTripCheck::Always);
-                if eager_dictionary {
-                    options = options.codec(Codec::ZstdDictionary(
-                        ZstdDictionary::default()
-                            .training_objects(12)
-                            .dictionary_size(2 << 10),
-                    ));
-                }
-                (
-                    None,
-                    StoreChoice::compact(options),
-                    [("tier".to_owned(), trap.index_func())].into(),
-                )
+    let (indexer, store, indexers): (Option<Box<dyn Indexer<JsonObject>>>, _, _) = match plan.store
+    {
+        PlanStore::Indexed => (
+            Some(Box::new(
+                IndexedStore::builder()
+                    .key_func(Arc::clone(&key_func))
+                    .indexer(NAMESPACE_INDEX, namespace_index_func())
+                    .indexer("tier", trap.index_func())
+                    .build(),
+            )),
+            StoreChoice::Indexed,
+            Indexers::new(),
+        ),
+        PlanStore::Compact {
+            cache,
+            eager_dictionary,
+        } => {
+            let mut options = CompactOptions::default()
+                .cache_capacity(cache)
+                .round_trip_check(RoundTripCheck::Always);
+            if eager_dictionary {
+                options = options.codec(Codec::ZstdDictionary(
+                    ZstdDictionary::default()
+                        .training_objects(12)
+                        .dictionary_size(2 << 10),
+                ));
             }
-        };
+            (
+                None,
+                StoreChoice::compact(options),
+                [("tier".to_owned(), trap.index_func())].into(),
+            )
+        }
+    };
     // The informer builds the queue with its own key function and indexer; the wrapper is
     // kept here too, for the checks.
     let built: Arc<OnceLock<Arc<ChaosQueue>>> = Arc::default();
