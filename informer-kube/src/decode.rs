@@ -210,10 +210,8 @@ struct BookmarkMeta {
     annotations: Option<BTreeMap<String, String>>,
 }
 
-/// Decodes one watch line (without its newline). `context` says which watch, for errors.
-///
-/// A bare `Status` object on a line (some proxies and old servers end a watch that way) is an
-/// `ERROR` event, like one wrapped in an envelope.
+/// [`watch_line_with_text`] without the text (the tests' decoder).
+#[cfg(test)]
 pub(crate) fn watch_line<K: DeserializeOwned>(
     line: &[u8],
     context: &str,
@@ -221,8 +219,12 @@ pub(crate) fn watch_line<K: DeserializeOwned>(
     watch_line_with_text(line, context).map(|(event, _)| event)
 }
 
-/// [`watch_line`], with the text of the event's object (`ADDED`, `MODIFIED`, `DELETED`) as a
+/// Decodes one watch line (without its newline). `context` says which watch, for errors.
+/// With an object event (`ADDED`, `MODIFIED`, `DELETED`) comes the text of its object, a
 /// slice of `line`: what the object was decoded from.
+///
+/// A bare `Status` object on a line (some proxies and old servers end a watch that way) is an
+/// `ERROR` event, like one wrapped in an envelope.
 pub(crate) fn watch_line_with_text<'l, K: DeserializeOwned>(
     line: &'l [u8],
     context: &str,
@@ -288,7 +290,7 @@ pub(crate) fn watch_line_with_text<'l, K: DeserializeOwned>(
 /// An `ADDED`, `MODIFIED` or `DELETED` line as API servers write it,
 /// `{"type":"MODIFIED","object":{...}}`, decoded in one pass: the type read from the fixed
 /// prefix, the object decoded in place from text checked as UTF-8 once. `None` for any other
-/// line, or one that does not decode this way: the general path of [`watch_line`] then
+/// line, or one that does not decode this way: the general path of [`watch_line_with_text`] then
 /// decodes it (or reports why it cannot), so the result never depends on the shortcut.
 fn object_event<K: DeserializeOwned>(line: &[u8]) -> Option<(WatchEvent<K>, &str)> {
     /// What the event type decoded from the prefix makes of the object.
