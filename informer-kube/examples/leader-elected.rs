@@ -30,7 +30,7 @@
 //! per term (when it starts leading) and never refreshed during the term: refreshing it would
 //! let a stale leader pass the fence.
 //!
-//! `tests/leader_processes.rs` runs two candidates as processes against the `fake-apiserver`
+//! `tests/it/leader_processes.rs` runs two candidates as processes against the `fake-apiserver`
 //! binary, pauses the leader with SIGSTOP and checks that the fence's history never
 //! interleaves two leaders.
 

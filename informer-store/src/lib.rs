@@ -10,7 +10,7 @@
 //!
 //! Both implement the whole [`Store`](informer_core::Store) and
 //! [`Indexer`](informer_core::Indexer) API and pass the conformance suite of
-//! `informer-testing` (`tests/conformance.rs`, `tests/compact_conformance.rs`).
+//! `informer-testing` (`tests/it/conformance.rs`, `tests/it/compact_conformance.rs`).
 //!
 //! # Features
 //!
@@ -172,7 +172,7 @@
 //!    it decodes); otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
 //!    pass with the default cache because their stores hold fewer objects than it, and
-//!    `tests/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
+//!    `tests/it/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
 //! 2. **The cache never changes what is returned.** Each write gives the entry a new stamp,
 //!    under the write lock, in the order writes are applied; the cache answers only for the
 //!    stamp the store holds now, and writers replace or drop the key's cached object under the

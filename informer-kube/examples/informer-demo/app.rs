@@ -1,5 +1,5 @@
 //! The informer demo's program logic, shared by the example's `main` and by the integration test
-//! that runs it in process (`tests/demo.rs`).
+//! that runs it in process (`tests/it/demo.rs`).
 //!
 //! A shared informer on pods with a namespace index and a `node` index, two handlers (an event
 //! counter by type and a per-namespace tracker), a progress bar during the initial sync, a
@@ -418,8 +418,11 @@ impl Summary {
     }
 }
 
-/// Runs the demo: `args` as on the command line (the program name first).
-pub async fn run<I, T>(args: I) -> Result<Summary, DemoError>
+/// Runs the demo: `args` as on the command line (the program name first), until `--duration`
+/// elapses or `stop` fires (the program's `main` cancels it on Ctrl-C; the demo itself never
+/// listens for signals, so that running it in a test process leaves that process's SIGINT
+/// alone).
+pub async fn run<I, T>(args: I, stop: CancellationToken) -> Result<Summary, DemoError>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -431,10 +434,10 @@ where
             e.exit()
         }
     };
-    run_with(args, CancellationToken::new()).await
+    run_with(args, stop).await
 }
 
-/// Runs the demo with parsed arguments until `--duration` elapses, Ctrl-C, or `stop` fires.
+/// Runs the demo with parsed arguments until `--duration` elapses or `stop` fires.
 pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, DemoError> {
     let plain = args.plain || !std::io::stdout().is_terminal();
     let use_cluster = !args.fake
@@ -536,7 +539,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
     let cancel = CancellationToken::new();
     let task = informer.spawn(cancel.clone());
     let started = Instant::now();
-    let ctrl_c = ctrl_c_token();
 
     // Initial sync, with progress, bounded by --duration like the rest of the run.
     let expected = fake.as_ref().map(|f| f.seeded as u64);
@@ -548,7 +550,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         &announced,
         plain,
         &stop,
-        &ctrl_c,
         run_deadline,
     )
     .await;
@@ -612,7 +613,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         };
         tokio::select! {
             () = until_deadline => break,
-            () = ctrl_c.cancelled() => break,
             () = stop.cancelled() => break,
             _ = ticker.tick() => {}
         }
@@ -723,23 +723,11 @@ async fn start_fake(args: &Args) -> Result<Fake, DemoError> {
     })
 }
 
-/// A token cancelled on Ctrl-C (SIGINT).
-fn ctrl_c_token() -> CancellationToken {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            t.cancel();
-        }
-    });
-    token
-}
-
 /// How the wait for the initial sync ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Synced {
     Yes,
-    /// Stopped (Ctrl-C, the stop token, or the informer stopped).
+    /// Stopped (the stop token, fired by Ctrl-C in the program, or the informer stopped).
     Stopped,
     /// The run's deadline (`--duration`) came first.
     OutOfTime,
@@ -747,10 +735,6 @@ enum Synced {
 
 /// Waits for the informer and the handlers to sync, showing progress, until `deadline` at
 /// the latest.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "one call site, every argument distinct"
-)]
 async fn sync_with_progress(
     informer: &SharedIndexInformer<Pod>,
     registrations: &[&informer::Registration],
@@ -758,7 +742,6 @@ async fn sync_with_progress(
     announced: &AtomicU64,
     plain: bool,
     stop: &CancellationToken,
-    ctrl_c: &CancellationToken,
     deadline: Option<tokio::time::Instant>,
 ) -> Synced {
     let total = || expected.or_else(|| Some(announced.load(Ordering::Relaxed)).filter(|n| *n > 0));
@@ -784,7 +767,6 @@ async fn sync_with_progress(
     let synced = loop {
         tokio::select! {
             () = stop.cancelled() => break Synced::Stopped,
-            () = ctrl_c.cancelled() => break Synced::Stopped,
             () = &mut out_of_time => break Synced::OutOfTime,
             _ = tick.tick() => {}
             _ = plain_tick.tick(), if plain => {

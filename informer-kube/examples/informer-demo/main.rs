@@ -7,7 +7,7 @@
 //! cargo run --release -p informer-kube --example informer-demo -- --help
 //! ```
 //!
-//! The program logic lives in `app.rs`, which `tests/demo.rs` runs in process.
+//! The program logic lives in `app.rs`, which `tests/it/demo.rs` runs in process.
 
 mod app;
 
@@ -21,7 +21,15 @@ async fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    match app::run(std::env::args_os()).await {
+    // Ctrl-C stops the run (the program logic itself never listens for signals).
+    let stop = tokio_util::sync::CancellationToken::new();
+    let on_ctrl_c = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    match app::run(std::env::args_os(), stop).await {
         Ok(_) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("informer-demo: {error}");

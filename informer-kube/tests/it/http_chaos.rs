@@ -1,10 +1,11 @@
 //! The chaos convergence check in real time over HTTP: the scenarios of the `informer` crate's
-//! chaos test (`informer/tests/chaos.rs`, whose engine `main.rs` includes by path), with the
-//! informer reaching the fake API server's HTTP front end through kube-client and
-//! `KubeListerWatcher`, on a multi-thread runtime, every duration of the plan divided by 100
-//! (resync periods stay at least 1 s; a `Retry-After` is 1 s). Faults are staged on the
-//! server's engine, so they reach the wire as a real server sends them: broken watch bodies,
-//! `ERROR` events, raw lines, HTTP errors with `Retry-After`, 410 on continue tokens.
+//! chaos test (`informer/tests/it/chaos.rs`; this binary's `main.rs` includes its engine,
+//! `chaos_support`, by path), with the informer reaching the fake API server's HTTP front end
+//! through kube-client and `KubeListerWatcher`, on a multi-thread runtime, every duration of
+//! the plan divided by 100 (resync periods stay at least 1 s; a `Retry-After` is 1 s). Faults
+//! are staged on the server's engine, so they reach the wire as a real server sends them:
+//! broken watch bodies, `ERROR` events, raw lines, HTTP errors with `Retry-After`, 410 on
+//! continue tokens.
 //!
 //! Every check of the chaos test runs, except the resync cadence window (virtual time only):
 //! convergence of the cache and every handler (content included), deletions, the transform on

@@ -534,3 +534,55 @@ async fn indexers_can_be_added_after_start_and_the_transform_runs_before_storing
     ));
     running.stop().await;
 }
+
+/// Objects are decoded once and shared: every handler of an event and the cache hold the very
+/// same `Arc` (ARCHITECTURE.md's "decoded once" invariant).
+#[tokio::test(start_paused = true)]
+async fn handlers_and_the_cache_share_one_arc_per_object() {
+    let server = FakeApiServer::new();
+    server.create(RESOURCE, &cm("a")).unwrap();
+    let informer = informer(&server, InformerConfig::default());
+    type Seen = Vec<(usize, Arc<JsonObject>)>;
+    let seen: Arc<Mutex<Seen>> = Arc::default();
+    for h in 0..3 {
+        let sink = Arc::clone(&seen);
+        informer
+            .add_handler(handler().on_change(move |o: &Arc<JsonObject>| {
+                sink.lock().push((h, Arc::clone(o)));
+            }))
+            .unwrap();
+    }
+    let running = Running::start(&informer);
+    assert!(informer.wait_for_sync().await);
+    server
+        .update(RESOURCE, &cm("a").with_label("v", "2"))
+        .unwrap();
+    server.create(RESOURCE, &cm("b")).unwrap();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while seen.lock().len() < 9 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("every handler heard the three changes");
+    let lister = informer.lister();
+    let seen: Seen = seen.lock().clone();
+    for key in ["ns/a", "ns/b"] {
+        let cached = lister.get_by_key(key).unwrap();
+        let newest: Vec<&Arc<JsonObject>> = (0..3)
+            .filter_map(|h| {
+                seen.iter()
+                    .rev()
+                    .find(|(who, o)| {
+                        *who == h && informer::key_of(o.as_ref()).unwrap().as_str() == key
+                    })
+                    .map(|(_, o)| o)
+            })
+            .collect();
+        assert_eq!(newest.len(), 3, "{key}");
+        for o in newest {
+            assert!(Arc::ptr_eq(o, &cached), "{key}: a handler got a copy");
+        }
+    }
+    running.stop().await;
+}

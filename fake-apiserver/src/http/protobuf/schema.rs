@@ -153,7 +153,7 @@ fn special(name: &str) -> Option<Special> {
 }
 
 /// Parses the generated text. Lines it does not understand are skipped (the generator and
-/// this parser are tested together: see the tests below and `tests/http_protobuf.rs`).
+/// this parser are tested together: see the tests below and `tests/it/http_protobuf.rs`).
 fn parse(text: &str) -> Schema {
     // First pass: message names, so fields can refer to later messages by index.
     let names: Vec<&str> = text

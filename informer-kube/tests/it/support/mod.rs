@@ -24,41 +24,6 @@ use tokio::sync::watch;
 /// machine needs, only there so that a bug fails the test instead of hanging it.
 pub const GUARD: Duration = Duration::from_secs(120);
 
-/// Makes Ctrl-C (SIGINT) end the test process again, with status 130. Code that listens for
-/// Ctrl-C through tokio (the demo's program logic) replaces the default action of SIGINT for
-/// the whole process, for good: a signal handler cannot be removed. In a process of its own
-/// that lasted the few seconds of the demo's tests; in the one test binary, a Ctrl-C after
-/// them would be swallowed and the binary would run on after cargo has gone. Call it before
-/// such code; the watcher is registered when this returns. Once per process.
-pub fn exit_on_ctrl_c() {
-    #[cfg(unix)]
-    {
-        static WATCHER: std::sync::Once = std::sync::Once::new();
-        WATCHER.call_once(|| {
-            let (registered, ready) = std::sync::mpsc::channel();
-            std::thread::Builder::new()
-                .name("ctrl-c-exits".into())
-                .spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread()
-                        .enable_io()
-                        .build()
-                        .expect("a runtime for the Ctrl-C watcher");
-                    let mut interrupt = {
-                        let _context = runtime.enter();
-                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
-                            .expect("listen for SIGINT")
-                    };
-                    registered.send(()).expect("the caller waits");
-                    if runtime.block_on(interrupt.recv()).is_some() {
-                        std::process::exit(130);
-                    }
-                })
-                .expect("the Ctrl-C watcher thread");
-            ready.recv().expect("the Ctrl-C watcher registered");
-        });
-    }
-}
-
 /// A kube client for informers ([`client_for_informers`]) at `url`, a plain-HTTP server of
 /// these tests.
 pub fn client(url: &str) -> Result<Client, String> {
