@@ -105,6 +105,8 @@ pub trait ListerWatcher<K: Object>: Send + Sync {
 /// A watch stream whose events carry no text (the default of [`ListerWatcher::watch_raw`]).
 struct WithoutRaw<K>(WatchStream<K>);
 
+// The error is the contract's `Error`, passed through unchanged from the inner stream.
+#[allow(clippy::result_large_err)]
 impl<K> Stream for WithoutRaw<K> {
     type Item = Result<RawWatchEvent<K>, Error>;
 

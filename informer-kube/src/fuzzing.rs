@@ -22,7 +22,10 @@ pub fn watch_line(line: &[u8]) -> Result<WatchEvent<Pod>, Error> {
     {
         let again: Pod = serde_json::from_str(text)
             .unwrap_or_else(|e| panic!("the text of a decoded object does not decode: {e}"));
-        assert_eq!(&again, pod, "the text of an object decodes to another object");
+        assert_eq!(
+            &again, pod,
+            "the text of an object decodes to another object"
+        );
     }
     Ok(event)
 }

@@ -54,12 +54,12 @@ pub enum StoreChoice<K> {
     /// `informer_store::IndexedStore` (the default): every object held once as `Arc<K>`;
     /// lookups hand out the very `Arc` handlers were given, in about 100 ns.
     Indexed,
-    /// `informer_store::CompactStore` (feature `compact`): every object kept as its JSON
-    /// compressed with a trained zstd dictionary and decoded on access, with a bounded cache
-    /// of decoded objects for hot keys. Memory follows the size of the objects on the wire
-    /// (a few hundred bytes per pod instead of about 45 KB), at the price of a decode (tens
-    /// of microseconds for a pod) on every lookup that misses the cache. Built with
-    /// [`StoreChoice::compact`].
+    /// `informer_store::CompactStore` (feature `compact`): every object kept encoded
+    /// (JSON compressed with a trained zstd dictionary, by default) and decoded on
+    /// access, with a bounded cache of decoded objects for hot keys. Memory follows the size
+    /// of the objects on the wire (a few hundred bytes per pod instead of about 45 KB), at the
+    /// price of a decode (about 10 to 20 microseconds for a pod) on every lookup that misses
+    /// the cache. Built with [`StoreChoice::compact`].
     #[cfg(feature = "compact")]
     Compact(CompactChoice<K>),
     /// A store of your own, built by the informer with its key function and indices (so it
@@ -185,7 +185,8 @@ impl CompactOptions {
         self
     }
 
-    /// How objects are kept (default: zstd with a dictionary trained on the first objects).
+    /// How objects are kept (default: JSON, compressed with a zstd dictionary trained on the
+    /// first objects).
     pub fn codec(mut self, codec: Codec) -> Self {
         self.codec = codec;
         self

@@ -18,16 +18,25 @@ use informer_testing::conformance::indexer;
 
 use crate::informer_support::*;
 
-/// Options that exercise the compact store's paths on small stores: a dictionary trained
-/// after a dozen objects, and a cache of `cache` decoded objects (0: every read decodes).
+/// Options that exercise the compact store's paths on small stores: JSON (kept as received)
+/// with a dictionary trained after a dozen objects, and a cache of `cache` decoded objects (0:
+/// every read decodes).
 fn small(cache: usize) -> CompactOptions {
+    small_with(cache, true)
+}
+
+/// [`small`], in JSON or in MessagePack (the default, encoded from the object).
+fn small_with(cache: usize, json: bool) -> CompactOptions {
+    let dictionary = ZstdDictionary::default()
+        .training_objects(12)
+        .dictionary_size(2 << 10);
     CompactOptions::default()
         .cache_capacity(cache)
-        .codec(Codec::ZstdDictionary(
-            ZstdDictionary::default()
-                .training_objects(12)
-                .dictionary_size(2 << 10),
-        ))
+        .codec(if json {
+            Codec::ZstdDictionary(dictionary)
+        } else {
+            Codec::MessagePackZstd(dictionary)
+        })
 }
 
 /// An `Indexer` built as an informer builds its store: `Box<dyn Indexer>` behind a type the
@@ -114,6 +123,7 @@ impl Indexer<JsonObject> for Built {
 fn the_compact_store_an_informer_builds_passes_the_indexer_conformance_suite() {
     indexer::run_all(|indexers| Built::compact(CompactOptions::default(), indexers));
     indexer::run_all(|indexers| Built::compact(small(1_024), indexers));
+    indexer::run_all(|indexers| Built::compact(small_with(1_024, false), indexers));
 }
 
 /// The same informer scenario with each store: the cache equals the server through creates,
@@ -121,7 +131,7 @@ fn the_compact_store_an_informer_builds_passes_the_indexer_conformance_suite() {
 /// and by a label index agree, and the compact store keeps encoded objects.
 #[tokio::test(start_paused = true)]
 async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
-    for cache in [0, 4, 1_024] {
+    for (cache, json) in [(0, true), (0, false), (4, false), (1_024, true)] {
         let server = FakeApiServer::new();
         for i in 0..40 {
             server
@@ -142,7 +152,7 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
             )
         };
         let indexed = make(StoreChoice::Indexed);
-        let compact = make(StoreChoice::compact(small(cache)));
+        let compact = make(StoreChoice::compact(small_with(cache, json)));
         let (indexed_log, compact_log) = (Log::default(), Log::default());
         indexed.add_handler(indexed_log.handler()).unwrap();
         compact.add_handler(compact_log.handler()).unwrap();
@@ -185,7 +195,11 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
             .await;
         }
         let expected = server_state(&server);
-        assert_eq!(cache_state(&compact), expected, "cache {cache}");
+        assert_eq!(
+            cache_state(&compact),
+            expected,
+            "cache {cache}, json {json}"
+        );
         assert_eq!(cache_state(&indexed), expected);
         // Each key's notifications, in order (keys interleave as the two queues pop).
         let by_key = |log: &Log| {
@@ -197,7 +211,7 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
         };
         assert!(
             by_key(&compact_log) == by_key(&indexed_log),
-            "cache {cache}"
+            "cache {cache}, json {json}"
         );
         let (a, b) = (indexed.lister(), compact.lister());
         for value in ["a0", "a1", "a2", "moved"] {
@@ -211,7 +225,11 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
                 v.sort();
                 v
             };
-            assert_eq!(names(&b), names(&a), "app={value}, cache {cache}");
+            assert_eq!(
+                names(&b),
+                names(&a),
+                "app={value}, cache {cache}, json {json}"
+            );
         }
         assert_eq!(
             b.by_index(NAMESPACE_INDEX, NS).unwrap().len(),
@@ -327,10 +345,11 @@ async fn compact_lookups_decode_objects_equal_to_the_servers() {
 
 /// Relists and the text path, by the reflector's counters: a relist hands over what the
 /// cache holds unchanged without decoding it (with the default key function) or without
-/// keeping the copy (a custom one); objects travel with their text to a compact store unless
-/// a transform changes them, and never to the indexed store.
+/// keeping the copy (a custom one); objects travel with their text to a compact store that
+/// keeps JSON unless a transform changes them, and never to the indexed store nor to a
+/// MessagePack compact store (which encodes the object itself).
 #[tokio::test(start_paused = true)]
-async fn relists_skip_unchanged_objects_and_texts_reach_only_a_compact_store() {
+async fn relists_skip_unchanged_objects_and_texts_reach_only_a_json_compact_store() {
     struct Case {
         store: fn() -> StoreChoice<JsonObject>,
         transform: bool,
@@ -340,8 +359,10 @@ async fn relists_skip_unchanged_objects_and_texts_reach_only_a_compact_store() {
     }
     let compact = || StoreChoice::compact(small(0));
     let indexed = || StoreChoice::Indexed;
+    let message_pack = || StoreChoice::compact(small_with(0, false));
     #[rustfmt::skip]
     let cases = [
+        Case { store: message_pack, transform: false, custom_keys: false, streaming: false, texts: false },
         Case { store: indexed, transform: false, custom_keys: false, streaming: false, texts: false },
         Case { store: compact, transform: false, custom_keys: false, streaming: false, texts: true },
         Case { store: compact, transform: true, custom_keys: false, streaming: false, texts: false },

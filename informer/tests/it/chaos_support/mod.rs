@@ -1124,17 +1124,24 @@ fn build_informer(
         PlanStore::Compact {
             cache,
             eager_dictionary,
+            json,
         } => {
-            let mut options = CompactOptions::default()
+            let dictionary = if eager_dictionary {
+                ZstdDictionary::default()
+                    .training_objects(12)
+                    .dictionary_size(2 << 10)
+            } else {
+                ZstdDictionary::default()
+            };
+            let codec = if json {
+                Codec::ZstdDictionary(dictionary)
+            } else {
+                Codec::MessagePackZstd(dictionary)
+            };
+            let options = CompactOptions::default()
                 .cache_capacity(cache)
-                .round_trip_check(RoundTripCheck::Always);
-            if eager_dictionary {
-                options = options.codec(Codec::ZstdDictionary(
-                    ZstdDictionary::default()
-                        .training_objects(12)
-                        .dictionary_size(2 << 10),
-                ));
-            }
+                .round_trip_check(RoundTripCheck::Always)
+                .codec(codec);
             (
                 None,
                 StoreChoice::compact(options),

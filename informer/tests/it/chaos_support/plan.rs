@@ -58,8 +58,11 @@ pub enum PlanStore {
         /// Decoded objects cached (0: every read decodes).
         cache: usize,
         /// A dictionary trained after a dozen objects (else the default 512: with the chaos
-        /// test's few objects the store mostly keeps plain JSON).
+        /// test's few objects the store mostly keeps objects uncompressed).
         eager_dictionary: bool,
+        /// JSON (kept as received: the raw-text path) rather than MessagePack (the default,
+        /// encoded from the object).
+        json: bool,
     },
 }
 
@@ -253,6 +256,7 @@ impl Plan {
                 PlanStore::Compact {
                     cache: [0, 1, 3, 1_024][rng.random_range(0..4)],
                     eager_dictionary: rng.random_bool(0.5),
+                    json: rng.random_bool(0.5),
                 }
             }
         };
