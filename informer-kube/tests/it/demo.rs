@@ -41,26 +41,28 @@ async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
     assert!(rss.current > 0 && rss.peak >= rss.current, "{rss:?}");
 }
 
-/// `--store compact`: the same run with the compact cache; the summary says which store and
-/// the process's memory.
+/// `--store compact`: the same run with the compact cache (ten seconds as above, the bound of
+/// the initial sync); the summary says which store and the process's memory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn demo_runs_with_the_compact_store() {
-    crate::support::exit_on_ctrl_c();
-    let summary = app::run([
-        "informer-demo",
-        "--fake",
-        "--plain",
-        "--duration",
-        "3s",
-        "--pods",
-        "1000",
-        "--namespaces",
-        "10",
-        "--churn",
-        "200",
-        "--store",
-        "compact",
-    ])
+    let summary = app::run(
+        [
+            "informer-demo",
+            "--fake",
+            "--plain",
+            "--duration",
+            "10s",
+            "--pods",
+            "1000",
+            "--namespaces",
+            "10",
+            "--churn",
+            "200",
+            "--store",
+            "compact",
+        ],
+        tokio_util::sync::CancellationToken::new(),
+    )
     .await
     .unwrap();
     assert_eq!(summary.store, app::StoreArg::Compact);
