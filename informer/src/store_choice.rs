@@ -50,9 +50,11 @@ impl<K> StoreWiring<K> {
 /// # }
 /// ```
 #[non_exhaustive]
+#[derive(Default)]
 pub enum StoreChoice<K> {
     /// `informer_store::IndexedStore` (the default): every object held once as `Arc<K>`;
     /// lookups hand out the very `Arc` handlers were given, in about 100 ns.
+    #[default]
     Indexed,
     /// `informer_store::CompactStore` (feature `compact`): every object kept encoded
     /// (JSON compressed with a trained zstd dictionary, by default) and decoded on
@@ -65,12 +67,6 @@ pub enum StoreChoice<K> {
     /// A store of your own, built by the informer with its key function and indices (so it
     /// cannot be keyed differently from the queue).
     Custom(StoreBuilder<K>),
-}
-
-impl<K> Default for StoreChoice<K> {
-    fn default() -> Self {
-        Self::Indexed
-    }
 }
 
 impl<K> fmt::Debug for StoreChoice<K> {

@@ -476,6 +476,8 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Starts a watch and reads it until it ends, fails, or the queue closes.
+    // The stream's error is the contract's `Error`, passed through unchanged.
+    #[allow(clippy::result_large_err)]
     async fn watch(&self, options: &WatchOptions) -> Flow {
         let streaming = options.send_initial_events == Some(true);
         self.recorder.watch_started(streaming);

@@ -235,7 +235,7 @@ async fn a_compact_informer_holds_and_tells_what_an_indexed_one_does() {
             b.by_index(NAMESPACE_INDEX, NS).unwrap().len(),
             expected.len()
         );
-        for (k, _) in &expected {
+        for k in expected.keys() {
             let (ns, name) = k.split_once('/').unwrap();
             assert_eq!(b.get(Some(ns), name), a.get(Some(ns), name));
         }
