@@ -89,8 +89,9 @@
 //! `CHAOS_SEED`) prints the informer's tracing output, e.g. `CHAOS_LOG=informer=debug`.
 //! `CHAOS_FAIL_FAST=1` stops at the first failing seed. `CHAOS_STORE=compact` gives the
 //! informer the compact store (`StoreChoice::compact`) instead of the indexed one, each seed
-//! drawing its cache size (0, 1, 3 or 1,024 decoded objects) and whether its dictionary is
-//! trained after a dozen objects, every write's round trip checked; `cargo xtask soak
+//! drawing its cache size (0, 1, 3 or 1,024 decoded objects), whether its dictionary is
+//! trained after a dozen objects and whether it keeps JSON (the raw-text path) or MessagePack,
+//! every write's round trip checked; `cargo xtask soak
 //! --store compact` sets it. `CHAOS_SABOTAGE=watch:N` or `list:N`
 //! loses every Nth watch event or list item on purpose, to see how failures are reported. A
 //! failing seed prints its plan, the last steps of its schedule, the checker's report, the
