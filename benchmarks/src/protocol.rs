@@ -45,6 +45,11 @@ pub enum Command {
         namespaces: Vec<String>,
         /// `namespace/name` keys to get, in turn.
         keys: Vec<String>,
+        /// `namespace/name` keys to get once each, every call timed: cold lookups (none of
+        /// them asked for before; the stamped writes touched other pods where the size
+        /// allows).
+        #[serde(default)]
+        cold_keys: Vec<String>,
         /// Minimum duration of each timing loop.
         min_seconds: f64,
     },
@@ -102,6 +107,9 @@ pub enum Report {
         namespace: LookupTiming,
         /// Getting one pod by namespace and name.
         get: LookupTiming,
+        /// Cold lookups, each timed on its own (before the loops).
+        #[serde(default)]
+        cold: Option<ColdLookups>,
     },
     /// The command could not be carried out.
     Failed {
@@ -120,6 +128,16 @@ pub struct LookupTiming {
     /// Objects found by one pass over the inputs (every namespace once, every key once):
     /// the orchestrator checks it against the server.
     pub found_per_pass: u64,
+}
+
+/// Lookups timed one by one, each input once, before anything warmed a cache for them:
+/// microseconds per call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ColdLookups {
+    /// Getting one pod by key, each of the cold keys once.
+    pub get: Summary,
+    /// Listing the pods of one namespace, each namespace once.
+    pub namespace: Summary,
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use crate::contender::ContenderKind;
 use crate::machine::Machine;
+use crate::protocol::ColdLookups;
 use crate::suite::{ContenderResult, SizeResults, SuiteResults};
 
 /// What the report says besides the results.
@@ -30,6 +31,15 @@ pub enum Bound {
     AtLeast,
 }
 
+/// What a target's measure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A ratio (shown `1.23×`).
+    Ratio,
+    /// Microseconds (shown `850 µs`, `12.3 ms`).
+    Micros,
+}
+
 /// One target, checked at one size.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetCheck {
@@ -37,12 +47,14 @@ pub struct TargetCheck {
     pub target: &'static str,
     /// At how many pods.
     pub pods: usize,
-    /// The measured ratio (`None` when a contender it needs did not run).
+    /// The measured ratio or value (`None` when a contender it needs did not run).
     pub measured: Option<f64>,
     /// The limit.
     pub limit: f64,
     /// Which side of the limit is good.
     pub bound: Bound,
+    /// What `measured` and `limit` are.
+    pub unit: Unit,
     /// The figures the ratio comes from.
     pub detail: String,
 }
@@ -78,8 +90,15 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 /// The targets of issue 7, checked for the headline contender (informer-rs default) at one
-/// size.
+/// size, then those of issue 15 (the compact store; CPU per watch event).
 pub fn targets(size: &SizeResults) -> Vec<TargetCheck> {
+    let mut checks = headline_targets(size);
+    checks.extend(compact_targets(size));
+    checks
+}
+
+/// The targets of issue 7.
+fn headline_targets(size: &SizeResults) -> Vec<TargetCheck> {
     let ours = size.of(ContenderKind::Informer);
     let kr = size.of(ContenderKind::KubeRuntime);
     let floor = size.of(ContenderKind::Floor);
@@ -138,6 +157,7 @@ pub fn targets(size: &SizeResults) -> Vec<TargetCheck> {
         measured,
         limit,
         bound,
+        unit: Unit::Ratio,
         detail,
     };
     let mut checks = vec![
@@ -176,6 +196,130 @@ pub fn targets(size: &SizeResults) -> Vec<TargetCheck> {
 
 /// The smallest size the namespace lookup target applies to.
 pub const LOOKUP_TARGET_PODS: usize = 100_000;
+
+/// The targets of issue 15: the compact store's memory, relist peak, cold sync and cold
+/// lookups, and the default store's CPU per watch event against the floor's.
+fn compact_targets(size: &SizeResults) -> Vec<TargetCheck> {
+    let ours = size.of(ContenderKind::Informer);
+    let compact = size.of(ContenderKind::InformerCompact);
+    let kr = size.of(ContenderKind::KubeRuntime);
+    let floor = size.of(ContenderKind::Floor);
+    let pods = size.pods;
+    let check = |target, (measured, detail): Measure, limit, bound, unit| TargetCheck {
+        target,
+        pods,
+        measured,
+        limit,
+        bound,
+        unit,
+        detail,
+    };
+    let rss = compare(compact, kr, |c, k| {
+        (
+            ratio(c.rss(), k.rss()),
+            format!("{} vs kube-runtime {}", mib(c.rss()), mib(k.rss())),
+        )
+    });
+    let relist = match compact {
+        Some(c) => (
+            ratio(c.relist.peak as f64, c.relist.rss_before as f64),
+            format!(
+                "peak {} vs {} after sync",
+                mib(c.relist.peak as f64),
+                mib(c.relist.rss_before as f64)
+            ),
+        ),
+        None => (None, "not measured".to_owned()),
+    };
+    let sync = compare(compact, floor, |c, f| {
+        (
+            ratio(c.sync(), f.sync()),
+            format!("{} vs floor {}", secs(c.sync()), secs(f.sync())),
+        )
+    });
+    let cold = |pick: fn(&ColdLookups) -> f64, what: &str| -> Measure {
+        let value = |c: Option<&ContenderResult>| {
+            c.and_then(|c| c.lookups)
+                .and_then(|l| l.cold)
+                .map(|cold| pick(&cold))
+        };
+        match value(compact) {
+            Some(v) => (
+                Some(v),
+                format!(
+                    "{what} {}; default store {}",
+                    micros(v),
+                    value(ours).map_or_else(|| "–".to_owned(), micros)
+                ),
+            ),
+            None => (None, "not measured".to_owned()),
+        }
+    };
+    let cpu = compare(ours, floor, |o, f| {
+        (
+            ratio(
+                o.steady.cpu_micros_per_event(),
+                f.steady.cpu_micros_per_event(),
+            ),
+            format!(
+                "{} vs floor {} (steady phase)",
+                micros(o.steady.cpu_micros_per_event()),
+                micros(f.steady.cpu_micros_per_event())
+            ),
+        )
+    });
+    vec![
+        check(
+            "compact store: RSS after sync ≤ 0.2× kube-runtime's",
+            rss,
+            0.2,
+            Bound::AtMost,
+            Unit::Ratio,
+        ),
+        check(
+            "compact store: relist peak ≤ 1.2× own RSS after sync",
+            relist,
+            1.2,
+            Bound::AtMost,
+            Unit::Ratio,
+        ),
+        check(
+            "compact store: cold sync ≤ 1.1× the floor",
+            sync,
+            1.1,
+            Bound::AtMost,
+            Unit::Ratio,
+        ),
+        check(
+            "compact store: get by namespace/name, cold key, p50 ≤ 20 µs",
+            cold(|c| c.get.p50, "p50"),
+            20.0,
+            Bound::AtMost,
+            Unit::Micros,
+        ),
+        check(
+            "compact store: get by namespace/name, cold key, p99 ≤ 100 µs",
+            cold(|c| c.get.p99, "p99"),
+            100.0,
+            Bound::AtMost,
+            Unit::Micros,
+        ),
+        check(
+            "compact store: pods of one namespace (1,000 at 100k), median ≤ 20 ms",
+            cold(|c| c.namespace.p50, "median over namespaces"),
+            20_000.0,
+            Bound::AtMost,
+            Unit::Micros,
+        ),
+        check(
+            "CPU per watch event ≤ 1.3× the floor's",
+            cpu,
+            1.3,
+            Bound::AtMost,
+            Unit::Ratio,
+        ),
+    ]
+}
 
 /// `1,234,567`.
 pub fn thousands(n: u64) -> String {
@@ -261,10 +405,19 @@ fn verdict(check: &TargetCheck) -> &'static str {
     }
 }
 
+/// A target's value in its unit.
+fn value_text(unit: Unit, value: Option<f64>) -> String {
+    match unit {
+        Unit::Ratio => times(value),
+        Unit::Micros => value.map_or_else(|| "–".to_owned(), micros),
+    }
+}
+
 fn limit_text(check: &TargetCheck) -> String {
+    let limit = value_text(check.unit, Some(check.limit));
     match check.bound {
-        Bound::AtMost => format!("≤ {}", times(Some(check.limit))),
-        Bound::AtLeast => format!("≥ {}", times(Some(check.limit))),
+        Bound::AtMost => format!("≤ {limit}"),
+        Bound::AtLeast => format!("≥ {limit}"),
     }
 }
 
@@ -324,8 +477,9 @@ pub fn render(results: &SuiteResults, context: &ReportContext) -> String {
     let _ = writeln!(out, "## Targets\n");
     let _ = writeln!(
         out,
-        "Headline contender: informer-rs with its defaults (`KubeInformerFactory`, full objects). \
-         Why a target is missed, and what would close it, is in the analysis below.\n"
+        "Headline contender: informer-rs with its defaults (`KubeInformerFactory`, full objects); \
+         the rows starting \"compact store\" are its compact-store contender (issue 15). Why a \
+         target is missed, and what would close it, is in the analysis below.\n"
     );
     let _ = writeln!(out, "| target | pods | measured | aim | result | from |");
     let _ = writeln!(out, "|---|---:|---:|---:|---|---|");
@@ -336,7 +490,7 @@ pub fn render(results: &SuiteResults, context: &ReportContext) -> String {
                 "| {} | {} | {} | {} | {} | {} |",
                 t.target,
                 thousands(t.pods as u64),
-                times(t.measured),
+                value_text(t.unit, t.measured),
                 limit_text(&t),
                 verdict(&t),
                 t.detail
@@ -497,7 +651,52 @@ fn render_size(out: &mut String, size: &SizeResults) {
             vs(&get, c, kr)
         );
     }
+
+    let cold: Vec<(&ContenderResult, ColdLookups)> = size
+        .contenders
+        .iter()
+        .filter_map(|c| Some((c, c.lookups?.cold?)))
+        .collect();
+    if !cold.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nThe loops above repeat the same inputs, so a cache of decoded objects serves most \
+             of them. Cold lookups, each input once and each call timed on its own, before those \
+             loops: {} keys none of the phases touched last (where the size allows: with fewer \
+             pods than writes every pod was written, and the compact store's cache may still \
+             hold a few), and every namespace once.\n",
+            thousands(cold.iter().map(|(_, c)| c.get.count).max().unwrap_or(0))
+        );
+        let _ = writeln!(
+            out,
+            "| contender | get, cold: p50 | p90 | p99 | max | pods of 1 namespace, each once: median | p90 | max |"
+        );
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+        for (c, l) in cold {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                c.kind.label(),
+                micros_fine(l.get.p50),
+                micros_fine(l.get.p90),
+                micros_fine(l.get.p99),
+                micros_fine(l.get.max),
+                micros_fine(l.namespace.p50),
+                micros_fine(l.namespace.p90),
+                micros_fine(l.namespace.max)
+            );
+        }
+    }
     out.push('\n');
+}
+
+/// Microseconds, below one as nanoseconds.
+fn micros_fine(us: f64) -> String {
+    if us.is_finite() && us < 1.0 {
+        nanos(us * 1_000.0)
+    } else {
+        micros(us)
+    }
 }
 
 /// How the run is set up (the same for every run).
@@ -525,6 +724,10 @@ indexed store with the namespace index, one closure handler. Its first list asks
 like the API server's watch cache, answers that in one response. Relists after a 410 are \
 consistent paginated lists. The extra row drops `managedFields` as each object is decoded \
 (`set_drop_managed_fields(true)`); it is not the headline.
+- **informer-rs, compact store.** The same factory with `set_store(StoreKind::Compact(\
+CompactOptions::default()))`: every pod kept as its JSON, compressed with a zstd dictionary \
+trained on the first 512, a cache of 1,024 decoded pods; objects arrive with their JSON text, \
+which the store compresses as received (no re-encoding); full objects (`managedFields` kept).
 - **kube-runtime 5.** `reflector(writer, watcher(api, watcher::Config::default()).default_backoff())` \
 consumed by one task (its documented use), and the same with `.streaming_lists()`. Its default \
 lists are consistent (no resourceVersion) in pages of 500. Namespace lookups use \
@@ -601,6 +804,7 @@ mod tests {
                     nanos_per_op: 100.0,
                     found_per_pass: 1_000,
                 },
+                cold: None,
             }),
         }
     }
@@ -686,8 +890,79 @@ mod tests {
         size.contenders
             .retain(|c| c.kind == ContenderKind::Informer);
         let checks = targets(&size);
-        assert_eq!(checks.iter().filter(|c| c.met().is_none()).count(), 4);
+        // Four of issue 7's five, and all seven of issue 15 (no compact store, no floor).
+        assert_eq!(checks.iter().filter(|c| c.met().is_none()).count(), 11);
         assert_eq!(checks.iter().filter(|c| c.met() == Some(true)).count(), 1);
+    }
+
+    #[test]
+    fn compact_targets_read_the_compact_contender_and_its_cold_lookups() {
+        let mut size = sample().sizes.remove(0);
+        let mut compact = result(
+            ContenderKind::InformerCompact,
+            1.0,
+            100 << 20,
+            110 << 20,
+            1.0,
+            9_000_000.0,
+        );
+        let cold = |p50: f64, p99: f64| Summary {
+            count: 2_000,
+            p50,
+            p90: p99,
+            p99,
+            max: p99,
+            mean: p50,
+        };
+        if let Some(l) = compact.lookups.as_mut() {
+            l.cold = Some(ColdLookups {
+                get: cold(25.0, 90.0),
+                namespace: cold(15_000.0, 30_000.0),
+            });
+        }
+        size.contenders.push(compact);
+        let checks = targets(&size);
+        let by_name = |prefix: &str| {
+            checks
+                .iter()
+                .find(|c| c.target.starts_with(prefix))
+                .unwrap_or_else(|| panic!("no target {prefix:?}"))
+        };
+        let rss = by_name("compact store: RSS");
+        assert!((rss.measured.unwrap() - 100.0 / 800.0).abs() < 1e-9);
+        assert_eq!(rss.met(), Some(true));
+        assert_eq!(by_name("compact store: relist").met(), Some(true));
+        let p50 = by_name("compact store: get by namespace/name, cold key, p50");
+        assert_eq!((p50.measured, p50.met()), (Some(25.0), Some(false)));
+        assert_eq!(value_text(p50.unit, p50.measured), "25 µs");
+        assert_eq!(limit_text(p50), "≤ 20 µs");
+        let p99 = by_name("compact store: get by namespace/name, cold key, p99");
+        assert_eq!(p99.met(), Some(true));
+        assert_eq!(by_name("compact store: pods of one").met(), Some(true));
+        // Same CPU per event as the floor in the sample.
+        assert_eq!(by_name("CPU per watch event").met(), Some(true));
+        let text = render(
+            &SuiteResults {
+                settings: sample().settings,
+                sizes: vec![size],
+            },
+            &ReportContext {
+                machine: Machine {
+                    cpu: "Test CPU".into(),
+                    cores: 2,
+                    memory_bytes: 8 << 30,
+                    kernel: "6.0".into(),
+                    rustc: "rustc 1.95.0".into(),
+                },
+                date: "2026-01-01 00:00 UTC".into(),
+                command: "cargo xtask bench".into(),
+                analysis: None,
+            },
+        );
+        assert!(
+            text.contains("| informer-rs, compact store (full objects) | 25 µs | 90 µs | 90 µs | 90 µs | 15.0 ms | 30.0 ms | 30.0 ms |"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::contender::ContenderKind;
 use crate::error::HarnessError;
 use crate::process::ContenderProcess;
 use crate::procfs::{self, RssSampler};
-use crate::protocol::{Command, LookupTiming, Report};
+use crate::protocol::{ColdLookups, Command, LookupTiming, Report};
 use crate::server::{Admin, ServerProcess};
 use crate::stats::{Summary, median};
 use crate::writer::Writer;
@@ -255,6 +255,9 @@ pub struct LookupsResult {
     pub namespace: LookupTiming,
     /// One pod by key.
     pub get: LookupTiming,
+    /// Cold lookups, one by one (absent in results from before they were measured).
+    #[serde(default)]
+    pub cold: Option<ColdLookups>,
 }
 
 /// Runs the suite; `log` hears progress lines.
@@ -300,6 +303,7 @@ struct Bench<'a> {
     pods: usize,
     namespaces: Vec<String>,
     lookup_keys: Vec<String>,
+    cold_keys: Vec<String>,
     relists: usize,
 }
 
@@ -346,6 +350,7 @@ fn run_size(
         .take(config.lookup_keys)
         .map(|(ns, name)| format!("{ns}/{name}"))
         .collect();
+    let cold_keys = cold_keys(&keys, config);
     // Stamp every pod the phases will touch once, so that every contender lists the same
     // objects (the first one would otherwise see them without the stamps).
     let mut writer = Writer::new(admin.client().clone(), keys);
@@ -372,6 +377,7 @@ fn run_size(
         pods,
         namespaces,
         lookup_keys,
+        cold_keys,
         relists: 0,
     };
     let mut contenders = Vec::new();
@@ -385,6 +391,44 @@ fn run_size(
         server_rss,
         contenders,
     })
+}
+
+/// Keys looked up cold, each once.
+pub const COLD_KEYS: usize = 2_000;
+
+/// Keys written last by the watch run (those a compact store's cache of decoded objects may
+/// still hold) that the cold lookups leave out: four times the compact store's default cache.
+const RECENTLY_WRITTEN: usize = 4_096;
+
+/// The keys looked up cold: [`COLD_KEYS`] pods spread evenly over those the watch run's
+/// stamped writes leave alone (the writer goes through the pods in order from the first,
+/// `steady + burst` writes), else over those it did not write last; never a key of the hot
+/// loops (which run after).
+fn cold_keys(keys: &[(String, String)], config: &SuiteConfig) -> Vec<String> {
+    let writes = usize::try_from(config.steady_writes() + config.burst).unwrap_or(usize::MAX);
+    let pods = keys.len();
+    if pods == 0 {
+        return Vec::new();
+    }
+    let recent: std::collections::HashSet<usize> = (0..writes.min(RECENTLY_WRITTEN))
+        .map(|back| (writes - 1 - back) % pods)
+        .collect();
+    let untouched: Vec<usize> = (writes.min(pods)..pods).collect();
+    let candidates: Vec<usize> = if untouched.len() >= COLD_KEYS {
+        untouched
+    } else {
+        (0..pods).filter(|i| !recent.contains(i)).collect()
+    };
+    let step = (candidates.len() / COLD_KEYS).max(1);
+    let hot_step = (pods / config.lookup_keys.max(1)).max(1);
+    candidates
+        .iter()
+        .step_by(step)
+        // The hot keys are every `hot_step`th pod from the first.
+        .filter(|i| *i % hot_step != 0)
+        .take(COLD_KEYS)
+        .map(|&i| format!("{}/{}", keys[i].0, keys[i].1))
+        .collect()
 }
 
 /// Memory warmed per pod before each run: above what the largest contender holds after sync
@@ -666,10 +710,15 @@ impl Bench<'_> {
         let command = Command::Lookups {
             namespaces: self.namespaces.clone(),
             keys: self.lookup_keys.clone(),
+            cold_keys: self.cold_keys.clone(),
             min_seconds: self.config.lookup_seconds,
         };
         match p.ask(&command, self.config.phase_timeout)? {
-            Report::Lookups { namespace, get } => {
+            Report::Lookups {
+                namespace,
+                get,
+                cold,
+            } => {
                 if namespace.found_per_pass != self.pods as u64
                     || get.found_per_pass != self.lookup_keys.len() as u64
                 {
@@ -682,7 +731,11 @@ impl Bench<'_> {
                         self.lookup_keys.len()
                     )));
                 }
-                Ok(LookupsResult { namespace, get })
+                Ok(LookupsResult {
+                    namespace,
+                    get,
+                    cold,
+                })
             }
             other => Err(p.unexpected("the lookups", &other)),
         }

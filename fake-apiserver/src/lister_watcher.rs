@@ -6,8 +6,9 @@ use std::marker::PhantomData;
 use async_trait::async_trait;
 use futures::StreamExt;
 use informer_core::{
-    Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListPageInfo, ListSink,
-    ListerWatcher, Object, Status, WatchEvent, WatchOptions, WatchStream,
+    Bookmark, Error, INITIAL_EVENTS_END_ANNOTATION, ItemPeek, ListOptions, ListPage, ListPageInfo,
+    ListSink, ListerWatcher, Object, RawObject, RawWatchEvent, RawWatchStream, Status, WatchEvent,
+    WatchOptions, WatchStream,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -17,6 +18,10 @@ use super::{FakeApiServer, Query, WatchFrame};
 
 /// A [`ListerWatcher`] for one resource (in one namespace or all) of a [`FakeApiServer`],
 /// decoding every object once into `K` with `serde_json::from_slice`.
+///
+/// Like a backend reading JSON off the wire, it hands over each object's stored JSON text
+/// with it ([`ListSink::item_raw`], [`ListerWatcher::watch_raw`]), and lets a sink that asks
+/// skip list items it already holds before they are decoded ([`ListSink::unchanged`]).
 ///
 /// It goes through the same request layer as the HTTP front end: requests are recorded in the
 /// request log in the same form, scripted faults apply, and answers are the same. Failures map
@@ -132,15 +137,20 @@ impl<K: Object + DeserializeOwned> FakeListerWatcher<K> {
             .list(&self.target, &Query::from(options))
             .await
             .map_err(|s| api_error(self.context("listing"), s))?;
+        let context = || format!("list item from {}", self.target.collection_path());
+        let peeks = sink.peeks();
         for item in &response.items {
-            let obj = serde_json::from_slice::<K>(item.bytes()).map_err(|e| {
-                Error::decode(
-                    format!("list item from {}", self.target.collection_path()),
-                    item.bytes(),
-                    e,
-                )
-            })?;
-            sink.item(obj)?;
+            let text = std::str::from_utf8(item.bytes())
+                .map_err(|e| Error::decode(context(), item.bytes(), e))?;
+            if peeks
+                && let Ok(peek) = ItemPeek::of(text)
+                && sink.unchanged(&peek)?
+            {
+                continue;
+            }
+            let obj = serde_json::from_str::<K>(text)
+                .map_err(|e| Error::decode(context(), item.bytes(), e))?;
+            sink.item_raw(obj, text)?;
         }
         Ok(ListPageInfo::new(
             response.resource_version.to_string(),
@@ -183,6 +193,25 @@ impl<K: Object + DeserializeOwned> ListerWatcher<K> for FakeListerWatcher<K> {
             .map_err(|s| api_error(self.context("watching"), s))?;
         let context = format!("watch event from {}", self.target.collection_path());
         let stream = subscription.map(move |frame| decode_frame::<K>(frame, &context));
+        Ok(Box::pin(stream))
+    }
+
+    async fn watch_raw(&self, options: &WatchOptions) -> Result<RawWatchStream<K>, Error> {
+        let subscription = self
+            .server
+            .watch(&self.target, &Query::from(options))
+            .await
+            .map_err(|s| api_error(self.context("watching"), s))?;
+        let context = format!("watch event from {}", self.target.collection_path());
+        let stream = subscription.map(move |frame| {
+            let raw = match &frame {
+                WatchFrame::Added(o) | WatchFrame::Modified(o) | WatchFrame::Deleted(o) => {
+                    std::str::from_utf8(o.bytes()).ok().map(RawObject::new)
+                }
+                _ => None,
+            };
+            decode_frame::<K>(frame, &context).map(|event| RawWatchEvent { event, raw })
+        });
         Ok(Box::pin(stream))
     }
 }

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::{KeyError, Object, ObjectKey, key_of};
+use crate::{KeyError, Object, ObjectKey, RawObject, key_of};
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,6 +127,9 @@ pub struct Delta<K> {
     pub kind: DeltaType,
     /// The object (or, for `Deleted` only, possibly a tombstone).
     pub object: ObjectOrTombstone<K>,
+    /// The object's JSON text as received, kept for a store that keeps objects encoded
+    /// (see [`RawObject`]); `None` otherwise.
+    pub raw: Option<RawObject>,
 }
 
 impl<K> Delta<K> {
@@ -135,6 +138,16 @@ impl<K> Delta<K> {
         Self {
             kind,
             object: ObjectOrTombstone::Object(object),
+            raw: None,
+        }
+    }
+
+    /// A delta carrying an object and, when there is one, its JSON text as received.
+    pub fn with_raw(kind: DeltaType, object: Arc<K>, raw: Option<RawObject>) -> Self {
+        Self {
+            kind,
+            object: ObjectOrTombstone::Object(object),
+            raw,
         }
     }
 
@@ -143,6 +156,7 @@ impl<K> Delta<K> {
         Self {
             kind: DeltaType::Deleted,
             object: ObjectOrTombstone::Tombstone(Tombstone { key, last_known }),
+            raw: None,
         }
     }
 }
@@ -152,15 +166,18 @@ impl<K> Clone for Delta<K> {
         Self {
             kind: self.kind,
             object: self.object.clone(),
+            raw: self.raw.clone(),
         }
     }
 }
 
 impl<K: Object> fmt::Debug for Delta<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Delta")
-            .field("kind", &self.kind)
-            .field("object", &self.object)
-            .finish()
+        let mut d = f.debug_struct("Delta");
+        d.field("kind", &self.kind).field("object", &self.object);
+        if let Some(raw) = &self.raw {
+            d.field("raw", raw);
+        }
+        d.finish()
     }
 }

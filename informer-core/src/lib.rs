@@ -8,6 +8,8 @@
 //! - [`ObjectKey`] and [`key_of`]: `namespace/name` cache keys;
 //! - [`Delta`], [`DeltaType`], [`Tombstone`], [`ObjectOrTombstone`]: what queues carry;
 //! - [`WatchEvent`], [`ListPage`], [`ListOptions`], [`WatchOptions`]: what the server speaks;
+//! - [`RawObject`], [`Listed`], [`ItemPeek`]: objects as received, for stores that keep them
+//!   encoded, and list items the store already holds (no decode, no re-encode);
 //! - [`Status`], [`Error`], [`ErrorClass`]: failures, classified the way retry decisions need;
 //! - the traits [`ListerWatcher`], [`Queue`], [`Store`], [`Indexer`], [`ResourceEventHandler`];
 //! - index functions without casts: [`index_fn`], [`indexers`], and the owner indices
@@ -47,6 +49,7 @@ pub mod membership;
 mod object;
 mod options;
 mod queue;
+mod raw;
 pub mod reflector;
 pub mod selector;
 pub mod shard;
@@ -61,10 +64,13 @@ pub use error::{
 pub use handler::{Notification, ResourceEventHandler, UidChange};
 pub use indexing::{controller_uid_index_func, index_fn, indexers, owner_uid_index_func};
 pub use key::{KeyError, KeyFunc, ObjectKey, key_of};
-pub use lister_watcher::{ListPageInfo, ListSink, ListerWatcher, WatchStream};
+pub use lister_watcher::{
+    ListPageInfo, ListSink, ListerWatcher, RawWatchEvent, RawWatchStream, WatchStream,
+};
 pub use object::{Object, OwnerRef, map_or_empty, non_empty};
 pub use options::{ListOptions, ResourceVersionMatch, WatchOptions};
 pub use queue::{ProcessError, ProcessFn, Queue, QueueError};
+pub use raw::{ItemPeek, Listed, RawObject};
 pub use store::{
     IndexFunc, Indexer, Indexers, KnownObjects, NAMESPACE_INDEX, Store, StoreError,
     label_index_func, labels_index_func, namespace_index_func, namespace_indexers,

@@ -5,10 +5,25 @@ use std::pin::Pin;
 use async_trait::async_trait;
 use futures_core::Stream;
 
-use crate::{Error, ListOptions, ListPage, Object, WatchEvent, WatchOptions};
+use std::task::{Context, Poll};
+
+use crate::{Error, ItemPeek, ListOptions, ListPage, Object, RawObject, WatchEvent, WatchOptions};
 
 /// A stream of watch events. It ends when the watch ends (server timeout, closed connection).
 pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, Error>> + Send>>;
+
+/// A stream of watch events with their objects' JSON text: what
+/// [`ListerWatcher::watch_raw`] returns.
+pub type RawWatchStream<K> = Pin<Box<dyn Stream<Item = Result<RawWatchEvent<K>, Error>> + Send>>;
+
+/// A watch event with its object's JSON text as received, when the backend has it (`None` for
+/// bookmarks, errors, and backends that do not read JSON).
+pub struct RawWatchEvent<K> {
+    /// The event.
+    pub event: WatchEvent<K>,
+    /// The JSON text of the event's object.
+    pub raw: Option<RawObject>,
+}
 
 /// Lists and watches one kind of object: the reflector's only view of the server.
 ///
@@ -35,6 +50,11 @@ pub type WatchStream<K> = Pin<Box<dyn Stream<Item = Result<WatchEvent<K>, Error>
 ///   yielded as `Err(Error::Transport { .. })`. An `ERROR` event is yielded as
 ///   `Ok(WatchEvent::Error(status))`.
 /// - Both methods are cancel-safe: dropping the future or the stream abandons the request.
+/// - [`watch_raw`](ListerWatcher::watch_raw) is `watch` with each object's JSON text as
+///   received; its default calls `watch` and carries no text. A backend that reads JSON
+///   overrides it (and [`list_into`](ListerWatcher::list_into) calls
+///   [`ListSink::item_raw`]) so that a store keeping objects encoded need not encode them
+///   again; the text must decode to the object it comes with.
 ///
 /// Callers may assume nothing about the resourceVersion format (it is opaque) and must not rely
 /// on the stream ending after an `ERROR` event.
@@ -72,6 +92,30 @@ pub trait ListerWatcher<K: Object>: Send + Sync {
             .with_remaining_item_count(remaining_item_count)
             .with_items(count))
     }
+
+    /// Starts a watch whose events carry their objects' JSON text as received. Called instead
+    /// of [`watch`](ListerWatcher::watch) only when the text is wanted (the store keeps objects
+    /// encoded). The default calls `watch` and carries no text.
+    async fn watch_raw(&self, options: &WatchOptions) -> Result<RawWatchStream<K>, Error> {
+        let stream = self.watch(options).await?;
+        Ok(Box::pin(WithoutRaw(stream)))
+    }
+}
+
+/// A watch stream whose events carry no text (the default of [`ListerWatcher::watch_raw`]).
+struct WithoutRaw<K>(WatchStream<K>);
+
+// The error is the contract's `Error`, passed through unchanged from the inner stream.
+#[allow(clippy::result_large_err)]
+impl<K> Stream for WithoutRaw<K> {
+    type Item = Result<RawWatchEvent<K>, Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0
+            .as_mut()
+            .poll_next(cx)
+            .map(|item| item.map(|result| result.map(|event| RawWatchEvent { event, raw: None })))
+    }
 }
 
 /// Where [`ListerWatcher::list_into`] puts a page's items, one at a time, as they are decoded.
@@ -87,6 +131,32 @@ pub trait ListSink<K>: Send {
     fn received(&mut self, bytes: u64) -> Result<(), Error> {
         let _ = bytes;
         Ok(())
+    }
+
+    /// The next item with its JSON text exactly as received (`raw` decodes to `item`). A
+    /// backend that reads JSON calls this instead of [`item`](ListSink::item); the default
+    /// drops the text and calls `item`.
+    fn item_raw(&mut self, item: K, raw: &str) -> Result<(), Error> {
+        let _ = raw;
+        self.item(item)
+    }
+
+    /// Whether the sink wants to see each item's identity before it is decoded
+    /// ([`unchanged`](ListSink::unchanged)). Asked once per page; the default is `false`, and
+    /// then backends do not read metadata ahead.
+    fn peeks(&self) -> bool {
+        false
+    }
+
+    /// Before an item is decoded, what its text says of its identity and version. `Ok(true)`:
+    /// the sink already holds exactly this version and has taken the item from its own store;
+    /// the backend then neither decodes it nor calls [`item`](ListSink::item) for it (it still
+    /// counts as an item of the page). `Ok(false)`: decode and hand it over as usual. Called
+    /// only when [`peeks`](ListSink::peeks) is true, by backends that can read an item's
+    /// metadata cheaply ([`ItemPeek::of`]); an error stops the list.
+    fn unchanged(&mut self, peek: &ItemPeek<'_>) -> Result<bool, Error> {
+        let _ = peek;
+        Ok(false)
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Delta, KeyError, Object};
+use crate::{Delta, KeyError, KnownObjects, Listed, Object, RawObject};
 
 /// What a pop's process function reports when it could not handle the deltas it was given.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,16 @@ pub type ProcessFn<'a, K> = dyn FnMut(&[Delta<K>]) -> Result<(), ProcessError> +
 /// - `replace(list, rv)` queues `Replaced` for every listed object and a `Deleted` tombstone for
 ///   every key known (to the queue's known-objects store, or still queued) but absent from the
 ///   list;
+/// - `replace_listed(entries, rv, known)` is `replace` of the objects the entries stand for:
+///   a [`Listed::Unchanged`] key stands for the object `known` holds under it (its
+///   resourceVersion is the listed one). Its default resolves those keys with
+///   [`KnownObjects::get_by_key`] and calls `replace`; a queue that overrides it may instead
+///   treat an unchanged key as listed without queuing anything for it when nothing is
+///   pending for the key (applying it would change nothing in the store); when something
+///   is, it must queue `Replaced` with the known object, as `replace` would;
+/// - `add_raw`, `update_raw` and the text of [`Listed::Object`] queue the same as `add`,
+///   `update` and `replace`; a queue that overrides them keeps the text in the delta
+///   ([`Delta::raw`]) for the store. The defaults drop it;
 /// - `resync` queues `Sync` for every known object that has no pending delta;
 /// - `has_synced` is true once the first `replace` has been called (or any other write came
 ///   first) and every item it queued has been popped and processed;
@@ -77,6 +87,37 @@ pub trait Queue<K: Object>: Send + Sync {
     fn delete(&self, obj: Arc<K>) -> Result<(), QueueError>;
     /// Queues the result of a full list: `Replaced` for each object, tombstones for the missing.
     fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), QueueError>;
+    /// Queues an `Added` delta carrying the object's JSON text as received. The default
+    /// drops the text and calls [`add`](Queue::add).
+    fn add_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        let _ = raw;
+        self.add(obj)
+    }
+    /// Queues an `Updated` delta carrying the object's JSON text as received. The default
+    /// drops the text and calls [`update`](Queue::update).
+    fn update_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        let _ = raw;
+        self.update(obj)
+    }
+    /// [`replace`](Queue::replace) with entries that may carry their JSON text, or only the
+    /// key of an object `known` holds unchanged (see the contract). The default resolves
+    /// unchanged keys through `known`, drops the texts and calls `replace`; a key `known`
+    /// no longer holds is left out, as if the list had not had it.
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<K>>,
+        resource_version: &str,
+        known: &dyn KnownObjects<K>,
+    ) -> Result<(), QueueError> {
+        let objects = entries
+            .into_iter()
+            .filter_map(|entry| match entry {
+                Listed::Object { object, .. } => Some(object),
+                Listed::Unchanged(key) => known.get_by_key(key.as_str()),
+            })
+            .collect();
+        self.replace(objects, resource_version)
+    }
     /// Queues `Sync` for every known object with no pending delta.
     fn resync(&self) -> Result<(), QueueError>;
     /// Waits for a batch and hands it to `process`.

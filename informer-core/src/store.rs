@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::{KeyError, Object, ObjectKey};
+use crate::{KeyError, Object, ObjectKey, RawObject};
 
 /// The name of the built-in namespace index.
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -91,11 +91,53 @@ pub enum StoreError {
 ///
 /// Every [`Store`] is one (it is a supertrait), so an `Arc<dyn Indexer<K>>` upcasts to
 /// `Arc<dyn KnownObjects<K>>`.
+///
+/// # Contract
+///
+/// [`list_keys`](KnownObjects::list_keys) and [`get_by_key`](KnownObjects::get_by_key) are
+/// required. The other methods answer questions that need less than the object; their
+/// defaults ask `get_by_key`, which is right for stores holding `Arc<K>` (it is a map lookup
+/// and an `Arc` clone). A store for which `get_by_key` costs more (one that keeps objects
+/// encoded and decodes them on access) overrides them so that callers never build an object
+/// only to learn whether it exists or which version it is. Overrides must agree with
+/// `get_by_key` at every moment: `contains_key(k) == get_by_key(k).is_some()`,
+/// `resource_version_of(k)` is the resourceVersion of `get_by_key(k)`, and
+/// `shared_by_key(k)`, when `Some`, is an object `get_by_key(k)` could have returned.
+///
+/// Callers (the queues, the reflector) use `contains_key` to decide whether a deletion means
+/// something, `resource_version_of` to compare a listed object with the stored one, and
+/// `shared_by_key` to hand a relist the stored object instead of a second copy.
 pub trait KnownObjects<K>: Send + Sync {
     /// Every key currently held.
     fn list_keys(&self) -> Vec<ObjectKey>;
     /// The object under `key`, if any.
     fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+    /// Whether an object is held under `key`.
+    fn contains_key(&self, key: &str) -> bool {
+        self.get_by_key(key).is_some()
+    }
+    /// The resourceVersion of the object held under `key`: `None` when nothing is held, or
+    /// when the object has none.
+    fn resource_version_of(&self, key: &str) -> Option<String>
+    where
+        K: Object,
+    {
+        self.get_by_key(key)
+            .and_then(|obj| obj.object_resource_version().map(str::to_owned))
+    }
+    /// The object under `key` if the store can hand out an `Arc` it already holds, without
+    /// building one (no decode, no copy): what a relist shares instead of keeping the freshly
+    /// listed copy. `None` when nothing is held, or when the object would have to be built.
+    /// The default is `get_by_key`.
+    fn shared_by_key(&self, key: &str) -> Option<Arc<K>> {
+        self.get_by_key(key)
+    }
+    /// Whether the store keeps objects encoded and uses their JSON text as received
+    /// ([`Store::add_raw`]): producers keep each object's text for it only then. The default
+    /// is `false`.
+    fn wants_raw(&self) -> bool {
+        false
+    }
 }
 
 /// A thread-safe map from key to object, holding each object once as `Arc<K>`.
@@ -119,6 +161,19 @@ pub trait Store<K: Object>: KnownObjects<K> {
     /// Same as [`Store::add`]; kept separate to mirror the informer's event types.
     fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
         self.add(obj)
+    }
+    /// [`Store::add`] with the JSON text `obj` was decoded from, exactly as received (it
+    /// decodes to `obj`): a store that keeps objects encoded stores it instead of encoding
+    /// `obj` again. The default ignores the text and calls `add`.
+    fn add_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        let _ = raw;
+        self.add(obj)
+    }
+    /// [`Store::update`] with the JSON text `obj` was decoded from (see
+    /// [`add_raw`](Store::add_raw)). The default ignores the text and calls `update`.
+    fn update_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        let _ = raw;
+        self.update(obj)
     }
     /// Removes the object with `obj`'s key; returns what was stored. Deleting an absent key is
     /// not an error.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use informer_core::{
-    Delta, DeltaType, KeyFunc, KnownObjects, Object, ObjectKey, ProcessFn, Queue, QueueError,
-    key_of,
+    Delta, DeltaType, KeyFunc, KnownObjects, Listed, Object, ObjectKey, ProcessFn, Queue,
+    QueueError, RawObject, key_of,
 };
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -55,6 +55,12 @@ impl<K> fmt::Debug for DeltaFifoConfig<K> {
 /// - `replace` queues `Replaced` for every listed object, then a `Deleted` tombstone for every
 ///   known key missing from the list: queued keys carry their newest queued object, keys of the
 ///   known-objects store carry the store's object.
+/// - `replace_listed` is `replace`, except for [`Listed::Unchanged`] keys (objects the store
+///   holds at the listed resourceVersion, which the reflector did not decode): they count as
+///   listed (no tombstone), and get a `Replaced` delta with the store's object only when the
+///   key has pending deltas; otherwise nothing is queued for them, since applying the store's
+///   own version would change nothing. JSON texts given with objects (`add_raw`,
+///   `update_raw`, [`Listed::Object`]) are kept in their deltas ([`Delta::raw`]).
 /// - `resync` queues `Sync` for every object of the known-objects store whose key has no pending
 ///   delta; `delete` of a key that is neither known nor queued is dropped.
 /// - The batch being processed counts as pending: `resync` skips its key, and `delete` and
@@ -130,7 +136,12 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     /// Queues one delta unless the queue is closed.
-    fn write(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), QueueError> {
+    fn write(
+        &self,
+        kind: DeltaType,
+        obj: Arc<K>,
+        raw: Option<RawObject>,
+    ) -> Result<(), QueueError> {
         let key = self.key(&obj)?;
         let wake = {
             let mut st = self.state.lock();
@@ -141,70 +152,19 @@ impl<K: Object> DeltaFifo<K> {
             if kind == DeltaType::Deleted && !st.is_known(&key, self.known_objects.as_deref()) {
                 return Ok(());
             }
-            st.push(key, Delta::new(kind, obj));
+            st.push(key, Delta::with_raw(kind, obj, raw));
             st.parked > 0
         };
         self.wake(wake);
         Ok(())
     }
 
-    fn wake(&self, wake: bool) {
-        if wake {
-            self.notify.notify_waiters();
-        }
-    }
-
-    /// Hands a finished batch back: counts it processed, or requeues it.
-    fn finish(&self, batch: Batch<K>, outcome: Outcome) {
-        let wake = {
-            let mut st = self.state.lock();
-            st.in_flight = None;
-            match outcome {
-                Outcome::Done => {
-                    if batch.initial {
-                        st.population.processed_initial();
-                    }
-                }
-                Outcome::Requeue => st.requeue(batch),
-            }
-            st.parked > 0
-        };
-        self.wake(wake);
-    }
-}
-
-impl<K> fmt::Debug for DeltaFifo<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let st = self.state.lock();
-        f.debug_struct("DeltaFifo")
-            .field("queued_keys", &st.order.len())
-            .field("processing", &st.in_flight.is_some())
-            .field("has_synced", &st.population.synced())
-            .field("closed", &st.closed)
-            .finish_non_exhaustive()
-    }
-}
-
-#[async_trait]
-impl<K: Object> Queue<K> for DeltaFifo<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Added, obj)
-    }
-
-    fn update(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Updated, obj)
-    }
-
-    fn delete(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Deleted, obj)
-    }
-
-    fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), QueueError> {
-        // Key everything first: a list with an unkeyable object changes nothing.
-        let listed = objects
-            .into_iter()
-            .map(|obj| Ok((self.key(&obj)?, obj)))
-            .collect::<Result<Vec<_>, QueueError>>()?;
+    /// `replace` of keyed entries: objects (with their text), or keys `known` holds unchanged.
+    fn replace_keyed(
+        &self,
+        listed: Vec<(ObjectKey, Keyed<K>)>,
+        known: Option<&dyn KnownObjects<K>>,
+    ) -> Result<(), QueueError> {
         let wake = {
             let mut guard = self.state.lock();
             let st = &mut *guard;
@@ -213,9 +173,22 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
             }
             let mut listed_keys: HashSet<ObjectKey, RandomState> =
                 HashSet::with_capacity_and_hasher(listed.len(), RandomState::default());
-            for (key, obj) in listed {
+            for (key, entry) in listed {
                 listed_keys.insert(key.clone());
-                st.push(key, Delta::new(DeltaType::Replaced, obj));
+                match entry {
+                    Keyed::Object(obj, raw) => {
+                        st.push(key, Delta::with_raw(DeltaType::Replaced, obj, raw));
+                    }
+                    // The store's own version: queued only behind pending deltas, where
+                    // `replace` would have queued it (nothing to apply otherwise).
+                    Keyed::Unchanged => {
+                        if st.is_pending(&key)
+                            && let Some(obj) = known.and_then(|k| k.get_by_key(key.as_str()))
+                        {
+                            st.push(key, Delta::new(DeltaType::Replaced, obj));
+                        }
+                    }
+                }
             }
             // Queued keys missing from the list: a tombstone with the newest queued object.
             // Appending to an already queued key leaves the key order unchanged.
@@ -263,6 +236,92 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
         Ok(())
     }
 
+    fn wake(&self, wake: bool) {
+        if wake {
+            self.notify.notify_waiters();
+        }
+    }
+
+    /// Hands a finished batch back: counts it processed, or requeues it.
+    fn finish(&self, batch: Batch<K>, outcome: Outcome) {
+        let wake = {
+            let mut st = self.state.lock();
+            st.in_flight = None;
+            match outcome {
+                Outcome::Done => {
+                    if batch.initial {
+                        st.population.processed_initial();
+                    }
+                }
+                Outcome::Requeue => st.requeue(batch),
+            }
+            st.parked > 0
+        };
+        self.wake(wake);
+    }
+}
+
+impl<K> fmt::Debug for DeltaFifo<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("DeltaFifo")
+            .field("queued_keys", &st.order.len())
+            .field("processing", &st.in_flight.is_some())
+            .field("has_synced", &st.population.synced())
+            .field("closed", &st.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<K: Object> Queue<K> for DeltaFifo<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
+        self.write(DeltaType::Added, obj, None)
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), QueueError> {
+        self.write(DeltaType::Updated, obj, None)
+    }
+
+    fn delete(&self, obj: Arc<K>) -> Result<(), QueueError> {
+        self.write(DeltaType::Deleted, obj, None)
+    }
+
+    fn add_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.write(DeltaType::Added, obj, Some(raw))
+    }
+
+    fn update_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.write(DeltaType::Updated, obj, Some(raw))
+    }
+
+    fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), QueueError> {
+        // Key everything first: a list with an unkeyable object changes nothing.
+        let listed = objects
+            .into_iter()
+            .map(|obj| Ok((self.key(&obj)?, Keyed::Object(obj, None))))
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        self.replace_keyed(listed, None)
+    }
+
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<K>>,
+        _resource_version: &str,
+        known: &dyn KnownObjects<K>,
+    ) -> Result<(), QueueError> {
+        // Key everything first: a list with an unkeyable object changes nothing.
+        let listed = entries
+            .into_iter()
+            .map(|entry| match entry {
+                Listed::Object { object, raw } => {
+                    Ok((self.key(&object)?, Keyed::Object(object, raw)))
+                }
+                Listed::Unchanged(key) => Ok((key, Keyed::Unchanged)),
+            })
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        self.replace_keyed(listed, Some(known))
+    }
     fn resync(&self) -> Result<(), QueueError> {
         let Some(known) = &self.known_objects else {
             return Ok(());
@@ -321,6 +380,12 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
     fn is_closed(&self) -> bool {
         self.state.lock().closed
     }
+}
+
+/// A listed entry, keyed: an object (with its text), or a key the store holds unchanged.
+enum Keyed<K> {
+    Object(Arc<K>, Option<RawObject>),
+    Unchanged,
 }
 
 /// The deltas of one key. Most keys have one pending delta: keep it inline.
@@ -384,7 +449,7 @@ impl<K: Object> State<K> {
 
     /// Pending, or held by the known-objects store: a deletion of it means something.
     fn is_known(&self, key: &ObjectKey, known: Option<&dyn KnownObjects<K>>) -> bool {
-        self.is_pending(key) || known.is_some_and(|k| k.get_by_key(key.as_str()).is_some())
+        self.is_pending(key) || known.is_some_and(|k| k.contains_key(key.as_str()))
     }
 
     /// The next batch, `Err(Closed)` once closed and drained, `None` to wait.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use informer_core::{
-    Delta, DeltaType, KeyFunc, KnownObjects, Object, ObjectKey, ProcessFn, Queue, QueueError,
-    key_of,
+    Delta, DeltaType, KeyFunc, KnownObjects, Listed, Object, ObjectKey, ProcessFn, Queue,
+    QueueError, RawObject, key_of,
 };
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -68,6 +68,12 @@ impl<K> fmt::Debug for InOrderFifoConfig<K> {
 ///   order the keys were first queued, then one for every key of the known-objects store that
 ///   is neither listed nor queued (with the store's object), in the store's order; then
 ///   `Replaced` for every listed object, in list order.
+/// - `replace_listed` is `replace`, except for [`Listed::Unchanged`] keys (objects the store
+///   holds at the listed resourceVersion, which the reflector did not decode): they count as
+///   listed (no tombstone), and get their `Replaced` delta, with the store's object, only when
+///   the key has pending deltas; otherwise nothing is queued for them (applying the store's
+///   own version would change nothing). JSON texts given with objects are kept in their
+///   deltas ([`Delta::raw`]).
 /// - `resync` queues one atomic entry: `Sync` for every object of the known-objects store whose
 ///   key has no pending delta.
 /// - [`pop`](Queue::pop) hands over either one atomic entry whole, or a run of up to
@@ -138,7 +144,12 @@ impl<K: Object> InOrderFifo<K> {
         Ok((self.key_func)(obj)?)
     }
 
-    fn write(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), QueueError> {
+    fn write(
+        &self,
+        kind: DeltaType,
+        obj: Arc<K>,
+        raw: Option<RawObject>,
+    ) -> Result<(), QueueError> {
         let key = self.key(&obj)?;
         let wake = {
             let mut st = self.state.lock();
@@ -149,7 +160,7 @@ impl<K: Object> InOrderFifo<K> {
             if kind == DeltaType::Deleted && !self.is_known(&st, &key) {
                 return Ok(());
             }
-            let delta = Delta::new(kind, obj);
+            let delta = Delta::with_raw(kind, obj, raw);
             st.note_pending(&key, &delta);
             st.entries.push_back(Entry::Single { key, delta });
             st.queued_deltas += 1;
@@ -159,10 +170,88 @@ impl<K: Object> InOrderFifo<K> {
         Ok(())
     }
 
+    /// `replace` of keyed entries: objects (with their text), or keys `known` holds unchanged.
+    fn replace_keyed(
+        &self,
+        listed_keys: Vec<ObjectKey>,
+        entries: Vec<Keyed<K>>,
+        known: Option<&dyn KnownObjects<K>>,
+    ) -> Result<(), QueueError> {
+        let wake = {
+            let mut st = self.state.lock();
+            if st.closed {
+                return Ok(());
+            }
+            let listed: HashSet<&ObjectKey, RandomState> = listed_keys.iter().collect();
+            // Pending keys missing from the list, unless their newest delta is a deletion, in
+            // the order of their first pending delta (the batch being processed counts as the
+            // front of the queue).
+            let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
+            let mut seen: HashSet<&ObjectKey, RandomState> = HashSet::default();
+            for key in st.pending_keys_in_order() {
+                if listed.contains(key) || !seen.insert(key) {
+                    continue;
+                }
+                if let Some(obj) = st.pending.get(key).and_then(|p| p.newest_live.as_ref()) {
+                    tombstones.push((key.clone(), Arc::clone(obj)));
+                }
+            }
+            drop(seen);
+            // Keys of the known-objects store with nothing pending, in the store's order.
+            if let Some(known) = &self.known_objects {
+                for key in known.list_keys() {
+                    if listed.contains(&key) || st.pending.contains_key(&key) {
+                        continue;
+                    }
+                    if let Some(obj) = known.get_by_key(key.as_str()) {
+                        tombstones.push((key, obj));
+                    }
+                }
+            }
+            drop(listed);
+            // Deletions first, then the listed objects (client-go's RealFIFO order).
+            let len = tombstones.len() + entries.len();
+            let mut keys = Vec::with_capacity(len);
+            let mut deltas = Vec::with_capacity(len);
+            for (key, obj) in tombstones {
+                deltas.push(Delta::tombstone(key.clone(), obj));
+                keys.push(key);
+            }
+            for (key, entry) in listed_keys.into_iter().zip(entries) {
+                let delta = match entry {
+                    Keyed::Object(obj, raw) => Delta::with_raw(DeltaType::Replaced, obj, raw),
+                    // The store's own version: queued only behind pending deltas, where
+                    // `replace` would have queued it (nothing to apply otherwise).
+                    Keyed::Unchanged => {
+                        let pending = st.pending.contains_key(&key);
+                        match known
+                            .filter(|_| pending)
+                            .and_then(|k| k.get_by_key(key.as_str()))
+                        {
+                            Some(obj) => Delta::new(DeltaType::Replaced, obj),
+                            None => continue,
+                        }
+                    }
+                };
+                keys.push(key);
+                deltas.push(delta);
+            }
+            let first = st.population.is_first_write();
+            let queued_any = !deltas.is_empty();
+            Self::push_atomic(&mut st, keys, deltas, first);
+            if first {
+                st.population.start(usize::from(queued_any));
+            }
+            st.parked > 0
+        };
+        self.wake(wake);
+        Ok(())
+    }
+
     /// Pending, or held by the known-objects store: a deletion of it means something.
     fn is_known(&self, st: &State<K>, key: &ObjectKey) -> bool {
         st.pending.contains_key(key)
-            || (self.known_objects.as_ref()).is_some_and(|k| k.get_by_key(key.as_str()).is_some())
+            || (self.known_objects.as_ref()).is_some_and(|k| k.contains_key(key.as_str()))
     }
 
     fn wake(&self, wake: bool) {
@@ -205,6 +294,12 @@ impl<K: Object> InOrderFifo<K> {
     }
 }
 
+/// A listed entry, keyed: an object (with its text), or a key the store holds unchanged.
+enum Keyed<K> {
+    Object(Arc<K>, Option<RawObject>),
+    Unchanged,
+}
+
 impl<K> fmt::Debug for InOrderFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let st = self.state.lock();
@@ -221,15 +316,23 @@ impl<K> fmt::Debug for InOrderFifo<K> {
 #[async_trait]
 impl<K: Object> Queue<K> for InOrderFifo<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Added, obj)
+        self.write(DeltaType::Added, obj, None)
     }
 
     fn update(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Updated, obj)
+        self.write(DeltaType::Updated, obj, None)
     }
 
     fn delete(&self, obj: Arc<K>) -> Result<(), QueueError> {
-        self.write(DeltaType::Deleted, obj)
+        self.write(DeltaType::Deleted, obj, None)
+    }
+
+    fn add_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.write(DeltaType::Added, obj, Some(raw))
+    }
+
+    fn update_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.write(DeltaType::Updated, obj, Some(raw))
     }
 
     fn replace(&self, objects: Vec<Arc<K>>, _resource_version: &str) -> Result<(), QueueError> {
@@ -238,62 +341,35 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
             .iter()
             .map(|obj| self.key(obj))
             .collect::<Result<Vec<_>, _>>()?;
-        let wake = {
-            let mut st = self.state.lock();
-            if st.closed {
-                return Ok(());
-            }
-            let listed: HashSet<&ObjectKey, RandomState> = listed_keys.iter().collect();
-            // Pending keys missing from the list, unless their newest delta is a deletion, in
-            // the order of their first pending delta (the batch being processed counts as the
-            // front of the queue).
-            let mut tombstones: Vec<(ObjectKey, Arc<K>)> = Vec::new();
-            let mut seen: HashSet<&ObjectKey, RandomState> = HashSet::default();
-            for key in st.pending_keys_in_order() {
-                if listed.contains(key) || !seen.insert(key) {
-                    continue;
+        let entries = objects
+            .into_iter()
+            .map(|obj| Keyed::Object(obj, None))
+            .collect();
+        self.replace_keyed(listed_keys, entries, None)
+    }
+
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<K>>,
+        _resource_version: &str,
+        known: &dyn KnownObjects<K>,
+    ) -> Result<(), QueueError> {
+        // Key everything first: a list with an unkeyable object changes nothing.
+        let mut listed_keys = Vec::with_capacity(entries.len());
+        let mut keyed = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match entry {
+                Listed::Object { object, raw } => {
+                    listed_keys.push(self.key(&object)?);
+                    keyed.push(Keyed::Object(object, raw));
                 }
-                if let Some(obj) = st.pending.get(key).and_then(|p| p.newest_live.as_ref()) {
-                    tombstones.push((key.clone(), Arc::clone(obj)));
-                }
-            }
-            drop(seen);
-            // Keys of the known-objects store with nothing pending, in the store's order.
-            if let Some(known) = &self.known_objects {
-                for key in known.list_keys() {
-                    if listed.contains(&key) || st.pending.contains_key(&key) {
-                        continue;
-                    }
-                    if let Some(obj) = known.get_by_key(key.as_str()) {
-                        tombstones.push((key, obj));
-                    }
+                Listed::Unchanged(key) => {
+                    listed_keys.push(key);
+                    keyed.push(Keyed::Unchanged);
                 }
             }
-            drop(listed);
-            // Deletions first, then the listed objects (client-go's RealFIFO order).
-            let len = tombstones.len() + objects.len();
-            let mut keys = Vec::with_capacity(len);
-            let mut deltas = Vec::with_capacity(len);
-            for (key, obj) in tombstones {
-                deltas.push(Delta::tombstone(key.clone(), obj));
-                keys.push(key);
-            }
-            keys.extend(listed_keys);
-            deltas.extend(
-                objects
-                    .into_iter()
-                    .map(|obj| Delta::new(DeltaType::Replaced, obj)),
-            );
-            let first = st.population.is_first_write();
-            let queued_any = !deltas.is_empty();
-            Self::push_atomic(&mut st, keys, deltas, first);
-            if first {
-                st.population.start(usize::from(queued_any));
-            }
-            st.parked > 0
-        };
-        self.wake(wake);
-        Ok(())
+        }
+        self.replace_keyed(listed_keys, keyed, Some(known))
     }
 
     fn resync(&self) -> Result<(), QueueError> {

@@ -210,24 +210,35 @@ struct BookmarkMeta {
     annotations: Option<BTreeMap<String, String>>,
 }
 
-/// Decodes one watch line (without its newline). `context` says which watch, for errors.
-///
-/// A bare `Status` object on a line (some proxies and old servers end a watch that way) is an
-/// `ERROR` event, like one wrapped in an envelope.
+/// [`watch_line_with_text`] without the text (the tests' decoder).
+#[cfg(test)]
 pub(crate) fn watch_line<K: DeserializeOwned>(
     line: &[u8],
     context: &str,
 ) -> Result<WatchEvent<K>, Error> {
-    if let Some(event) = object_event(line) {
-        return Ok(event);
+    watch_line_with_text(line, context).map(|(event, _)| event)
+}
+
+/// Decodes one watch line (without its newline). `context` says which watch, for errors.
+/// With an object event (`ADDED`, `MODIFIED`, `DELETED`) comes the text of its object, a
+/// slice of `line`: what the object was decoded from.
+///
+/// A bare `Status` object on a line (some proxies and old servers end a watch that way) is an
+/// `ERROR` event, like one wrapped in an envelope.
+pub(crate) fn watch_line_with_text<'l, K: DeserializeOwned>(
+    line: &'l [u8],
+    context: &str,
+) -> Result<(WatchEvent<K>, Option<&'l str>), Error> {
+    if let Some((event, text)) = object_event(line) {
+        return Ok((event, Some(text)));
     }
-    let envelope: Envelope<'_> = serde_json::from_slice(line)
+    let envelope: Envelope<'l> = serde_json::from_slice(line)
         .map_err(|e| Error::decode(format!("a watch line while {context}"), line, e))?;
     let Some(event_type) = envelope.event_type else {
         if envelope.kind.as_deref() == Some("Status") {
             let status: Status = serde_json::from_slice(line)
                 .map_err(|e| Error::decode(format!("a Status line while {context}"), line, e))?;
-            return Ok(WatchEvent::Error(status));
+            return Ok((WatchEvent::Error(status), None));
         }
         return Err(Error::decode(
             format!("a watch line while {context}"),
@@ -246,10 +257,11 @@ pub(crate) fn watch_line<K: DeserializeOwned>(
         exact::from_str(object.get())
             .map_err(|e| Error::decode(format!("a {event_type} event while {context}"), line, e))
     };
-    match event_type.as_ref() {
-        "ADDED" => object_of(line).map(WatchEvent::Added),
-        "MODIFIED" => object_of(line).map(WatchEvent::Modified),
-        "DELETED" => object_of(line).map(WatchEvent::Deleted),
+    let with_text = |event: WatchEvent<K>| (event, Some(object.get()));
+    let event = match event_type.as_ref() {
+        "ADDED" => return object_of(line).map(WatchEvent::Added).map(with_text),
+        "MODIFIED" => return object_of(line).map(WatchEvent::Modified).map(with_text),
+        "DELETED" => return object_of(line).map(WatchEvent::Deleted).map(with_text),
         "BOOKMARK" => {
             let bookmark: BookmarkObject = serde_json::from_str(object.get())
                 .map_err(|e| Error::decode(format!("a BOOKMARK event while {context}"), line, e))?;
@@ -271,15 +283,16 @@ pub(crate) fn watch_line<K: DeserializeOwned>(
             context: context.to_owned(),
             event_type: other.to_owned(),
         }),
-    }
+    };
+    event.map(|event| (event, None))
 }
 
 /// An `ADDED`, `MODIFIED` or `DELETED` line as API servers write it,
 /// `{"type":"MODIFIED","object":{...}}`, decoded in one pass: the type read from the fixed
 /// prefix, the object decoded in place from text checked as UTF-8 once. `None` for any other
-/// line, or one that does not decode this way: the general path of [`watch_line`] then
+/// line, or one that does not decode this way: the general path of [`watch_line_with_text`] then
 /// decodes it (or reports why it cannot), so the result never depends on the shortcut.
-fn object_event<K: DeserializeOwned>(line: &[u8]) -> Option<WatchEvent<K>> {
+fn object_event<K: DeserializeOwned>(line: &[u8]) -> Option<(WatchEvent<K>, &str)> {
     /// What the event type decoded from the prefix makes of the object.
     type Make<K> = fn(K) -> WatchEvent<K>;
     let rest = line.strip_prefix(br#"{"type":""#)?;
@@ -295,7 +308,7 @@ fn object_event<K: DeserializeOwned>(line: &[u8]) -> Option<WatchEvent<K>> {
     // field) makes the object's text invalid and sends the line to the general path.
     let object = object.trim_ascii_end().strip_suffix(b"}")?;
     let text = std::str::from_utf8(object).ok()?;
-    exact::from_str(text).ok().map(make)
+    exact::from_str(text).ok().map(|obj| (make(obj), text))
 }
 
 /// The `Status` of an error response: the body when it is one (its code filled in from the

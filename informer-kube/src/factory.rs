@@ -11,7 +11,7 @@ use std::time::Duration;
 use informer::{
     CacheSyncError, FactoryConfig, FactoryShutdownReport, InformerConfig, InformerFactory,
     InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError, SharedIndexInformer,
-    SyncSource,
+    StoreChoice, StoreKind, SyncSource,
 };
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::core::{
@@ -20,6 +20,7 @@ use kube_client::core::{
 use kube_client::discovery::Scope;
 use kube_client::{Client, Config};
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::error::{KubeError, Result};
@@ -31,14 +32,21 @@ pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Object types a [`KubeInformerFactory`] builds informers for from the type alone:
 /// k8s-openapi types, kube-derive custom resources and `PartialObjectMeta<K>` of those (their
-/// kube `DynamicType` is `()`). Implemented for every such type.
+/// kube `DynamicType` is `()`). Implemented for every such type. `Serialize` is asked for
+/// because [`KubeInformerFactory::set_store`] may give any informer a store that keeps
+/// objects encoded.
 pub trait StaticResource:
-    Resource<DynamicType = (), Scope: 'static> + DeserializeOwned + Send + Sync + 'static
+    Resource<DynamicType = (), Scope: 'static> + Serialize + DeserializeOwned + Send + Sync + 'static
 {
 }
 
 impl<K> StaticResource for K where
-    K: Resource<DynamicType = (), Scope: 'static> + DeserializeOwned + Send + Sync + 'static
+    K: Resource<DynamicType = (), Scope: 'static>
+        + Serialize
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
 {
 }
 
@@ -51,6 +59,7 @@ pub struct KubeProvider {
     resources: Arc<Mutex<HashMap<String, ApiResource>>>,
     drop_managed_fields: Arc<AtomicBool>,
     limits: Arc<Mutex<ClientLimits>>,
+    store: Arc<Mutex<StoreKind>>,
 }
 
 impl KubeProvider {
@@ -170,6 +179,7 @@ impl KubeInformerFactory {
             resources: Arc::default(),
             drop_managed_fields: Arc::default(),
             limits: Arc::default(),
+            store: Arc::default(),
         };
         Self {
             factory: InformerFactory::new(provider.clone(), config),
@@ -212,6 +222,31 @@ impl KubeInformerFactory {
         self.provider
             .drop_managed_fields
             .store(drop, Ordering::Relaxed);
+    }
+
+    /// Which cache informers created from now on (in every view) keep: their
+    /// [`InformerConfig::store`](informer::InformerConfig::store) starts as
+    /// [`StoreChoice::from_kind`] of `store` (a configure closure sees it there, and may
+    /// replace it). [`StoreKind::Indexed`] until set.
+    ///
+    /// With the `compact` feature, `StoreKind::Compact(options)` keeps every object encoded
+    /// and decodes it on access: a cache of 100,000 pods in well under a gigabyte instead of
+    /// several, lookups that miss its cache of decoded objects paying a decode.
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "compact")]
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use informer::{CompactOptions, StoreKind};
+    /// use informer_kube::KubeInformerFactory;
+    /// use k8s_openapi::api::core::v1::Pod;
+    ///
+    /// let factory = KubeInformerFactory::try_default().await?;
+    /// factory.set_store(StoreKind::Compact(CompactOptions::default()));
+    /// let pods = factory.informer::<Pod>()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn set_store(&self, store: StoreKind) {
+        *self.provider.store.lock() = store;
     }
 
     /// The [`ClientLimits`] (timeouts, frame cap) of the lister-watchers of informers created
@@ -285,10 +320,14 @@ impl KubeInformerFactory {
     }
 
     /// The factory's own settings of a new informer's configuration.
-    fn defaults<K: Resource>(&self, config: &mut InformerConfig<K>) {
+    fn defaults<K>(&self, config: &mut InformerConfig<K>)
+    where
+        K: Resource + Serialize + DeserializeOwned + Send + Sync + 'static,
+    {
         if self.provider.drop_managed_fields.load(Ordering::Relaxed) {
             config.transform = Some(drop_managed_fields());
         }
+        config.store = StoreChoice::from_kind(&self.provider.store.lock());
     }
 
     /// The lister of the shared informer for `K` in this view (the informer is created if

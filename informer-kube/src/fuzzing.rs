@@ -11,9 +11,23 @@ use serde::de::DeserializeOwned;
 use crate::buffer::{DecoderMemory, SLICE};
 use crate::list_stream::ListDecoder;
 
-/// Decodes one watch line as a pod event. Never panics; an error is typed.
+/// Decodes one watch line as a pod event. Never panics; an error is typed. The text an
+/// object event carries decodes to the same pod.
 pub fn watch_line(line: &[u8]) -> Result<WatchEvent<Pod>, Error> {
-    crate::decode::watch_line::<Pod>(line, "fuzzing")
+    let (event, text) = crate::decode::watch_line_with_text::<Pod>(line, "fuzzing")?;
+    if let (
+        WatchEvent::Added(pod) | WatchEvent::Modified(pod) | WatchEvent::Deleted(pod),
+        Some(text),
+    ) = (&event, text)
+    {
+        let again: Pod = serde_json::from_str(text)
+            .unwrap_or_else(|e| panic!("the text of a decoded object does not decode: {e}"));
+        assert_eq!(
+            &again, pod,
+            "the text of an object decodes to another object"
+        );
+    }
+    Ok(event)
 }
 
 /// Decodes a list body as pods, fed in pieces of the given sizes (cycled; zero sizes are

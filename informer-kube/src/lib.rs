@@ -117,6 +117,9 @@
 //!   of kube-client enabled by the application) only plain-HTTP servers can be reached.
 //! - `fuzzing`: the module `fuzzing`, entry points into the decoders of untrusted input for
 //!   the fuzz targets in the repository's `fuzz/` directory. Not for applications.
+//! - `compact` (off by default): informer's `compact` feature, so that
+//!   [`KubeInformerFactory::set_store`] can be given `StoreKind::Compact`: informers whose
+//!   cache keeps objects encoded. Pulls in the zstd C library.
 //!
 //! The crate never chooses a Kubernetes version for k8s-openapi: the final binary does, as
 //! with kube itself.

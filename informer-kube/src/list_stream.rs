@@ -16,7 +16,7 @@
 
 use std::marker::PhantomData;
 
-use informer_core::{Error, Limit, ListPageInfo, ListSink};
+use informer_core::{Error, ItemPeek, Limit, ListPageInfo, ListSink};
 use serde::de::{DeserializeOwned, IgnoredAny};
 
 use crate::buffer::{DecoderMemory, SLICE, TrackedBuf};
@@ -30,6 +30,8 @@ pub(crate) struct ListDecoder<'a, K> {
     meta: ListMeta,
     items: usize,
     bytes: u64,
+    /// Whether the sink wants each item's identity before it is decoded (asked once).
+    peeks: Option<bool>,
     _items: PhantomData<fn() -> K>,
 }
 
@@ -43,12 +45,18 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
             meta: ListMeta::default(),
             items: 0,
             bytes: 0,
+            peeks: None,
             _items: PhantomData,
         }
     }
 
-    /// Feeds the next bytes of the body: every item completed by them goes to `sink`.
+    /// Feeds the next bytes of the body: every item completed by them goes to `sink`, with
+    /// its text ([`ListSink::item_raw`]); when the sink [peeks](ListSink::peeks), each item's
+    /// metadata is read first and an item the sink holds unchanged is not decoded.
     pub(crate) fn feed(&mut self, data: &[u8], sink: &mut dyn ListSink<K>) -> Result<(), Error> {
+        if self.peeks.is_none() {
+            self.peeks = Some(sink.peeks());
+        }
         for slice in data.chunks(SLICE) {
             sink.received(slice.len() as u64)?;
             self.bytes += slice.len() as u64;
@@ -81,8 +89,15 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
         match piece.kind {
             PieceKind::Item => {
                 self.items += 1;
+                let text = item_text(text, self.items, piece.offset, self.context)?;
+                if self.peeks == Some(true)
+                    && let Ok(peek) = ItemPeek::of(text)
+                    && sink.unchanged(&peek)?
+                {
+                    return Ok(());
+                }
                 let item = decode_item::<K>(text, self.items, piece.offset, self.context)?;
-                sink.item(item)
+                sink.item_raw(item, text)
             }
             PieceKind::Member(key) => {
                 // Checked as text first: skipping a value (and the fields of the metadata
@@ -139,31 +154,50 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
     }
 }
 
-/// Decodes one item's text; `number` (1-based) and `offset` (in the body) are for errors.
-fn decode_item<K: DeserializeOwned>(
+/// The error of item `number` (1-based, at `offset` in the body) failing at byte `at` of
+/// its `text`.
+fn item_error(
     text: &[u8],
     number: usize,
     offset: u64,
     context: &str,
-) -> Result<K, Error> {
-    let fail = |at: usize, source: Box<dyn std::error::Error + Send + Sync>| {
-        let start = at.saturating_sub(informer_core::EXCERPT_LIMIT / 2);
-        Error::decode(
-            format!(
-                "item {number} of the list response while {context} (at byte {})",
-                offset + at as u64
-            ),
-            &text[start..text.len().min(start + informer_core::EXCERPT_LIMIT)],
-            source,
-        )
-    };
-    let text = std::str::from_utf8(text).map_err(|e| {
+    at: usize,
+    source: Box<dyn std::error::Error + Send + Sync>,
+) -> Error {
+    let start = at.saturating_sub(informer_core::EXCERPT_LIMIT / 2);
+    Error::decode(
+        format!(
+            "item {number} of the list response while {context} (at byte {})",
+            offset + at as u64
+        ),
+        &text[start..text.len().min(start + informer_core::EXCERPT_LIMIT)],
+        source,
+    )
+}
+
+/// One item's bytes as text (checked as UTF-8 once, for the peek and the decode).
+fn item_text<'t>(
+    text: &'t [u8],
+    number: usize,
+    offset: u64,
+    context: &str,
+) -> Result<&'t str, Error> {
+    std::str::from_utf8(text).map_err(|e| {
         let at = e.valid_up_to();
-        fail(at, Box::new(e))
-    })?;
+        item_error(text, number, offset, context, at, Box::new(e))
+    })
+}
+
+/// Decodes one item's text; `number` (1-based) and `offset` (in the body) are for errors.
+fn decode_item<K: DeserializeOwned>(
+    text: &str,
+    number: usize,
+    offset: u64,
+    context: &str,
+) -> Result<K, Error> {
     exact::from_str(text).map_err(|e| {
         let at = crate::decode::error_offset(text.as_bytes(), &e);
-        fail(at, Box::new(e))
+        item_error(text.as_bytes(), number, offset, context, at, Box::new(e))
     })
 }
 
@@ -623,6 +657,76 @@ mod tests {
         let info = decoder.finish()?;
         assert_eq!(memory.held_bytes(), 0);
         Ok((items, info))
+    }
+
+    /// A sink that records each item's text, and holds `unchanged` (name@resourceVersion).
+    struct Peeking {
+        peeks: bool,
+        unchanged: &'static str,
+        texts: Vec<String>,
+        skipped: Vec<String>,
+    }
+
+    impl ListSink<Pod> for Peeking {
+        fn item(&mut self, _: Pod) -> Result<(), Error> {
+            unreachable!("a backend reading JSON hands over the text too")
+        }
+
+        fn item_raw(&mut self, item: Pod, raw: &str) -> Result<(), Error> {
+            let back: Pod = serde_json::from_str(raw).unwrap();
+            assert_eq!(back, item, "the text decodes to the item");
+            self.texts.push(raw.to_owned());
+            Ok(())
+        }
+
+        fn peeks(&self) -> bool {
+            self.peeks
+        }
+
+        fn unchanged(&mut self, peek: &ItemPeek<'_>) -> Result<bool, Error> {
+            let seen = format!(
+                "{}@{}",
+                peek.name.as_deref().unwrap_or_default(),
+                peek.resource_version.as_deref().unwrap_or_default()
+            );
+            let held = seen == self.unchanged;
+            self.skipped.push(seen);
+            Ok(held)
+        }
+    }
+
+    /// Items go to the sink with their exact text; a sink that peeks sees each item's
+    /// identity first and an item it holds is not decoded (it still counts in the page).
+    #[test]
+    fn items_carry_their_text_and_peeked_items_the_sink_holds_are_skipped() {
+        let a = r#"{"metadata":{"name":"a","resourceVersion":"1"}}"#;
+        let b = r#"{"metadata":{"name":"b","resourceVersion":"2"},"spec":{"nodeName":"n"}}"#;
+        let c = r#"{"metadata" : {"resourceVersion":"3", "name":"c"}}"#;
+        let body = format!(r#"{{"metadata":{{"resourceVersion":"9"}},"items":[{a}, {b},{c}]}}"#);
+        for chunk in [1, 7, body.len()] {
+            for peeks in [false, true] {
+                let mut sink = Peeking {
+                    peeks,
+                    unchanged: "b@2",
+                    texts: Vec::new(),
+                    skipped: Vec::new(),
+                };
+                let mut decoder =
+                    ListDecoder::<Pod>::new("listing pods", DecoderMemory::default(), 1 << 20);
+                for piece in body.as_bytes().chunks(chunk) {
+                    decoder.feed(piece, &mut sink).unwrap();
+                }
+                let info = decoder.finish().unwrap();
+                assert_eq!(info.items, 3);
+                if peeks {
+                    assert_eq!(sink.texts, [a, c], "chunk {chunk}");
+                    assert_eq!(sink.skipped, ["a@1", "b@2", "c@3"]);
+                } else {
+                    assert_eq!(sink.texts, [a, b, c], "chunk {chunk}");
+                    assert!(sink.skipped.is_empty());
+                }
+            }
+        }
     }
 
     #[test]

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use futures::stream;
+use futures::{StreamExt, stream};
 use http_body_util::BodyExt;
 use informer_core::{
-    Error, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher, Object,
-    WatchOptions, WatchStream,
+    Error, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher, Object, RawObject,
+    RawWatchEvent, RawWatchStream, WatchOptions, WatchStream,
 };
 use kube_client::client::Body;
 use kube_client::core::{ApiResource, DynamicObject, GroupVersionKind, Resource};
@@ -463,6 +463,29 @@ where
     }
 
     async fn watch(&self, options: &WatchOptions) -> Result<WatchStream<K>, Error> {
+        let reader = self.start_watch(options).await?;
+        Ok(Box::pin(
+            watch_events::<K, _>(reader.0, reader.1, false)
+                .map(|item| item.map(|event| event.event)),
+        ))
+    }
+
+    /// Each object's text is copied once out of its line ([`RawObject::new`]).
+    async fn watch_raw(&self, options: &WatchOptions) -> Result<RawWatchStream<K>, Error> {
+        let reader = self.start_watch(options).await?;
+        Ok(Box::pin(watch_events::<K, _>(reader.0, reader.1, true)))
+    }
+}
+
+impl<K> KubeListerWatcher<K>
+where
+    K: Object + DeserializeOwned,
+{
+    /// Sends the watch request; the reader of its body and the context for errors.
+    async fn start_watch(
+        &self,
+        options: &WatchOptions,
+    ) -> Result<(WatchReader<Body>, Arc<str>), Error> {
         let target = &*self.target;
         let uri = target.uri(&options.query_pairs());
         let context: Arc<str> = target.context("watching", &uri).into();
@@ -482,7 +505,7 @@ where
             &self.limits,
             &self.memory,
         );
-        Ok(Box::pin(watch_events::<K, _>(reader, context)))
+        Ok((reader, context))
     }
 }
 
@@ -664,14 +687,22 @@ impl<B: ResponseBody> WatchReader<B> {
     }
 }
 
-/// The events of a watch body, one per line, decoded as they arrive.
+/// The events of a watch body, one per line, decoded as they arrive; with each object's
+/// text when `keep_text`.
 fn watch_events<K, B: ResponseBody>(
     reader: WatchReader<B>,
     context: Arc<str>,
-) -> impl futures::Stream<Item = Result<informer_core::WatchEvent<K>, Error>> + Send
+    keep_text: bool,
+) -> impl futures::Stream<Item = Result<RawWatchEvent<K>, Error>> + Send
 where
     K: Object + DeserializeOwned,
 {
+    let decode = move |line: &[u8], context: &str| {
+        decode::watch_line_with_text::<K>(line, context).map(|(event, text)| RawWatchEvent {
+            event,
+            raw: text.filter(|_| keep_text).map(RawObject::new),
+        })
+    };
     stream::unfold(Some(reader), move |reader| {
         let context = Arc::clone(&context);
         async move {
@@ -683,7 +714,7 @@ where
                         if line.trim_ascii().is_empty() {
                             continue;
                         }
-                        let event = decode::watch_line::<K>(line, &context);
+                        let event = decode(line, &context);
                         return Some((event, Some(reader)));
                     }
                     Read::End => {
@@ -692,7 +723,7 @@ where
                         if rest.trim_ascii().is_empty() {
                             return None;
                         }
-                        return Some((decode::watch_line::<K>(rest, &context), None));
+                        return Some((decode(rest, &context), None));
                     }
                     Read::Failed(error) => return Some((Err(*error), None)),
                 }
@@ -901,11 +932,66 @@ mod tests {
     async fn events(
         reader: WatchReader<impl ResponseBody>,
     ) -> Vec<Result<informer_core::WatchEvent<k8s_openapi::api::core::v1::Pod>, Error>> {
+        raw_events(reader, false)
+            .await
+            .into_iter()
+            .map(|item| item.map(|e| e.event))
+            .collect()
+    }
+
+    async fn raw_events(
+        reader: WatchReader<impl ResponseBody>,
+        keep_text: bool,
+    ) -> Vec<Result<RawWatchEvent<k8s_openapi::api::core::v1::Pod>, Error>> {
         futures::StreamExt::collect(watch_events::<k8s_openapi::api::core::v1::Pod, _>(
             reader,
             "watching pods".into(),
+            keep_text,
         ))
         .await
+    }
+
+    /// With `keep_text`, each object event carries its object's text exactly as it stood in
+    /// the line (both decode paths: the API server's own layout and any other), and nothing
+    /// else carries one; without it, none does.
+    #[tokio::test(start_paused = true)]
+    async fn object_events_carry_their_objects_text_when_asked() {
+        let object = r#"{"metadata":{"name":"a","resourceVersion":"2"},"spec":{"containers":[]}}"#;
+        let lines = format!(
+            "{{\"type\":\"ADDED\",\"object\":{object}}}\n\
+             {{\"object\": {object}, \"type\": \"MODIFIED\"}}\n\
+             {{\"type\":\"BOOKMARK\",\"object\":{{\"metadata\":{{\"resourceVersion\":\"3\"}}}}}}\n"
+        );
+        for keep_text in [true, false] {
+            let (tx, body) = channel_body();
+            tx.send(Ok(Bytes::from(lines.clone()))).await.unwrap();
+            drop(tx);
+            let reader = WatchReader::new(
+                body,
+                tokio::time::Instant::now() + Duration::from_secs(600),
+                Duration::from_secs(600),
+                &ClientLimits::default(),
+                &DecoderMemory::default(),
+            );
+            let got = raw_events(reader, keep_text).await;
+            assert_eq!(got.len(), 3);
+            let texts: Vec<Option<String>> = got
+                .iter()
+                .map(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .raw
+                        .as_ref()
+                        .map(|r| r.as_str().to_owned())
+                })
+                .collect();
+            let expected = if keep_text {
+                vec![Some(object.to_owned()), Some(object.to_owned()), None]
+            } else {
+                vec![None, None, None]
+            };
+            assert_eq!(texts, expected, "keep_text {keep_text}");
+        }
     }
 
     const EVENT: &[u8] =

@@ -1,7 +1,11 @@
 //! `CompactStore` against `IndexedStore` at 100k realistic pods (`support/pods.rs`: ~6.7 KB of
 //! JSON with five `managedFields` entries, 100 namespaces of 1,000).
 //!
-//! Run: `cargo bench -p informer-store --features compact --bench compact`.
+//! Run: `cargo bench -p informer-store --features compact --bench compact`. The store under
+//! test uses the default codec (MessagePack with a zstd dictionary); `COMPACT_CODEC=json` makes
+//! it JSON with a zstd dictionary (the codec before MessagePack), to compare lookups;
+//! `COMPACT_DECODE_THREADS=N` sets how many threads a scan decodes on (the CPU figures of
+//! `by_index` count the calling thread only).
 //!
 //! Printed first (a simple harness, one pass each): what each store holds per pod, add
 //! throughput, and the percentiles of `get_by_key` on cold keys (never read before, so never
@@ -25,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use informer_core::{Indexer, KnownObjects, NAMESPACE_INDEX, Store, namespace_indexers};
-use informer_store::{CompactStore, IndexedStore};
+use informer_store::{Codec, CompactStore, IndexedStore, ZstdDictionary};
 use k8s_openapi::api::core::v1::Pod;
 
 const PODS: usize = 100_000;
@@ -117,7 +121,23 @@ fn main() {
     // The compact store first, filled from pods generated one at a time, so that its figures
     // are taken on a heap that does not also hold 100k decoded pods.
     println!("filling a CompactStore with {PODS} realistic pods...");
-    let compact = CompactStore::with_indexers(namespace_indexers());
+    let codec = match std::env::var("COMPACT_CODEC").as_deref() {
+        Ok("json") => Codec::ZstdDictionary(ZstdDictionary::default()),
+        Ok("msgpack") | Err(_) => Codec::default(),
+        Ok(other) => panic!("COMPACT_CODEC={other:?}: expected json or msgpack"),
+    };
+    let mut builder = CompactStore::builder()
+        .indexers(namespace_indexers())
+        .codec(codec);
+    // `COMPACT_DECODE_THREADS=1`: scans decode on the caller's thread only.
+    if let Some(threads) = std::env::var("COMPACT_DECODE_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+    {
+        builder = builder.decode_threads(threads);
+    }
+    println!("store under test: {builder:?}");
+    let compact = builder.build();
     let before = rss();
     let (mut compact_wall, mut compact_cpu) = (Duration::ZERO, Duration::ZERO);
     // In batches of 1,000: generated, then added and timed together.
@@ -139,18 +159,27 @@ fn main() {
 
     // The store's own cost of a write, without freeing decoded pods (an informer frees each
     // event's object anyway, once its handlers are done): 20,000 pods into stores without a
-    // cache, the caller keeping every pod until the batch is timed. `add` serializes the pod;
-    // `insert_encoded` is phase 2's path, given the JSON as received.
+    // cache, the caller keeping every pod until the batch is timed. `add` serializes the pod
+    // (MessagePack by default, or JSON); `insert_encoded` into a JSON store is the raw-text
+    // path, given the JSON as received (no serialization).
     const OWN_PODS: usize = 20_000;
     let own_add: CompactStore<Pod> = CompactStore::builder()
         .indexers(namespace_indexers())
         .cache_capacity(0)
         .build();
-    let own_encoded: CompactStore<Pod> = CompactStore::builder()
+    let json_codec = || Codec::ZstdDictionary(ZstdDictionary::default());
+    let own_json_add: CompactStore<Pod> = CompactStore::builder()
         .indexers(namespace_indexers())
+        .codec(json_codec())
         .cache_capacity(0)
         .build();
-    let (mut own_add_cpu, mut own_encoded_cpu) = (Duration::ZERO, Duration::ZERO);
+    let own_encoded: CompactStore<Pod> = CompactStore::builder()
+        .indexers(namespace_indexers())
+        .codec(json_codec())
+        .cache_capacity(0)
+        .build();
+    let (mut own_add_cpu, mut own_json_add_cpu, mut own_encoded_cpu) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     for batch in 0..OWN_PODS / 1_000 {
         let items: Vec<(Arc<Pod>, Vec<u8>)> = (batch * 1_000..(batch + 1) * 1_000)
             .map(|i| {
@@ -163,6 +192,11 @@ fn main() {
                 own_add.add(pod.clone()).unwrap();
             }
         });
+        let ((), _, json_add_cpu) = timed(|| {
+            for (pod, _) in &items {
+                own_json_add.add(pod.clone()).unwrap();
+            }
+        });
         let ((), _, encoded_cpu) = timed(|| {
             for (pod, json) in &items {
                 own_encoded.insert_encoded(pod.clone(), json).unwrap();
@@ -171,11 +205,12 @@ fn main() {
         if batch > 0 {
             // The first batch trains the dictionary: left out.
             own_add_cpu += add_cpu;
+            own_json_add_cpu += json_add_cpu;
             own_encoded_cpu += encoded_cpu;
         }
     }
     let own_adds = (OWN_PODS - 1_000) as u32;
-    drop((own_add, own_encoded));
+    drop((own_add, own_json_add, own_encoded));
 
     // The floor under every cold lookup, measured again now that the heap holds the store.
     let decode_floor_filled = decode_floor();
@@ -252,9 +287,9 @@ fn main() {
     println!("\n| {PODS} realistic pods | IndexedStore | CompactStore |");
     println!("|---|---:|---:|");
     println!(
-        "| bytes held per pod | {decoded_per_pod} (the decoded pod: RSS growth while decoding) | {} encoded ({} of JSON); {} with keys, table, index and dictionary (`memory_bytes`); RSS growth {compact_rss_per_pod} |",
+        "| bytes held per pod | {decoded_per_pod} (the decoded pod: RSS growth while decoding) | {} encoded ({} serialized); {} with keys, table, index and dictionary (`memory_bytes`); RSS growth {compact_rss_per_pod} |",
         stats.encoded_bytes / PODS as u64,
-        stats.json_bytes / PODS as u64,
+        stats.serialized_bytes / PODS as u64,
         stats.memory_bytes / PODS as u64,
     );
     println!(
@@ -265,8 +300,9 @@ fn main() {
         micros(compact_cpu / PODS as u32),
     );
     println!(
-        "| the store's own cost of a write, CPU per pod (no cache, caller keeps the pod): add / insert_encoded (JSON as received) | | {} / {} |",
+        "| the store's own cost of a write, CPU per pod (no cache, caller keeps the pod): add, MessagePack / add, JSON / insert_encoded, JSON as received | | {} / {} / {} |",
         micros(own_add_cpu / own_adds),
+        micros(own_json_add_cpu / own_adds),
         micros(own_encoded_cpu / own_adds),
     );
     println!(

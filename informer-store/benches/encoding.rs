@@ -114,6 +114,25 @@ fn from_cbor(bytes: &[u8]) -> Pod {
     ciborium::from_reader(bytes).unwrap()
 }
 
+/// MessagePack as the compact store writes it: structs as maps with their field names (so that
+/// every type decodes as it would from JSON, `deserialize_any` included) and human-readable
+/// (types that serialize differently for binary formats write what they write for JSON).
+fn msgpack(pod: &Pod) -> Vec<u8> {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let mut ser = rmp_serde::Serializer::new(&mut out)
+        .with_struct_map()
+        .with_human_readable();
+    pod.serialize(&mut ser).unwrap();
+    out
+}
+
+fn from_msgpack(bytes: &[u8]) -> Pod {
+    use serde::Deserialize;
+    let mut de = rmp_serde::Deserializer::from_read_ref(bytes).with_human_readable();
+    Pod::deserialize(&mut de).unwrap()
+}
+
 /// zstd with a dictionary trained on `train` (already serialized), at `level`.
 fn zstd_dict(
     name: &str,
@@ -154,6 +173,7 @@ fn main() {
     let test: Vec<Pod> = (TRAIN..TRAIN + TEST).map(|i| pods::pod(SEED, i)).collect();
     let train_json: Vec<Vec<u8>> = train_pods.iter().map(json).collect();
     let train_cbor: Vec<Vec<u8>> = train_pods.iter().map(cbor).collect();
+    let train_msgpack: Vec<Vec<u8>> = train_pods.iter().map(msgpack).collect();
     let from_json = |b: &[u8]| -> Pod { serde_json::from_slice(b).unwrap() };
 
     let mut codecs = vec![
@@ -162,6 +182,12 @@ fn main() {
             encode: Box::new(json),
             unpack: Box::new(|b| b.to_vec()),
             decode: Box::new(from_json),
+        },
+        Codec {
+            name: "MessagePack (rmp-serde, named, human-readable)".to_owned(),
+            encode: Box::new(msgpack),
+            unpack: Box::new(|b| b.to_vec()),
+            decode: Box::new(from_msgpack),
         },
         Codec {
             name: "CBOR (ciborium)".to_owned(),
@@ -202,6 +228,36 @@ fn main() {
         ));
     }
     codecs.push(zstd_dict("CBOR", &train_cbor, 64 << 10, 3, cbor, from_cbor));
+    for (dict_size, level) in [(64 << 10, 1), (64 << 10, 3), (112 << 10, 3)] {
+        codecs.push(zstd_dict(
+            "MessagePack",
+            &train_msgpack,
+            dict_size,
+            level,
+            msgpack,
+            from_msgpack,
+        ));
+    }
+    {
+        let joined: Vec<u8> = train_msgpack.concat();
+        let dict: Vec<u8> = joined[joined.len().saturating_sub(64 << 10)..].to_vec();
+        let dict2 = dict.clone();
+        let dict3 = dict.clone();
+        codecs.push(Codec {
+            name: "MessagePack + lz4_flex, 64 KiB of pods as dictionary".to_owned(),
+            encode: Box::new(move |p| {
+                lz4_flex::block::compress_prepend_size_with_dict(&msgpack(p), &dict)
+            }),
+            unpack: Box::new(move |b| {
+                lz4_flex::block::decompress_size_prepended_with_dict(b, &dict2).unwrap()
+            }),
+            decode: Box::new(move |b| {
+                from_msgpack(
+                    &lz4_flex::block::decompress_size_prepended_with_dict(b, &dict3).unwrap(),
+                )
+            }),
+        });
+    }
     {
         // LZ4 (pure Rust) with the last 64 KiB of the training pods as its dictionary: LZ4 has
         // no trained dictionaries, only a window of earlier text.
@@ -279,7 +335,40 @@ fn main() {
         .collect();
     println!("\n| decoding one pod | CPU µs |");
     println!("|---|---:|");
-    let rows: [DecodeRow<'_>; 5] = [
+    let msgpack_encoded: Vec<Vec<u8>> = test.iter().map(msgpack).collect();
+    let msgpack_without_managed_fields: Vec<Vec<u8>> = test
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.metadata.managed_fields = None;
+            msgpack(&p)
+        })
+        .collect();
+    let rows: [DecodeRow<'_>; 9] = [
+        ("rmp-serde → Pod", &msgpack_encoded, |b| {
+            black_box(from_msgpack(b));
+        }),
+        ("rmp-serde → serde_json::Value", &msgpack_encoded, |b| {
+            use serde::Deserialize;
+            let mut de = rmp_serde::Deserializer::from_read_ref(b).with_human_readable();
+            black_box(serde_json::Value::deserialize(&mut de).unwrap());
+        }),
+        (
+            "rmp-serde → informer_testing::JsonObject",
+            &msgpack_encoded,
+            |b| {
+                use serde::Deserialize;
+                let mut de = rmp_serde::Deserializer::from_read_ref(b).with_human_readable();
+                black_box(informer_testing::JsonObject::deserialize(&mut de).unwrap());
+            },
+        ),
+        (
+            "rmp-serde → Pod, managedFields dropped beforehand",
+            &msgpack_without_managed_fields,
+            |b| {
+                black_box(from_msgpack(b));
+            },
+        ),
         ("serde_json::from_slice → Pod", &encoded, |b| {
             black_box(serde_json::from_slice::<Pod>(b).unwrap());
         }),
@@ -316,4 +405,42 @@ fn main() {
         let cpu = cpu_per_item(inputs, |b| f(b));
         println!("| {name} | {cpu:.1} |");
     }
+    // The floor under any decode into `Pod`: building the same object without parsing
+    // anything (a clone: the same allocations and copies), and freeing it.
+    let cpu = cpu_per_item(&test, |p| {
+        black_box(p.clone());
+    });
+    println!("| Pod::clone and drop (no parsing: the floor of any decode into Pod) | {cpu:.1} |");
+    let mut without = test.clone();
+    for p in &mut without {
+        p.metadata.managed_fields = None;
+    }
+    let cpu = cpu_per_item(&without, |p| {
+        black_box(p.clone());
+    });
+    println!("| Pod::clone and drop, managedFields dropped beforehand | {cpu:.1} |");
+    // Formats that are not self-describing (fields by position, no type tags) cannot carry
+    // these types: k8s-openapi's structs read maps only and skip absent optional fields, and
+    // serde_json::Value (managedFields' FieldsV1, dynamic objects) needs `deserialize_any`.
+    let pod = &test[0];
+    let postcard_pod = postcard::to_allocvec(pod)
+        .map_err(|e| e.to_string())
+        .and_then(|b| postcard::from_bytes::<Pod>(&b).map_err(|e| e.to_string()));
+    let value: serde_json::Value = serde_json::to_value(pod).unwrap();
+    let postcard_value = postcard::to_allocvec(&value)
+        .map_err(|e| e.to_string())
+        .and_then(|b| postcard::from_bytes::<serde_json::Value>(&b).map_err(|e| e.to_string()));
+    println!(
+        "\npostcard round trip of a Pod: {}; of its serde_json::Value: {}",
+        match postcard_pod {
+            Ok(back) if &back == pod => "ok".to_owned(),
+            Ok(_) => "decodes to another Pod".to_owned(),
+            Err(e) => format!("fails ({e})"),
+        },
+        match postcard_value {
+            Ok(back) if back == value => "ok".to_owned(),
+            Ok(_) => "decodes to another value".to_owned(),
+            Err(e) => format!("fails ({e})"),
+        }
+    );
 }

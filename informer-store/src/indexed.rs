@@ -289,6 +289,16 @@ impl<K: Object> KnownObjects<K> for IndexedStore<K> {
             .by_key(key)
             .map(|s| s.item.clone())
     }
+
+    fn contains_key(&self, key: &str) -> bool {
+        IndexedStore::contains_key(self, key)
+    }
+
+    fn resource_version_of(&self, key: &str) -> Option<String> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        slot.item.object_resource_version().map(str::to_owned)
+    }
 }
 
 impl<K: Object> Store<K> for IndexedStore<K> {
@@ -706,6 +716,23 @@ mod tests {
         );
         assert!(store.contains_key("same"));
         assert!(store.index_names().is_empty());
+    }
+
+    #[test]
+    fn known_objects_questions_answer_from_the_stored_arc() {
+        let store = IndexedStore::new();
+        let stored = Arc::new(JsonObject::new(Some("ns"), "a").with_resource_version("7"));
+        store.add(Arc::clone(&stored)).unwrap();
+        let known: &dyn KnownObjects<JsonObject> = &store;
+        assert!(known.contains_key("ns/a"));
+        assert!(!known.contains_key("ns/b"));
+        assert_eq!(known.resource_version_of("ns/a").as_deref(), Some("7"));
+        assert_eq!(known.resource_version_of("ns/b"), None);
+        assert!(Arc::ptr_eq(&known.shared_by_key("ns/a").unwrap(), &stored));
+        store
+            .add(Arc::new(JsonObject::new(Some("ns"), "c")))
+            .unwrap();
+        assert_eq!(known.resource_version_of("ns/c"), None);
     }
 
     /// An index function that runs `hook` the first time it is called with `trigger` set.

@@ -115,11 +115,16 @@
 //! 600 bytes per pod with its key, slot, index entries and its share of the dictionary, against
 //! about 48 KB for the decoded pod. The seed pods resemble each other more than a real cluster's
 //! do, so expect a lower ratio on real objects. The price is time: every lookup that misses the
-//! cache is one `serde_json` decode into `K` (decompression adds about a microsecond), which for
-//! a k8s-openapi `Pod` is tens of microseconds where `IndexedStore` clones an `Arc`; and every
+//! cache decodes into `K` (decompression adds about a microsecond). For a k8s-openapi `Pod`
+//! with `managedFields` that is about 25 µs of CPU in a fresh process, of which about 18 µs is
+//! the floor of building any `Pod` (its clone and drop take as long): the object's hundreds of
+//! allocations, not the parsing, so no stored form decodes much faster (MessagePack does not:
+//! [`Codec`]). In a process whose heap has churned through many objects the same decode takes
+//! two to three times as long (54–77 µs measured after filling a store with 100k pods). Every
 //! write encodes the object (a `serde_json` serialization and a compression), unless it is
 //! handed the JSON it was decoded from ([`CompactStore::add_encoded`]), which leaves the
-//! compression, about 10 µs.
+//! compression, about 10 µs. Scans that decode many objects spread them over a few threads
+//! ([`CompactStoreBuilder::decode_threads`]).
 //!
 //! ```
 //! # #[cfg(feature = "compact")] {
@@ -130,7 +135,8 @@
 //! use informer_testing::JsonObject;
 //!
 //! # fn main() -> Result<(), informer_core::StoreError> {
-//! let store = CompactStore::<JsonObject>::new(); // namespace index, zstd dictionary, cache 1,024
+//! // Namespace index, JSON with a zstd dictionary, cache 1,024.
+//! let store = CompactStore::<JsonObject>::new();
 //! for i in 0..1_000 {
 //!     let pod = JsonObject::new(Some("prod"), &format!("web-{i}"))
 //!         .with_label("app", "web")
@@ -140,7 +146,7 @@
 //! // After 512 objects a dictionary was trained and every object compressed.
 //! let stats = store.stats();
 //! assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
-//! assert!(stats.encoded_bytes * 4 < stats.json_bytes);
+//! assert!(stats.encoded_bytes * 4 < stats.serialized_bytes);
 //!
 //! // The object just written is cached: the same Arc comes back.
 //! let last = Arc::new(JsonObject::new(Some("prod"), "web-1000"));
@@ -167,7 +173,7 @@
 //! addition:
 //!
 //! 1. **Equal, and identical while cached.** Every lookup returns an object equal to the one
-//!    stored (its JSON decoded). The object is the very `Arc` that was stored while it is in the
+//!    stored (its encoding decoded). The object is the very `Arc` that was stored while it is in the
 //!    cache of decoded objects (every write caches the object written; `get_by_key` caches what
 //!    it decodes); otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
@@ -180,7 +186,9 @@
 //!    is a setting ([`CompactStoreBuilder::cache_capacity`], default
 //!    [`DEFAULT_CACHE_CAPACITY`], 0 disables it); eviction is CLOCK over 16 shards at most.
 //!    Scans (`list`, `by_index`, `index`, `add_indexers`) use cached objects but do not fill
-//!    the cache, so one listing does not evict the hot keys.
+//!    the cache, so one listing does not evict the hot keys. A scan with at least 64 objects
+//!    to decode per thread splits them over scoped threads
+//!    ([`CompactStoreBuilder::decode_threads`]); it returns the same objects in the same order.
 //! 3. **Encoding and decoding outside the lock.** `Serialize`, compression, the round-trip
 //!    check and index functions run before the write lock is taken. Reads copy the entry's
 //!    handle (a reference-counted byte slice) under the read lock and decompress and decode
@@ -192,19 +200,21 @@
 //!    when the key was written or read recently), and the write takes it from the cache.
 //!    [`CompactStore::insert`] and [`CompactStore::remove`] never decode.
 //! 5. **Objects that do not survive their encoding are refused.** A sample of writes (the first
-//!    64, then one in 1,024: [`RoundTripCheck`]) decodes the JSON about to be stored and checks
-//!    that it encodes back to the same JSON; a type whose `Serialize` and `Deserialize`
-//!    disagree is refused with [`CompactError::NotRoundTripping`] and nothing is stored.
+//!    64, then one in 1,024: [`RoundTripCheck`]) decodes the bytes about to be stored (JSON or
+//!    MessagePack) and checks that the result encodes to the object's JSON; a type whose
+//!    `Serialize` and `Deserialize` disagree is refused with [`CompactError::NotRoundTripping`]
+//!    and nothing is stored.
 //! 6. **A stored object that does not decode is a bug, and it is loud.** Methods that return a
 //!    `Result` report it as [`StoreError::Backend`](informer_core::StoreError::Backend) with
 //!    [`CompactError::Decode`] naming the key; `get_by_key`, `list` and `delete_by_key`, which
 //!    cannot, panic with the key and the cause (a panic in the informer's processing loop skips
 //!    that delta and logs it). None answers "absent" for an object it holds.
 //!    [`CompactStore::try_get_by_key`] reports instead of panicking.
-//! 7. **One dictionary per store, trained once.** Until it exists objects are stored as JSON and
-//!    their JSON is kept as training samples (at most 512 objects or 8 MiB); the write that
-//!    completes the samples trains the dictionary (tens of milliseconds, outside the store's
-//!    lock) and compresses the objects stored so far. If training fails the store keeps JSON.
+//! 7. **One dictionary per store, trained once.** Until it exists objects are stored
+//!    uncompressed and their serialized bytes are kept as training samples (at most 512
+//!    objects or 8 MiB); the write that completes the samples trains the dictionary (tens of
+//!    milliseconds, outside the store's lock) and compresses the objects stored so far. If
+//!    training fails the store keeps them uncompressed.
 //!
 //! `list` decodes every object at once: on a large store it costs the decoded size of the
 //! whole store, for the lifetime of the returned `Vec`. Prefer `by_index`, or `list_keys` and

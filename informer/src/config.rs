@@ -2,10 +2,14 @@
 //! handler: [`InformerConfig`], [`QueueChoice`], [`UidChange`], [`HandlerOptions`],
 //! [`Delivery`]. (What misbehaving handlers cause is in `incident.rs`.)
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::fmt;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use informer_core::reflector::ListWatchConfig;
 use informer_core::{Indexer, Indexers, KeyFunc, KnownObjects, Object, Queue, UidChange, key_of};
@@ -16,6 +20,7 @@ use informer_fifo::InOrderFifoConfig;
 use crate::incident::IncidentHook;
 use crate::metrics::InformerMetrics;
 use crate::reflector::{Transform, WatchErrorHandler};
+use crate::store_choice::StoreChoice;
 
 /// The configuration of a [`SharedIndexInformer`](crate::SharedIndexInformer). Start from
 /// `Default`; the `ListerWatcher` is the one thing without a default and is given to
@@ -63,13 +68,22 @@ pub struct InformerConfig<K> {
     pub transform: Option<Transform<K>>,
     /// The queue between reflector and processing loop. Default [`QueueChoice::DeltaFifo`].
     pub queue: QueueChoice<K>,
-    /// The cache. `None` (the default): an `IndexedStore` keyed with [`key_func`](Self::key_func)
-    /// holding the namespace index. A custom indexer is moved into the informer, which is
+    /// A cache built by you. `None` (the default): the informer builds the one
+    /// [`store`](Self::store) names. A custom indexer is moved into the informer, which is
     /// then its only writer; it must use the same key function. Read it through
-    /// [`SharedIndexInformer::lister`](crate::SharedIndexInformer::lister).
+    /// [`SharedIndexInformer::lister`](crate::SharedIndexInformer::lister). Setting both this
+    /// and a `store` other than [`StoreChoice::Indexed`] is refused
+    /// ([`InformerError::StoreConflict`](crate::InformerError::StoreConflict)).
     pub indexer: Option<Box<dyn Indexer<K>>>,
+    /// Which cache the informer builds (unless [`indexer`](Self::indexer) hands it one):
+    /// [`StoreChoice::Indexed`] (the default, objects held as `Arc<K>`),
+    /// [`StoreChoice::compact`] (feature `compact`: objects kept encoded, decoded on access),
+    /// or your own. It is keyed with [`key_func`](Self::key_func) and holds the namespace index
+    /// and [`indexers`](Self::indexers).
+    pub store: StoreChoice<K>,
     /// The key function of the queue, the indexer and the reflector. Default [`key_of`]
-    /// (`namespace/name`).
+    /// (`namespace/name`); with the default, relists skip decoding the objects the cache
+    /// holds unchanged (their keys and versions are read from the listed text first).
     pub key_func: KeyFunc<K>,
     /// How the reflector lists and watches: page size, streaming lists, selectors, watch
     /// timeouts, backoff, list limits. Defaults as client-go's.
@@ -103,7 +117,8 @@ impl<K: Object> Default for InformerConfig<K> {
             transform: None,
             queue: QueueChoice::DeltaFifo,
             indexer: None,
-            key_func: Arc::new(|obj: &K| key_of(obj)),
+            store: StoreChoice::Indexed,
+            key_func: default_key_func(),
             list_watch: ListWatchConfig::default(),
             watch_error_handler: None,
             seed: None,
@@ -126,6 +141,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("transform", &self.transform.is_some())
             .field("queue", &self.queue)
             .field("indexer", &self.indexer.is_some())
+            .field("store", &self.store)
             .field("list_watch", &self.list_watch)
             .field("watch_error_handler", &self.watch_error_handler.is_some())
             .field("seed", &self.seed)
@@ -134,6 +150,24 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("on_incident", &self.on_incident.is_some())
             .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
+    }
+}
+
+/// The default key function of `K` ([`key_of`]): one `Arc` per object type, shared by every
+/// default configuration, so that the informer can tell whether its configuration kept it
+/// (its keys are then `namespace/name`, which the reflector can read from a list item's
+/// metadata before decoding it).
+pub(crate) fn default_key_func<K: Object>() -> KeyFunc<K> {
+    type Registry = Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>;
+    static FUNCS: OnceLock<Registry> = OnceLock::new();
+    let mut funcs = FUNCS.get_or_init(Registry::default).lock();
+    let func = funcs
+        .entry(TypeId::of::<K>())
+        .or_insert_with(|| Box::new(Arc::new(|obj: &K| key_of(obj)) as KeyFunc<K>));
+    match func.downcast_ref::<KeyFunc<K>>() {
+        Some(func) => Arc::clone(func),
+        // The entry under `K`'s type id was made for `K` just above: not reached.
+        None => Arc::new(|obj: &K| key_of(obj)),
     }
 }
 

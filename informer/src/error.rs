@@ -24,6 +24,19 @@ pub enum InformerError {
         /// What was refused (for example `adding handler "audit"`).
         doing: String,
     },
+    /// [`InformerConfig::indexer`](crate::InformerConfig::indexer) hands the informer a
+    /// cache and [`InformerConfig::store`](crate::InformerConfig::store) asks it to build
+    /// another: set one of them.
+    #[error(
+        "informer {name:?}: both `indexer` (a cache built by the caller) and `store` ({store}) \
+         are set; set one"
+    )]
+    StoreConflict {
+        /// The informer's name.
+        name: String,
+        /// The store asked for.
+        store: String,
+    },
     /// The indexer refused new indices (a name already taken, or a backend failure).
     #[error("informer {name:?}: adding indexers failed")]
     Indexers {

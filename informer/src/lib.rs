@@ -181,6 +181,10 @@
 //!   off, no metric code is compiled, nothing is counted or timed for metrics, and
 //!   [`InformerMetrics`] cannot be constructed; the configuration structs keep their
 //!   `metrics` fields (always `None`), so turning the feature on never breaks a build.
+//! - `compact` (off by default): [`StoreChoice::compact`] and [`StoreKind::Compact`], an
+//!   informer whose cache keeps every object encoded (informer-store's `CompactStore`, whose
+//!   types are re-exported here) and decodes it on access: memory follows the objects' size
+//!   on the wire. Pulls in the zstd C library. It adds items and changes no default.
 //!
 //! The object type is yours: anything implementing [`Object`] (with `informer-core`'s `kube`
 //! feature, every `kube` resource type). The work queue's metrics are the `metrics` feature
@@ -201,6 +205,7 @@ mod processor;
 pub mod reflector;
 mod registration;
 mod shared_informer;
+mod store_choice;
 mod stream;
 mod sync;
 
@@ -220,6 +225,9 @@ pub use metrics::InformerMetrics;
 pub use processor::{ShutdownReport, StuckHandler};
 pub use registration::{Registration, RegistrationId, RegistrationStats, RegistrationStatus};
 pub use shared_informer::{InformerStats, SharedIndexInformer};
+#[cfg(feature = "compact")]
+pub use store_choice::{CompactChoice, CompactOptions};
+pub use store_choice::{StoreBuilder, StoreChoice, StoreKind, StoreWiring};
 pub use stream::EventStream;
 pub use sync::{SyncSource, wait_for_cache_sync};
 
@@ -229,12 +237,18 @@ pub use informer_core::selector::{FieldSelector, LabelSelector, SelectorError};
 /// [`SharedIndexInformer::set_shard_selector`] and `ListWatchConfig::shard_selector`.
 pub use informer_core::shard;
 pub use informer_core::{
-    Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, KeyError, KeyFunc,
-    KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher,
-    NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, OwnerRef, ProcessError,
-    Queue, QueueError, ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange,
-    WatchEvent, WatchOptions, WatchStream, controller_uid_index_func, index_fn, indexers, key_of,
+    Bookmark, Delta, DeltaType, Error, ErrorClass, IndexFunc, Indexer, Indexers, ItemPeek,
+    KeyError, KeyFunc, KnownObjects, Limit, ListOptions, ListPage, ListPageInfo, ListSink, Listed,
+    ListerWatcher, NAMESPACE_INDEX, Notification, Object, ObjectKey, ObjectOrTombstone, OwnerRef,
+    ProcessError, Queue, QueueError, RawObject, RawWatchEvent, RawWatchStream,
+    ResourceEventHandler, Status, Store, StoreError, Tombstone, UidChange, WatchEvent,
+    WatchOptions, WatchStream, controller_uid_index_func, index_fn, indexers, key_of,
     label_index_func, labels_index_func, namespace_index_func, owner_uid_index_func,
 };
 pub use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
 pub use informer_store::IndexedStore;
+#[cfg(feature = "compact")]
+pub use informer_store::{
+    Codec, CompactError, CompactStats, CompactStore, CompactStoreBuilder, DictionaryState,
+    RoundTripCheck, ZstdDictionary,
+};

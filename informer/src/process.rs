@@ -11,7 +11,10 @@
 //!
 //! (¹) When `old` and `new` have the same resourceVersion (a resync, or a relist that saw no
 //! change) the update is a *sync*: it goes only to handlers whose resync period is due. When
-//! the queue hands back the very `Arc` the cache holds, the cache is not written.
+//! the queue hands back the very `Arc` the cache holds, the cache is not written; when the
+//! cache holds that resourceVersion and no handler is due a resync, nothing is done at all
+//! (the versions are compared without reading the cached object, which a store that keeps
+//! objects encoded would have to decode).
 //!
 //! (²) Upstream notifies handlers of a deletion the cache never held; here handlers only hear
 //! about objects they were told exist, so folding a handler's notifications always gives the
@@ -19,6 +22,10 @@
 //!
 //! `initial` is whether the queue had not yet synced when the batch was popped: true for the
 //! objects of the first full list.
+//!
+//! A delta that carries its object's JSON text as received ([`Delta::raw`]) is written with
+//! [`Store::add_raw`](informer_core::Store::add_raw) / `update_raw`, so a store that keeps
+//! objects encoded stores the text instead of encoding the object again.
 //!
 //! A delta the cache refuses (a backend error, an object without a key, a panicking key or
 //! index function) is reported and skipped; the rest of the batch is applied. Nothing here
@@ -38,6 +45,8 @@ use informer_core::UidChange;
 /// Where the rules send notifications. `is_sync` marks equal-resourceVersion updates.
 pub(crate) trait Sink<K> {
     fn notify(&mut self, notification: Notification<K>, is_sync: bool);
+    /// Whether a sync notification would reach anyone now (a handler's resync is due).
+    fn wants_syncs(&self) -> bool;
 }
 
 /// The parameters of the rules.
@@ -101,9 +110,22 @@ impl<K: Object> Rules<'_, K> {
                 let new = delta.object.object();
                 // Keyed once, here: the lookup goes by key.
                 let key = (self.key_func)(new)?;
+                // The cache holds this very version (a relist or a resync of an unchanged
+                // object) and no handler is due a resync: the update would change nothing
+                // and reach no one. Compared by resourceVersion, so a store that keeps
+                // objects encoded decodes nothing.
+                if !sink.wants_syncs()
+                    && let Some(version) = new.object_resource_version()
+                    && self.indexer.resource_version_of(key.as_str()).as_deref() == Some(version)
+                {
+                    return Ok(());
+                }
                 match self.indexer.get_by_key(key.as_str()) {
                     None => {
-                        self.indexer.add(Arc::clone(new))?;
+                        match &delta.raw {
+                            Some(raw) => self.indexer.add_raw(Arc::clone(new), raw)?,
+                            None => self.indexer.add(Arc::clone(new))?,
+                        };
                         sink.notify(
                             Notification::Add {
                                 object: Arc::clone(new),
@@ -116,7 +138,10 @@ impl<K: Object> Rules<'_, K> {
                         let replaced_by_namesake = self.uid_change == UidChange::DeleteAndAdd
                             && matches!((old.object_uid(), new.object_uid()), (Some(a), Some(b)) if a != b);
                         if !Arc::ptr_eq(&old, new) {
-                            self.indexer.update(Arc::clone(new))?;
+                            match &delta.raw {
+                                Some(raw) => self.indexer.update_raw(Arc::clone(new), raw)?,
+                                None => self.indexer.update(Arc::clone(new))?,
+                            };
                         }
                         if replaced_by_namesake {
                             tracing::debug!(
@@ -220,12 +245,17 @@ mod tests {
     use informer_store::IndexedStore;
     use informer_testing::JsonObject;
 
+    /// Records every notification; every handler is due a resync.
     #[derive(Default)]
     struct Recorder(Vec<(String, bool)>);
 
     impl Sink<JsonObject> for Recorder {
         fn notify(&mut self, n: Notification<JsonObject>, is_sync: bool) {
             self.0.push((format!("{n:?}"), is_sync));
+        }
+
+        fn wants_syncs(&self) -> bool {
+            true
         }
     }
 
@@ -324,6 +354,54 @@ mod tests {
         );
         assert_eq!(seen, [("Update(ns/a@1 -> ns/a@1)".to_owned(), true)]);
         assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &stored));
+    }
+
+    /// A sink whose handlers are never due a resync.
+    #[derive(Default)]
+    struct NotSyncing(Vec<String>);
+
+    impl Sink<JsonObject> for NotSyncing {
+        fn notify(&mut self, n: Notification<JsonObject>, _is_sync: bool) {
+            self.0.push(format!("{n:?}"));
+        }
+
+        fn wants_syncs(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn an_unchanged_version_with_no_handler_due_is_skipped_without_reading_the_cache() {
+        let store = IndexedStore::new();
+        let stored = obj("a", "1", "u1");
+        store.add(Arc::clone(&stored)).unwrap();
+        let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
+        let rules = Rules {
+            indexer: &store,
+            key_func: &key_func,
+            uid_change: UidChange::DeleteAndAdd,
+            informer: "test",
+        };
+        let mut sink = NotSyncing::default();
+        // A relisted copy of the same version, and a resync: no write, nobody told.
+        let outcome = rules.apply(
+            &[
+                Delta::new(DeltaType::Replaced, obj("a", "1", "u1")),
+                Delta::new(DeltaType::Sync, Arc::clone(&stored)),
+            ],
+            false,
+            &mut sink,
+        );
+        assert_eq!(outcome.applied, 2);
+        assert!(sink.0.is_empty(), "{:?}", sink.0);
+        assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &stored));
+        // A new version still goes through.
+        rules.apply(
+            &[Delta::new(DeltaType::Replaced, obj("a", "2", "u1"))],
+            false,
+            &mut sink,
+        );
+        assert_eq!(sink.0, ["Update(ns/a@1 -> ns/a@2)"]);
     }
 
     #[test]

@@ -98,6 +98,10 @@ impl<K: Object> Sink<K> for Distribution<'_, K> {
             }
         }
     }
+
+    fn wants_syncs(&self) -> bool {
+        self.registry.entries.iter().any(|e| e.resync.syncing)
+    }
 }
 
 impl<K: Object> Processor<K> {

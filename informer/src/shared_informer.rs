@@ -9,18 +9,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use informer_core::shard::ShardSelector;
 use informer_core::{
-    Delta, Indexer, Indexers, KeyFunc, KnownObjects, ListerWatcher, NAMESPACE_INDEX, Object,
-    ProcessError, ProcessFn, Queue, QueueError, ResourceEventHandler, UidChange,
+    Delta, Indexer, Indexers, KeyFunc, KnownObjects, Listed, ListerWatcher, NAMESPACE_INDEX,
+    Object, ProcessError, ProcessFn, Queue, QueueError, RawObject, ResourceEventHandler, UidChange,
     namespace_index_func,
 };
 use informer_fifo::{DeltaFifo, DeltaFifoConfig, InOrderFifo, InOrderFifoConfig};
-use informer_store::IndexedStore;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::Lister;
-use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring};
+use crate::config::{HandlerOptions, InformerConfig, QueueChoice, QueueWiring, default_key_func};
 use crate::error::InformerError;
 use crate::listener::Reporter;
 use crate::metrics::InformerRecorder;
@@ -28,6 +27,7 @@ use crate::process::Rules;
 use crate::processor::{NewRegistration, Processor, RegisterError, ShutdownReport};
 use crate::reflector::{Reflector, ReflectorConfig, ReflectorStats};
 use crate::registration::{Phase, Registration};
+use crate::store_choice::{StoreChoice, StoreWiring};
 use crate::stream::EventStream;
 
 /// A cache of one kind of object, kept equal to the server by a
@@ -157,6 +157,7 @@ impl<K: Object> SharedIndexInformer<K> {
             transform,
             queue,
             indexer,
+            store,
             key_func,
             list_watch,
             watch_error_handler,
@@ -172,6 +173,12 @@ impl<K: Object> SharedIndexInformer<K> {
             name
         };
         let indexer: Arc<dyn Indexer<K>> = match indexer {
+            Some(_) if !matches!(store, StoreChoice::Indexed) => {
+                return Err(InformerError::StoreConflict {
+                    name,
+                    store: format!("{store:?}"),
+                });
+            }
             Some(indexer) => {
                 if !indexers.is_empty() {
                     indexer
@@ -183,13 +190,16 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
                 Arc::from(indexer)
             }
-            None => Arc::new(
-                IndexedStore::builder()
-                    .key_func(Arc::clone(&key_func))
-                    .indexer(NAMESPACE_INDEX, namespace_index_func())
-                    .indexers(indexers)
-                    .build(),
-            ),
+            None => {
+                let mut all = Indexers::new();
+                all.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
+                all.extend(indexers);
+                let wiring = StoreWiring {
+                    key_func: Arc::clone(&key_func),
+                    indexers: all,
+                };
+                Arc::from(store.build(wiring))
+            }
         };
         let known: Arc<dyn KnownObjects<K>> = indexer.clone();
         let raw_queue: Arc<dyn Queue<K>> = match queue {
@@ -211,14 +221,17 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         // The reflector skips (and reports) what the queue's key function cannot key, rather
         // than have the queue refuse a whole list. Its resync settings come from the
-        // handlers' periods when it starts.
+        // handlers' periods when it starts. With the default key function it is told none:
+        // then it knows keys are `namespace/name` and may key list items from their metadata
+        // before decoding them.
+        let custom_keys = !Arc::ptr_eq(&key_func, &default_key_func::<K>());
         let reflector = ReflectorConfig {
             name: name.clone(),
             list_watch,
             resync_period: None,
             should_resync: None,
             transform,
-            key_func: Some(Arc::clone(&key_func)),
+            key_func: custom_keys.then(|| Arc::clone(&key_func)),
             watch_error_handler,
             seed,
             metrics: metrics.clone(),
@@ -681,6 +694,25 @@ impl<K: Object> Queue<K> for SignallingQueue<K> {
 
     fn replace(&self, objects: Vec<Arc<K>>, resource_version: &str) -> Result<(), QueueError> {
         let result = self.inner.replace(objects, resource_version);
+        self.signal();
+        result
+    }
+
+    fn add_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.inner.add_raw(obj, raw)
+    }
+
+    fn update_raw(&self, obj: Arc<K>, raw: RawObject) -> Result<(), QueueError> {
+        self.inner.update_raw(obj, raw)
+    }
+
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<K>>,
+        resource_version: &str,
+        known: &dyn KnownObjects<K>,
+    ) -> Result<(), QueueError> {
+        let result = self.inner.replace_listed(entries, resource_version, known);
         self.signal();
         result
     }

@@ -64,7 +64,8 @@ fn print_help() {
          soak      the chaos convergence test over many seeds, in release:\n\
          \x20         --seeds N [--start S] [--chunk C] [--threads T] [--debug]\n\
          \x20         or in real time over HTTP through kube-client for M minutes:\n\
-         \x20         --http --minutes M [--start S] [--threads T] [--debug]\n\
+         \x20         --http --minutes M [--start S] [--threads T] [--debug];\n\
+         \x20         --store compact: the informer's cache is the compact store\n\
          mutants   the mutation check (by hand): each patch of xtask/mutants/ against the chaos\n\
          \x20         test and the soak, on a scratch copy; prints the table:\n\
          \x20         [--only a,b] [--chaos-seeds N] [--soak-seeds N] [--tests pkg:test,...]\n\

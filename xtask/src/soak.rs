@@ -1,4 +1,5 @@
-//! `cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug]`: runs the chaos
+//! `cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug] [--store
+//! indexed|compact]`: runs the chaos
 //! convergence test (`informer/tests/it/chaos.rs`) over many seeds, in release mode, chunk by
 //! chunk, printing progress; on failure it prints the failing chunk's output, the first failing
 //! seed and the command that reproduces it, and exits non-zero.
@@ -7,7 +8,9 @@
 //! (`cargo test --release -p informer --test it --no-run`); each chunk then runs that binary
 //! with the test's filter alone (`chaos::chaos_convergence --exact --nocapture`) and
 //! `CHAOS_SEEDS=a..b`. The test runs its seeds in parallel (`CHAOS_THREADS`, default: the
-//! number of CPUs) and prints `CHAOS-FAILED-SEED: n` for each failure.
+//! number of CPUs) and prints `CHAOS-FAILED-SEED: n` for each failure. `--store compact` runs
+//! the informer with the compact store (`CHAOS_STORE=compact`; the default `indexed` leaves the
+//! variable to the environment).
 //!
 //! `cargo xtask soak --http --minutes M [--start S] [--threads T] [--debug]` runs the same
 //! scenarios in real time over the HTTP fake server through kube-client
@@ -29,10 +32,13 @@ struct Options {
     release: bool,
     /// `--http --minutes M`: the HTTP chaos for M minutes instead of `seeds` seeds.
     http_minutes: Option<u64>,
+    /// `--store compact`: the informer's cache is the compact store (`CHAOS_STORE`).
+    store: Option<String>,
 }
 
 const USAGE: &str = "cargo xtask soak --seeds N [--start S] [--chunk C] [--threads T] [--debug] \
-                     | --http --minutes M [--start S] [--threads T] [--debug]";
+                     [--store indexed|compact] | --http --minutes M [--start S] [--threads T] \
+                     [--debug] [--store indexed|compact]";
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
@@ -42,6 +48,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         threads: None,
         release: true,
         http_minutes: None,
+        store: None,
     };
     let mut seeds = None;
     let mut http = false;
@@ -71,6 +78,21 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--debug" => options.release = false,
             "--http" => http = true,
             "--minutes" => minutes = Some(value()?.max(1)),
+            "--store" => {
+                let store = match &inline {
+                    Some(v) => v.clone(),
+                    None => args
+                        .next()
+                        .cloned()
+                        .ok_or_else(|| format!("--store needs a value; usage: {USAGE}"))?,
+                };
+                if !matches!(store.as_str(), "indexed" | "compact") {
+                    return Err(format!(
+                        "--store {store:?}: expected `indexed` or `compact`; usage: {USAGE}"
+                    ));
+                }
+                options.store = Some(store);
+            }
             other => return Err(format!("unknown soak option {other:?}; usage: {USAGE}")),
         }
     }
@@ -198,6 +220,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         if let Some(threads) = options.threads {
             command.env("CHAOS_THREADS", threads.to_string());
         }
+        if let Some(store) = &options.store {
+            command.env("CHAOS_STORE", store);
+        }
         let chunk_started = Instant::now();
         let output = command
             .output()
@@ -216,10 +241,14 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             };
             let release = if options.release { " --release" } else { "" };
             // The environment the chaos test reads, so that the command reproduces the run.
-            let env: String = ["CHAOS_SABOTAGE", "CHAOS_THREADS"]
+            let mut env: String = ["CHAOS_SABOTAGE", "CHAOS_THREADS", "CHAOS_STORE"]
                 .iter()
+                .filter(|k| **k != "CHAOS_STORE" || options.store.is_none())
                 .filter_map(|k| env::var(k).ok().map(|v| format!("{k}={v} ")))
                 .collect();
+            if let Some(store) = &options.store {
+                env.push_str(&format!("CHAOS_STORE={store} "));
+            }
             return Err(format!(
                 "seeds {range}: {} failed: {failed:?}\nfirst failing seed: {first}\nreproduce: \
                  {env}CHAOS_SEED={first} cargo test{release} -p {CHAOS_PACKAGE} --test \
@@ -269,6 +298,9 @@ fn run_http(options: &Options, minutes: u64) -> Result<(), String> {
         .stdout(Stdio::piped());
     if let Some(threads) = options.threads {
         command.env("CHAOS_THREADS", threads.to_string());
+    }
+    if let Some(store) = &options.store {
+        command.env("CHAOS_STORE", store);
     }
     let mut child = command
         .spawn()
@@ -325,6 +357,7 @@ mod tests {
                 threads: None,
                 release: true,
                 http_minutes: None,
+                store: None,
             }
         );
         assert_eq!(
@@ -339,6 +372,7 @@ mod tests {
                 threads: Some(4),
                 release: false,
                 http_minutes: None,
+                store: None,
             }
         );
         assert_eq!(
@@ -350,7 +384,18 @@ mod tests {
                 threads: None,
                 release: true,
                 http_minutes: Some(5),
+                store: None,
             }
+        );
+        assert_eq!(
+            parse(&args("--seeds 2000 --store compact")).unwrap().store,
+            Some("compact".to_owned())
+        );
+        assert_eq!(
+            parse(&args("--http --minutes 1 --store=indexed"))
+                .unwrap()
+                .store,
+            Some("indexed".to_owned())
         );
     }
 
@@ -365,6 +410,8 @@ mod tests {
             "--http",
             "--http --seeds 5 --minutes 1",
             "--seeds 5 --minutes 1",
+            "--seeds 5 --store",
+            "--seeds 5 --store jumbo",
         ] {
             let error = parse(&args(bad)).unwrap_err();
             assert!(error.contains("usage"), "{bad:?}: {error}");

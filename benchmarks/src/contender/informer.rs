@@ -1,11 +1,11 @@
-//! informer-rs: a shared informer from [`KubeInformerFactory`] with its defaults, and one
-//! handler that records stamped updates.
+//! informer-rs: a shared informer from [`KubeInformerFactory`] with its defaults (or the
+//! compact store, or `managedFields` dropped), and one handler that records stamped updates.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use informer::reflector::RestartReason;
-use informer::{Lister, NAMESPACE_INDEX, SharedIndexInformer, handler};
+use informer::{Lister, NAMESPACE_INDEX, SharedIndexInformer, StoreKind, handler};
 use informer_kube::KubeInformerFactory;
 use k8s_openapi::api::core::v1::Pod;
 use kube_client::Client;
@@ -24,9 +24,11 @@ impl Run {
         client: Client,
         recorder: Arc<Recorder>,
         drop_managed_fields: bool,
+        store: StoreKind,
     ) -> Result<Self, String> {
         let factory = KubeInformerFactory::new(client);
         factory.set_drop_managed_fields(drop_managed_fields);
+        factory.set_store(store);
         let informer = factory
             .informer::<Pod>()
             .map_err(|e| format!("creating the pod informer: {e}"))?;

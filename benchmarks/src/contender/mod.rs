@@ -20,13 +20,16 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ::informer::{CompactOptions, StoreKind};
 use kube_client::Client;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncBufReadExt as _;
 use tokio::sync::Notify;
 
-use crate::protocol::{Command, LookupTiming, Report, SEQ_ANNOTATION, WRITTEN_AT_ANNOTATION};
+use crate::protocol::{
+    ColdLookups, Command, LookupTiming, Report, SEQ_ANNOTATION, WRITTEN_AT_ANNOTATION,
+};
 use crate::stats::Summary;
 
 /// Who is measured.
@@ -41,6 +44,9 @@ pub enum ContenderKind {
     /// The same, with `metadata.managedFields` dropped as each object is decoded
     /// (`KubeInformerFactory::set_drop_managed_fields`).
     InformerDropManagedFields,
+    /// The same factory with the compact store (`set_store(StoreKind::Compact(..))`, default
+    /// options): full objects, kept as compressed JSON and decoded on access.
+    InformerCompact,
     /// kube-runtime 5: `reflector(store, watcher(api, Config::default()).default_backoff())`,
     /// the stream consumed by one task.
     KubeRuntime,
@@ -53,9 +59,10 @@ pub enum ContenderKind {
 
 impl ContenderKind {
     /// Every contender, in table order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Informer,
         Self::InformerDropManagedFields,
+        Self::InformerCompact,
         Self::KubeRuntime,
         Self::KubeRuntimeStreaming,
         Self::Floor,
@@ -66,6 +73,7 @@ impl ContenderKind {
         match self {
             Self::Informer => "informer",
             Self::InformerDropManagedFields => "informer-drop-managed-fields",
+            Self::InformerCompact => "informer-compact",
             Self::KubeRuntime => "kube-runtime",
             Self::KubeRuntimeStreaming => "kube-runtime-streaming",
             Self::Floor => "floor",
@@ -79,6 +87,7 @@ impl ContenderKind {
             Self::InformerDropManagedFields => {
                 "informer-rs, managedFields dropped at decode (extra)"
             }
+            Self::InformerCompact => "informer-rs, compact store (full objects)",
             Self::KubeRuntime => "kube-runtime 5 (default)",
             Self::KubeRuntimeStreaming => "kube-runtime 5, streaming lists",
             Self::Floor => "floor: kube-client list/watch, no cache",
@@ -243,12 +252,24 @@ enum Running {
 impl Running {
     fn start(kind: ContenderKind, client: Client, recorder: Arc<Recorder>) -> Result<Self, String> {
         Ok(match kind {
-            ContenderKind::Informer => {
-                Self::Informer(informer::Run::start(client, recorder, false)?)
-            }
-            ContenderKind::InformerDropManagedFields => {
-                Self::Informer(informer::Run::start(client, recorder, true)?)
-            }
+            ContenderKind::Informer => Self::Informer(informer::Run::start(
+                client,
+                recorder,
+                false,
+                StoreKind::Indexed,
+            )?),
+            ContenderKind::InformerDropManagedFields => Self::Informer(informer::Run::start(
+                client,
+                recorder,
+                true,
+                StoreKind::Indexed,
+            )?),
+            ContenderKind::InformerCompact => Self::Informer(informer::Run::start(
+                client,
+                recorder,
+                false,
+                StoreKind::Compact(CompactOptions::default()),
+            )?),
             ContenderKind::KubeRuntime => {
                 Self::KubeRuntime(kube_runtime::Run::start(client, recorder, false))
             }
@@ -275,13 +296,29 @@ impl Running {
         }
     }
 
-    fn lookups(&self, namespaces: &[String], keys: &[(String, String)], min: Duration) -> Report {
-        let (namespace, get) = match self {
+    fn lookups(
+        &self,
+        namespaces: &[String],
+        keys: &[(String, String)],
+        cold_keys: &[(String, String)],
+        min: Duration,
+    ) -> Report {
+        // Each cold key and each namespace once, each timed on its own, before the loops
+        // (which warm whatever the cache keeps).
+        let (cold, namespace, get) = match self {
             Self::Informer(r) => (
+                ColdLookups {
+                    get: time_each(cold_keys, |(ns, name)| r.get(ns, name)),
+                    namespace: time_each(namespaces, |ns| r.namespace_lookup(ns)),
+                },
                 time_lookups(namespaces, min, |ns| r.namespace_lookup(ns)),
                 time_lookups(keys, min, |(ns, name)| r.get(ns, name)),
             ),
             Self::KubeRuntime(r) => (
+                ColdLookups {
+                    get: time_each(cold_keys, |(ns, name)| r.get(ns, name)),
+                    namespace: time_each(namespaces, |ns| r.namespace_lookup(ns)),
+                },
                 time_lookups(namespaces, min, |ns| r.namespace_lookup(ns)),
                 time_lookups(keys, min, |(ns, name)| r.get(ns, name)),
             ),
@@ -291,7 +328,11 @@ impl Running {
                 };
             }
         };
-        Report::Lookups { namespace, get }
+        Report::Lookups {
+            namespace,
+            get,
+            cold: Some(cold),
+        }
     }
 
     async fn stop(self) {
@@ -334,6 +375,19 @@ fn time_lookups<I>(
         },
         found_per_pass,
     }
+}
+
+/// Runs `lookup` once per input, timing each call: the microseconds per call, summarized.
+fn time_each<I>(inputs: &[I], mut lookup: impl FnMut(&I) -> usize) -> Summary {
+    let mut micros: Vec<f64> = inputs
+        .iter()
+        .map(|input| {
+            let started = Instant::now();
+            black_box(lookup(black_box(input)));
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    Summary::of(&mut micros)
 }
 
 /// Writes one report line to stdout.
@@ -435,19 +489,21 @@ async fn serve_commands(kind: ContenderKind, url: &str) -> Result<(), String> {
             Command::Lookups {
                 namespaces,
                 keys,
+                cold_keys,
                 min_seconds,
             } => {
                 let Some(run) = &running else {
                     send(&not_started());
                     continue;
                 };
-                let keys: Vec<(String, String)> = keys
-                    .iter()
-                    .filter_map(|k| k.split_once('/'))
-                    .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
-                    .collect();
+                let split = |keys: &[String]| -> Vec<(String, String)> {
+                    keys.iter()
+                        .filter_map(|k| k.split_once('/'))
+                        .map(|(ns, name)| (ns.to_owned(), name.to_owned()))
+                        .collect()
+                };
                 let min = Duration::try_from_secs_f64(min_seconds).unwrap_or_default();
-                send(&run.lookups(&namespaces, &keys, min));
+                send(&run.lookups(&namespaces, &split(&keys), &split(&cold_keys), min));
             }
             Command::Quit => break,
         }

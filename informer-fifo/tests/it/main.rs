@@ -18,4 +18,5 @@ mod client_go;
 mod conformance;
 mod delta_fifo;
 mod in_order;
+mod listed;
 mod suite_catches_faults;

@@ -3,7 +3,8 @@
 //!
 //! A shared informer on pods with a namespace index and a `node` index, two handlers (an event
 //! counter by type and a per-namespace tracker), a progress bar during the initial sync, a
-//! live summary every second, and a final summary. Pods come from the embedded fake API server
+//! live summary every second, and a final summary with the process's memory. `--store
+//! compact` keeps the cache encoded. Pods come from the embedded fake API server
 //! over HTTP (seeded, with steady churn) or from a real cluster.
 
 use std::collections::{BTreeMap, HashMap};
@@ -21,9 +22,9 @@ use fake_apiserver::seed::{Churn, ChurnConfig, ChurnStats, SeedConfig, seed};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use informer::reflector::WatchListMode;
 use informer::{
-    Error as ApiError, InformerConfig, ListOptions, ListPage, ListPageInfo, ListSink,
-    ListerWatcher, NAMESPACE_INDEX, Object, ObjectOrTombstone, ResourceEventHandler,
-    SharedIndexInformer, WatchOptions, WatchStream,
+    CompactOptions, Error as ApiError, InformerConfig, ListOptions, ListPage, ListPageInfo,
+    ListSink, ListerWatcher, NAMESPACE_INDEX, Object, ObjectOrTombstone, ResourceEventHandler,
+    SharedIndexInformer, StoreChoice, WatchOptions, WatchStream,
 };
 use informer_kube::{KubeError, KubeListerWatcher, client_for_informers, drop_managed_fields};
 use k8s_openapi::api::core::v1::Pod;
@@ -80,10 +81,69 @@ pub struct Args {
     /// Keep metadata.managedFields in the cache (dropped by default).
     #[arg(long)]
     pub keep_managed_fields: bool,
+    /// The cache: `indexed` keeps every pod decoded (fastest lookups); `compact` keeps each
+    /// pod as compressed JSON and decodes it on access (a fraction of the memory).
+    #[arg(long, value_enum, default_value_t = StoreArg::Indexed)]
+    pub store: StoreArg,
     /// Print plain lines instead of a redrawing progress bar (automatic when stdout is not a
     /// terminal).
     #[arg(long)]
     pub plain: bool,
+}
+
+/// The `--store` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreArg {
+    /// Every pod decoded, held as `Arc<Pod>` (informer-store's `IndexedStore`).
+    Indexed,
+    /// Every pod as compressed JSON, decoded on access (informer-store's `CompactStore`).
+    Compact,
+}
+
+impl StoreArg {
+    fn choice(self) -> StoreChoice<Pod> {
+        match self {
+            Self::Indexed => StoreChoice::Indexed,
+            Self::Compact => StoreChoice::compact(CompactOptions::default()),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Indexed => "indexed",
+            Self::Compact => "compact",
+        }
+    }
+}
+
+/// The process's resident memory, from `/proc/self/status` (Linux).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rss {
+    /// `VmRSS`: resident now, in bytes.
+    pub current: u64,
+    /// `VmHWM`: the most resident so far, in bytes.
+    pub peak: u64,
+}
+
+impl Rss {
+    /// Now; `None` where `/proc/self/status` is not there or says neither.
+    pub fn now() -> Option<Self> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let kib = |field: &str| -> Option<u64> {
+            let line = status.lines().find(|l| l.starts_with(field))?;
+            let value = line[field.len()..].trim().strip_suffix("kB")?.trim();
+            value.parse::<u64>().ok().map(|k| k * 1024)
+        };
+        Some(Self {
+            current: kib("VmRSS:")?,
+            peak: kib("VmHWM:")?,
+        })
+    }
+}
+
+/// Bytes as MiB, for people.
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
 }
 
 /// Parses `20s`, `1.5s`, `500ms`, `2m`, `1h`, or plain seconds.
@@ -342,6 +402,13 @@ pub struct Summary {
     pub churn: Option<ChurnStats>,
     /// Handlers still busy at shutdown.
     pub stuck_handlers: usize,
+    /// The cache (`--store`).
+    pub store: StoreArg,
+    /// The process's memory right after the initial sync (the embedded fake server, when
+    /// used, runs in the same process and is counted too).
+    pub rss_after_sync: Option<Rss>,
+    /// The process's memory at the end.
+    pub rss_at_exit: Option<Rss>,
 }
 
 impl Summary {
@@ -445,6 +512,7 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
             }) as informer::IndexFunc<Pod>,
         )]
         .into(),
+        store: args.store.choice(),
         ..InformerConfig::default()
     };
     // Drop managedFields right after each object is decoded, before it is shared (the
@@ -505,12 +573,18 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
     // Every initial-list notification has reached the handlers (the tracker's registration
     // has synced): the count of initial adds is the synced count.
     let synced_count = counts.snapshot().initial_adds as usize;
+    let rss_after_sync = Rss::now();
     if let Some(fake) = fake.as_mut() {
         fake.start_churn(args.churn);
     }
     println!(
-        "synced {synced_count} pods in {:.2}s (initial list)",
-        sync_time.as_secs_f64()
+        "synced {synced_count} pods in {:.2}s (initial list, {} store{})",
+        sync_time.as_secs_f64(),
+        args.store.name(),
+        rss_after_sync.map_or_else(String::new, |r| format!(
+            ", process RSS {:.0} MiB",
+            mib(r.current)
+        ))
     );
 
     // Live summary until the duration elapses, Ctrl-C, or stop.
@@ -618,6 +692,9 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         top_namespaces: by_namespace,
         churn,
         stuck_handlers: report.stuck.len(),
+        store: args.store,
+        rss_after_sync,
+        rss_at_exit: Rss::now(),
     };
     print_summary(&summary);
     Ok(summary)
@@ -812,6 +889,21 @@ fn print_summary(s: &Summary) {
         );
     }
     println!("  handlers stuck at shutdown: {}", s.stuck_handlers);
+    let rss = |r: Option<Rss>| match r {
+        Some(r) => format!("{:.0} MiB (peak {:.0} MiB)", mib(r.current), mib(r.peak)),
+        None => "unknown".to_owned(),
+    };
+    println!(
+        "  cache: {} store; process RSS after sync {}, at exit {}{}",
+        s.store.name(),
+        rss(s.rss_after_sync),
+        rss(s.rss_at_exit),
+        if s.seeded.is_some() {
+            " (the embedded fake server runs in this process and is counted too)"
+        } else {
+            ""
+        }
+    );
 }
 
 #[cfg(test)]

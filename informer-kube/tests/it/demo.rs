@@ -36,6 +36,42 @@ async fn demo_syncs_every_seeded_pod_and_sees_live_events() {
     assert_eq!(summary.top_namespaces.len(), 5);
     let churn = summary.churn.expect("churn stats");
     assert!(churn.creates + churn.updates + churn.deletes > 0);
+    assert_eq!(summary.store, app::StoreArg::Indexed);
+    let rss = summary.rss_after_sync.expect("/proc/self/status on Linux");
+    assert!(rss.current > 0 && rss.peak >= rss.current, "{rss:?}");
+}
+
+/// `--store compact`: the same run with the compact cache (ten seconds as above, the bound of
+/// the initial sync); the summary says which store and the process's memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_runs_with_the_compact_store() {
+    let summary = app::run(
+        [
+            "informer-demo",
+            "--fake",
+            "--plain",
+            "--duration",
+            "10s",
+            "--pods",
+            "1000",
+            "--namespaces",
+            "10",
+            "--churn",
+            "200",
+            "--store",
+            "compact",
+        ],
+        tokio_util::sync::CancellationToken::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.store, app::StoreArg::Compact);
+    assert_eq!(summary.synced, 1000);
+    assert_eq!(summary.events.initial_adds, 1000);
+    assert!(summary.tracker_agrees, "{summary:?}");
+    assert_eq!(summary.stuck_handlers, 0);
+    assert_eq!(summary.top_namespaces.len(), 5);
+    assert!(summary.rss_at_exit.is_some());
 }
 
 use std::time::{Duration, Instant};

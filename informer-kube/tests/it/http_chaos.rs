@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::chaos_support::plan::{Clock, Plan};
+use crate::chaos_support::plan::{Clock, Plan, store_from_env};
 use crate::chaos_support::{
     Connection, RESOURCE, SeedStats, Transport, quiet_deliberate_panics, run_plan,
 };
@@ -158,7 +158,8 @@ fn http_chaos() {
                     let Some(seed) = seeds.lock().next() else {
                         return;
                     };
-                    let plan = Plan::with_clock(seed, Clock::RealTime { scale: SCALE });
+                    let plan = Plan::with_clock(seed, Clock::RealTime { scale: SCALE })
+                        .with_store(store_from_env());
                     let seed_started = Instant::now();
                     let outcome = run_plan(plan, &Http);
                     run.fetch_add(1, Ordering::Relaxed);

@@ -9,19 +9,21 @@ use informer_core::{ObjectKey, StoreError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CompactError {
-    /// The object does not encode as JSON (its `Serialize` failed).
-    #[error("cannot encode {key} as JSON")]
+    /// The object does not encode (its `Serialize` failed).
+    #[error("cannot encode {key}")]
     Encode {
         /// The object's key.
         key: ObjectKey,
-        /// serde_json's error.
+        /// The serializer's error (serde_json's or rmp-serde's).
         #[source]
-        source: serde_json::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The object's JSON does not decode back to an object that encodes the same: the type's
-    /// `Serialize` and `Deserialize` disagree, so the store could not give it back. Nothing was
-    /// stored.
-    #[error("{key} does not survive a JSON round trip, so it cannot be stored encoded: {detail}")]
+    /// The object's encoding does not decode back to an object that encodes the same: the
+    /// type's `Serialize` and `Deserialize` disagree, so the store could not give it back.
+    /// Nothing was stored.
+    #[error(
+        "{key} does not survive a round trip through its encoding, so it cannot be stored encoded: {detail}"
+    )]
     NotRoundTripping {
         /// The object's key.
         key: ObjectKey,
@@ -37,12 +39,12 @@ pub enum CompactError {
         /// What differed.
         detail: String,
     },
-    /// The object's JSON is longer than 4 GiB.
-    #[error("{key} is too large to store ({len} bytes of JSON)")]
+    /// The object's serialized form is longer than 4 GiB.
+    #[error("{key} is too large to store ({len} bytes serialized)")]
     TooLarge {
         /// The object's key.
         key: ObjectKey,
-        /// The length of its JSON.
+        /// The length of its serialized form.
         len: usize,
     },
     /// zstd failed to compress the object.
@@ -78,6 +80,9 @@ pub enum DecodeError {
     /// Its JSON does not deserialize into the store's type.
     #[error("its JSON does not deserialize")]
     Json(#[source] serde_json::Error),
+    /// Its MessagePack does not deserialize into the store's type.
+    #[error("its MessagePack does not deserialize")]
+    MessagePack(#[source] rmp_serde::decode::Error),
     /// zstd failed to decompress it.
     #[error("it does not decompress")]
     Decompress(#[source] io::Error),

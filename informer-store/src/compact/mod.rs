@@ -1,5 +1,5 @@
-//! `CompactStore`: an `Indexer` that keeps every object encoded (JSON, by default compressed
-//! with a trained zstd dictionary) and decodes it on access. See the crate docs for its
+//! `CompactStore`: an `Indexer` that keeps every object encoded (JSON or MessagePack, by
+//! default JSON compressed with a trained zstd dictionary) and decodes it on access. See the crate docs for its
 //! invariants and costs.
 
 mod cache;
@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use informer_core::{
-    IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, Store, StoreError,
-    key_of, namespace_indexers,
+    IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, RawObject, Store,
+    StoreError, key_of, namespace_indexers,
 };
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
@@ -25,7 +25,7 @@ use crate::slots::{
     sorted_funcs, unfile,
 };
 use cache::{DecodedCache, Evicted};
-use codec::{Dictionary, Encoded};
+use codec::{Dictionary, Encoded, Format};
 
 pub use codec::{Codec, RoundTripCheck, ZstdDictionary};
 pub use error::{CompactError, DecodeError};
@@ -33,12 +33,20 @@ pub use error::{CompactError, DecodeError};
 /// The default number of decoded objects a [`CompactStore`] keeps.
 pub const DEFAULT_CACHE_CAPACITY: usize = 1_024;
 
+/// A scan splits its decoding over threads only when each thread gets at least this many
+/// objects to decode: below that, starting a thread (and its decompression context) costs
+/// more than it saves.
+const PARALLEL_DECODE_MIN: usize = 64;
+
+/// The most threads a scan decodes on, by default.
+const DEFAULT_DECODE_THREADS_MAX: usize = 4;
+
 /// How many times a write that must return the previous object decodes it outside the lock
 /// and finds it overwritten meanwhile before it decodes under the lock instead.
 const OPTIMISTIC_ATTEMPTS: usize = 4;
 
 /// A thread-safe, indexed map from key to object that keeps objects encoded: an [`Indexer`]
-/// whose memory follows the objects' JSON rather than their decoded size.
+/// whose memory follows the objects' encoded size rather than their decoded size.
 ///
 /// See the [crate documentation](crate#compactstore) for what it keeps, what each operation
 /// costs, and the invariants.
@@ -48,6 +56,8 @@ pub struct CompactStore<K> {
     cache: DecodedCache<K>,
     codec: Codec,
     round_trip: RoundTripCheck,
+    /// The most threads a scan decodes on.
+    decode_threads: usize,
     /// Objects encoded so far: numbers the writes for [`RoundTripCheck`].
     encoded: AtomicU64,
     /// The next stamp. Writes take theirs under the write lock, so a key's stamps grow in
@@ -59,7 +69,7 @@ pub struct CompactStore<K> {
 
 /// Builds a [`CompactStore`].
 ///
-/// Starts with **no** index, [`key_of`] as key function, [`Codec::default`] (zstd with a
+/// Starts with **no** index, [`key_of`] as key function, [`Codec::default`] (JSON, zstd with a
 /// trained dictionary), a cache of [`DEFAULT_CACHE_CAPACITY`] decoded objects and the default
 /// [`RoundTripCheck`].
 ///
@@ -83,6 +93,7 @@ pub struct CompactStoreBuilder<K> {
     codec: Codec,
     cache_capacity: usize,
     round_trip: RoundTripCheck,
+    decode_threads: usize,
 }
 
 /// What a [`CompactStore`] holds, from [`CompactStore::stats`].
@@ -91,10 +102,11 @@ pub struct CompactStoreBuilder<K> {
 pub struct CompactStats {
     /// Objects stored.
     pub objects: usize,
-    /// Bytes of encoded objects held (compressed or JSON).
+    /// Bytes of encoded objects held (compressed or not).
     pub encoded_bytes: u64,
-    /// Bytes of JSON those objects stand for.
-    pub json_bytes: u64,
+    /// Bytes of the serialized form (JSON or MessagePack, as the codec says) those objects
+    /// stand for, before compression.
+    pub serialized_bytes: u64,
     /// An estimate of the heap the store holds for its content: encoded objects, keys,
     /// resourceVersions, the slot table, the key map, the indices and the dictionary. It leaves
     /// out the decoded objects in the cache (their size depends on `K`) and the allocator's own
@@ -128,7 +140,8 @@ pub enum DictionaryState {
         /// The dictionary's size.
         bytes: usize,
     },
-    /// Training failed (for example too few or too similar samples): objects stay JSON.
+    /// Training failed (for example too few or too similar samples): objects stay
+    /// uncompressed.
     Failed {
         /// zstd's reason.
         reason: String,
@@ -147,7 +160,7 @@ struct Entry {
 #[derive(Debug, Default, Clone, Copy)]
 struct Totals {
     encoded: u64,
-    json: u64,
+    serialized: u64,
     /// Key and resourceVersion bytes.
     strings: u64,
 }
@@ -155,14 +168,14 @@ struct Totals {
 impl Totals {
     fn add(&mut self, key: &ObjectKey, entry: &Entry) {
         self.encoded += entry.encoded.len() as u64;
-        self.json += entry.encoded.json_len() as u64;
+        self.serialized += entry.encoded.raw_len() as u64;
         self.strings +=
             (key.as_str().len() + entry.resource_version.as_ref().map_or(0, |r| r.len())) as u64;
     }
 
     fn remove(&mut self, key: &ObjectKey, entry: &Entry) {
         self.encoded -= entry.encoded.len() as u64;
-        self.json -= entry.encoded.json_len() as u64;
+        self.serialized -= entry.encoded.raw_len() as u64;
         self.strings -=
             (key.as_str().len() + entry.resource_version.as_ref().map_or(0, |r| r.len())) as u64;
     }
@@ -231,6 +244,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             codec: Codec::default(),
             cache_capacity: DEFAULT_CACHE_CAPACITY,
             round_trip: RoundTripCheck::default(),
+            decode_threads: default_decode_threads(),
         }
     }
 
@@ -239,27 +253,18 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         Ok((self.key_func)(obj)?)
     }
 
-    /// Whether an object is stored under `key` (decodes nothing).
-    pub fn contains_key(&self, key: &str) -> bool {
-        self.state.read().content.positions.contains_key(key)
-    }
-
-    /// The resourceVersion of the object stored under `key`, if any (decodes nothing).
-    pub fn resource_version(&self, key: &str) -> Option<String> {
-        let state = self.state.read();
-        let slot = state.content.by_key(key)?;
-        slot.item.resource_version.as_deref().map(str::to_owned)
-    }
-
     /// [`KnownObjects::get_by_key`], reporting a stored object that does not decode as an
     /// error instead of panicking.
     pub fn try_get_by_key(&self, key: &str) -> Result<Option<Arc<K>>, CompactError> {
         Ok(self.current(key, true)?.map(|(_, obj)| obj))
     }
 
-    /// [`Store::add`] with the JSON `obj` was decoded from, stored as it is instead of encoding
-    /// `obj` again: the entry point for an informer that still has the bytes it received
+    /// [`Store::add`] with the JSON `obj` was decoded from: with a JSON codec
+    /// ([`Codec::Json`], [`Codec::ZstdDictionary`]) it is stored as it is instead of encoding
+    /// `obj` again, the entry point for an informer that still has the bytes it received
     /// (writing costs a compression, about 10 µs for a pod, instead of a serialization too).
+    /// With a MessagePack codec `obj` is encoded and `json` is only checked to be UTF-8
+    /// ([`KnownObjects::wants_raw`] says no, so an informer does not keep the text for it).
     ///
     /// # Contract
     ///
@@ -316,7 +321,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         CompactStats {
             objects: content.len(),
             encoded_bytes: totals.encoded,
-            json_bytes: totals.json,
+            serialized_bytes: totals.serialized,
             memory_bytes: totals.encoded
                 + totals.strings
                 + entries * 2 * ARC_HEADER
@@ -369,43 +374,43 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
 
     // --- Encoding -------------------------------------------------------------------------
 
-    /// The encoding of `obj` (from `given` JSON if any), after the sampled round-trip check.
+    /// The encoding of `obj` (from `given` JSON if any and the codec keeps JSON), after the
+    /// sampled round-trip check.
     fn encode(
         &self,
         key: &ObjectKey,
         obj: &K,
         given: Option<&[u8]>,
     ) -> Result<Encoded, CompactError> {
+        if let Some(json) = given {
+            codec::check_utf8(key, json)?;
+        }
+        let format = self.codec.format();
+        let given = given.filter(|_| format == Format::Json);
         let owned;
-        let json: &[u8] = match given {
-            Some(json) => {
-                codec::check_utf8(key, json)?;
-                json
-            }
+        let raw: &[u8] = match given {
+            Some(json) => json,
             None => {
-                owned = serde_json::to_vec(obj).map_err(|source| CompactError::Encode {
-                    key: key.clone(),
-                    source,
-                })?;
+                owned = codec::serialize(key, obj, format)?;
                 &owned
             }
         };
         let n = self.encoded.fetch_add(1, Ordering::Relaxed);
         if self.round_trip.due(n) {
-            codec::check_round_trip(key, obj, json, given.is_some())?;
+            codec::check_round_trip(key, obj, raw, format, given.is_some())?;
         }
         match self.dictionary.get() {
-            Some(dictionary) => codec::compress(key, json, dictionary),
+            Some(dictionary) => codec::compress(key, raw, dictionary),
             None => {
-                self.offer_sample(json);
-                codec::plain(key, json)
+                self.offer_sample(raw);
+                codec::plain(key, raw)
             }
         }
     }
 
-    /// Keeps a copy of `json` to train the dictionary on, while collecting.
-    fn offer_sample(&self, json: &[u8]) {
-        let Codec::ZstdDictionary(settings) = &self.codec else {
+    /// Keeps a copy of `raw` (serialized) to train the dictionary on, while collecting.
+    fn offer_sample(&self, raw: &[u8]) {
+        let Some(settings) = self.codec.dictionary() else {
             return;
         };
         let mut trainer = self.trainer.lock();
@@ -413,16 +418,17 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             && sizes.len() < settings.training_objects
             && samples.len() < settings.training_bytes
         {
-            samples.extend_from_slice(json);
-            sizes.push(json.len());
+            samples.extend_from_slice(raw);
+            sizes.push(raw.len());
         }
     }
 
-    /// Trains the dictionary if enough samples are in, then compresses every object stored as
-    /// JSON so far. Runs in the write that completed the samples, outside the store's lock;
-    /// readers and other writers go on meanwhile (their objects stay JSON until it is done).
+    /// Trains the dictionary if enough samples are in, then compresses every object stored
+    /// uncompressed so far. Runs in the write that completed the samples, outside the store's lock;
+    /// readers and other writers go on meanwhile (their objects stay uncompressed until it is
+    /// done).
     fn train_if_due(&self) {
-        let Codec::ZstdDictionary(settings) = &self.codec else {
+        let Some(settings) = self.codec.dictionary() else {
             return;
         };
         let (samples, sizes) = {
@@ -446,15 +452,15 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
                 // Only this thread trains (the state is `Training`), so the cell is empty.
                 let _ = self.dictionary.set(dictionary);
                 *self.trainer.lock() = Trainer::Trained;
-                self.compress_stored_json();
+                self.compress_stored_plain();
             }
             Err(error) => *self.trainer.lock() = Trainer::Failed(error.to_string()),
         }
     }
 
-    /// Compresses the objects stored as JSON before the dictionary existed: prepared outside
-    /// the lock, swapped in under it for every entry not overwritten meanwhile.
-    fn compress_stored_json(&self) {
+    /// Compresses the objects stored uncompressed before the dictionary existed: prepared
+    /// outside the lock, swapped in under it for every entry not overwritten meanwhile.
+    fn compress_stored_plain(&self) {
         let Some(dictionary) = self.dictionary.get() else {
             return;
         };
@@ -471,9 +477,9 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             .into_iter()
             .filter_map(|(id, stamp, key, encoded)| {
                 // An object that does not compress (it cannot happen short of memory
-                // exhaustion) just stays JSON.
-                let json = encoded.plain_json()?;
-                Some((id, stamp, codec::compress(&key, json, dictionary).ok()?))
+                // exhaustion) just stays uncompressed.
+                let raw = encoded.plain()?;
+                Some((id, stamp, codec::compress(&key, raw, dictionary).ok()?))
             })
             .collect();
         let mut state = self.state.write();
@@ -492,9 +498,11 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     }
 
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<K, CompactError> {
-        codec::decode(encoded, self.dictionary.get()).map_err(|source| CompactError::Decode {
-            key: key.clone(),
-            source,
+        codec::decode(encoded, self.codec.format(), self.dictionary.get()).map_err(|source| {
+            CompactError::Decode {
+                key: key.clone(),
+                source,
+            }
         })
     }
 
@@ -531,14 +539,46 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         }
     }
 
-    /// Decodes picked objects (outside the lock). Scans do not fill the cache: one listing
-    /// would evict every hot object.
+    /// Decodes picked objects (outside the lock), in order. Scans do not fill the cache: one
+    /// listing would evict every hot object. A scan with many objects to decode splits them
+    /// over up to [`CompactStoreBuilder::decode_threads`] scoped threads, each decoding a
+    /// contiguous part; the caller's thread decodes the first part and waits for the others.
     fn materialize(&self, picks: Vec<Pick<K>>) -> Result<Vec<Arc<K>>, CompactError> {
+        let to_decode = picks
+            .iter()
+            .filter(|p| matches!(p, Pick::Encoded(..)))
+            .count();
+        let threads = self.decode_threads.min(to_decode / PARALLEL_DECODE_MIN);
+        if threads <= 1 {
+            return self.decode_picks(&picks);
+        }
+        let part = picks.len().div_ceil(threads);
+        let mut parts = picks.chunks(part);
+        let first = parts.next().unwrap_or_default();
+        std::thread::scope(|scope| {
+            let others: Vec<_> = parts
+                .map(|rest| scope.spawn(move || self.decode_picks(rest)))
+                .collect();
+            let mut all = self.decode_picks(first)?;
+            all.reserve(picks.len() - all.len());
+            for handle in others {
+                match handle.join() {
+                    Ok(decoded) => all.extend(decoded?),
+                    // A `Deserialize` impl (user code) panicked: panic here as a sequential
+                    // decode would have.
+                    Err(payload) => std::panic::resume_unwind(payload),
+                }
+            }
+            Ok(all)
+        })
+    }
+
+    fn decode_picks(&self, picks: &[Pick<K>]) -> Result<Vec<Arc<K>>, CompactError> {
         picks
-            .into_iter()
+            .iter()
             .map(|pick| match pick {
-                Pick::Cached(obj) => Ok(obj),
-                Pick::Encoded(key, encoded) => Ok(Arc::new(self.decode(&key, &encoded)?)),
+                Pick::Cached(obj) => Ok(Arc::clone(obj)),
+                Pick::Encoded(key, encoded) => Ok(Arc::new(self.decode(key, encoded)?)),
             })
             .collect()
     }
@@ -727,6 +767,13 @@ impl<K: Object + Serialize + DeserializeOwned> Default for CompactStore<K> {
     }
 }
 
+/// The default of [`CompactStoreBuilder::decode_threads`].
+fn default_decode_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(DEFAULT_DECODE_THREADS_MAX)
+}
+
 fn not_found(name: &str) -> StoreError {
     StoreError::IndexNotFound {
         name: name.to_owned(),
@@ -778,13 +825,22 @@ impl<K> CompactStoreBuilder<K> {
         self
     }
 
+    /// The most threads a scan (`by_index`, `index`, `list`, `add_indexers`) decodes on
+    /// (default: the machine's parallelism, at most 4; 1 decodes on the caller's thread only).
+    /// A scan starts extra threads only when each gets at least 64 objects to decode, so
+    /// lookups of one object and small scans never do. The result is the same either way.
+    pub fn decode_threads(mut self, threads: usize) -> Self {
+        self.decode_threads = threads.max(1);
+        self
+    }
+
     /// The empty store.
     pub fn build(self) -> CompactStore<K> {
         let funcs = sorted_funcs(self.indexers);
         let indices = funcs.iter().map(|_| Index::default()).collect();
-        let trainer = match self.codec {
-            Codec::Json => Trainer::Unused,
-            Codec::ZstdDictionary(_) => Trainer::Collecting {
+        let trainer = match self.codec.dictionary() {
+            None => Trainer::Unused,
+            Some(_) => Trainer::Collecting {
                 samples: Vec::new(),
                 sizes: Vec::new(),
             },
@@ -801,6 +857,7 @@ impl<K> CompactStoreBuilder<K> {
             cache: DecodedCache::new(self.cache_capacity),
             codec: self.codec,
             round_trip: self.round_trip,
+            decode_threads: self.decode_threads,
             encoded: AtomicU64::new(0),
             next_stamp: AtomicU64::new(1),
             dictionary: OnceLock::new(),
@@ -833,6 +890,7 @@ impl<K> fmt::Debug for CompactStoreBuilder<K> {
             .field("codec", &self.codec)
             .field("cache_capacity", &self.cache_capacity)
             .field("round_trip", &self.round_trip)
+            .field("decode_threads", &self.decode_threads)
             .finish_non_exhaustive()
     }
 }
@@ -857,6 +915,32 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
     fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         self.try_get_by_key(key).unwrap_or_else(|e| undecodable(e))
     }
+
+    /// Whether an object is stored under `key` (decodes nothing).
+    fn contains_key(&self, key: &str) -> bool {
+        self.state.read().content.positions.contains_key(key)
+    }
+
+    /// The resourceVersion of the object stored under `key`, kept beside its encoding
+    /// (decodes nothing).
+    fn resource_version_of(&self, key: &str) -> Option<String> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        slot.item.resource_version.as_deref().map(str::to_owned)
+    }
+
+    /// The stored object only while it is in the cache of decoded objects (decodes nothing).
+    fn shared_by_key(&self, key: &str) -> Option<Arc<K>> {
+        let state = self.state.read();
+        let slot = state.content.by_key(key)?;
+        self.cache.get(key, slot.item.stamp)
+    }
+
+    /// With a JSON codec, yes: the text as received saves encoding each object. A MessagePack
+    /// codec encodes the object itself, so the text would be carried for nothing.
+    fn wants_raw(&self) -> bool {
+        self.codec.format() == Format::Json
+    }
 }
 
 impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
@@ -866,6 +950,17 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
 
     fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
         self.write(obj, None, true)
+    }
+
+    /// [`CompactStore::add_encoded`]: with a JSON codec the text is stored (compressed) as it
+    /// is.
+    fn add_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, Some(raw.as_bytes()), true)
+    }
+
+    /// As [`add_raw`](Store::add_raw).
+    fn update_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
+        self.write(obj, Some(raw.as_bytes()), true)
     }
 
     fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
@@ -942,8 +1037,8 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
         // Objects encoded before the dictionary was trained, compressed now.
         if let Some(dictionary) = self.dictionary.get() {
             for slot in content.slots.iter_mut().flatten() {
-                if let Some(json) = slot.item.encoded.plain_json()
-                    && let Ok(compressed) = codec::compress(&slot.key, json, dictionary)
+                if let Some(raw) = slot.item.encoded.plain()
+                    && let Ok(compressed) = codec::compress(&slot.key, raw, dictionary)
                 {
                     slot.item.encoded = compressed;
                 }

@@ -67,7 +67,7 @@ fn trains_once_then_compresses_what_was_stored_before() {
         DictionaryState::Collecting { objects: 39, .. }
     ));
     assert_eq!(
-        before.encoded_bytes, before.json_bytes,
+        before.encoded_bytes, before.serialized_bytes,
         "JSON until trained"
     );
 
@@ -78,7 +78,7 @@ fn trains_once_then_compresses_what_was_stored_before() {
         "{after:?}"
     );
     assert!(
-        after.encoded_bytes * 3 < after.json_bytes,
+        after.encoded_bytes * 3 < after.serialized_bytes,
         "every object compressed, those stored before training too: {after:?}"
     );
     // Everything still decodes to what was stored.
@@ -95,7 +95,7 @@ fn trains_once_then_compresses_what_was_stored_before() {
         *store.get_by_key("ns-1/late").unwrap(),
         *obj("ns-1", "late", "db")
     );
-    assert!(store.stats().encoded_bytes * 3 < store.stats().json_bytes);
+    assert!(store.stats().encoded_bytes * 3 < store.stats().serialized_bytes);
 }
 
 #[test]
@@ -113,7 +113,10 @@ fn replace_trains_on_its_own_objects() {
         matches!(stats.dictionary, DictionaryState::Trained { .. }),
         "{stats:?}"
     );
-    assert!(stats.encoded_bytes * 3 < stats.json_bytes, "{stats:?}");
+    assert!(
+        stats.encoded_bytes * 3 < stats.serialized_bytes,
+        "{stats:?}"
+    );
     let mut listed = store.list();
     listed.sort_by(|a, b| a.object_name().cmp(&b.object_name()));
     let mut expected = objects;
@@ -133,7 +136,7 @@ fn training_that_fails_keeps_json() {
         matches!(stats.dictionary, DictionaryState::Failed { .. }),
         "{stats:?}"
     );
-    assert_eq!(stats.encoded_bytes, stats.json_bytes);
+    assert_eq!(stats.encoded_bytes, stats.serialized_bytes);
     store.add(Arc::new(JsonObject::new(None, "c"))).unwrap();
     assert_eq!(store.len(), 3);
     assert_eq!(store.get_by_key("c").unwrap().object_name(), Some("c"));
@@ -155,7 +158,7 @@ fn memory_follows_the_encoded_bytes() {
     let stats = store.stats();
     assert_eq!(stats.objects, PODS);
     assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
-    let json_per_pod = stats.json_bytes / PODS as u64;
+    let json_per_pod = stats.serialized_bytes / PODS as u64;
     let encoded_per_pod = stats.encoded_bytes / PODS as u64;
     let memory_per_pod = stats.memory_bytes / PODS as u64;
     assert!((5_000..9_000).contains(&json_per_pod), "{stats:?}");
@@ -171,19 +174,29 @@ fn memory_follows_the_encoded_bytes() {
     }
     let empty = store.stats();
     assert_eq!(
-        (empty.objects, empty.encoded_bytes, empty.json_bytes),
+        (empty.objects, empty.encoded_bytes, empty.serialized_bytes),
         (0, 0, 0)
     );
 }
 
 #[test]
 fn typed_pods_round_trip_through_every_path() {
+    for codec in [
+        Codec::ZstdDictionary(ZstdDictionary::default().training_objects(20)),
+        Codec::MessagePackZstd(ZstdDictionary::default().training_objects(20)),
+        Codec::MessagePack,
+        Codec::Json,
+    ] {
+        typed_pods_round_trip_with(codec);
+    }
+}
+
+fn typed_pods_round_trip_with(codec: Codec) {
     let store: CompactStore<Pod> = CompactStore::builder()
         .indexers(namespace_indexers())
         .indexer("app", label_index_func("app"))
-        .codec(Codec::ZstdDictionary(
-            ZstdDictionary::default().training_objects(20),
-        ))
+        .codec(codec)
+        .round_trip_check(RoundTripCheck::Always)
         .cache_capacity(0)
         .build();
     let pods: Vec<Arc<Pod>> = (0..60).map(|i| Arc::new(pods::pod(3, i))).collect();
@@ -198,7 +211,7 @@ fn typed_pods_round_trip_through_every_path() {
         );
         assert_eq!(*store.get_by_key(&key).unwrap(), **p);
         assert_eq!(
-            store.resource_version(&key).as_deref(),
+            store.resource_version_of(&key).as_deref(),
             p.object_resource_version()
         );
     }
@@ -366,6 +379,19 @@ fn one_event_costs_at_most_one_decode() {
     store.insert(counted("o-5", "2")).unwrap();
     assert!(store.remove("ns/o-6"));
     assert_eq!(decodes(), start);
+    // What the queues and the reflector ask of a cold key decodes nothing: whether it is
+    // held, which version, and the shared object (none: it would have to be decoded).
+    let start = decodes();
+    assert!(store.contains_key("ns/o-7"));
+    assert!(!store.contains_key("ns/o-6"));
+    assert_eq!(store.resource_version_of("ns/o-7").as_deref(), Some("1"));
+    assert_eq!(store.resource_version_of("ns/o-6"), None);
+    assert!(store.shared_by_key("ns/o-7").is_none());
+    assert_eq!(decodes(), start);
+    // A cached key is shared: the very Arc written.
+    let hot = counted("o-8", "2");
+    store.add(Arc::clone(&hot)).unwrap();
+    assert!(Arc::ptr_eq(&store.shared_by_key("ns/o-8").unwrap(), &hot));
 }
 
 /// Serializes `secret` but never deserializes it back: what a `#[serde(skip_deserializing)]`
@@ -480,6 +506,89 @@ fn a_stored_object_that_does_not_decode_is_an_error_or_a_panic_never_absent() {
     assert!(store.is_empty());
 }
 
+/// Scans large enough to decode on several threads return what one thread returns, cached
+/// objects included (sorted: two stores file the same keys in different hash orders).
+#[test]
+fn scans_decoded_on_several_threads_equal_one_thread() {
+    let build = |threads: usize| {
+        let store: CompactStore<JsonObject> = CompactStore::builder()
+            .indexers(namespace_indexers())
+            .cache_capacity(8)
+            .decode_threads(threads)
+            .codec(small_dictionary(50))
+            .build();
+        for i in 0..700 {
+            store
+                .add(obj(&format!("ns-{}", i % 2), &format!("o-{i}"), "web"))
+                .unwrap();
+        }
+        store
+    };
+    let (one, three) = (build(1), build(3));
+    let sorted = |mut v: Vec<Arc<JsonObject>>| {
+        v.sort_by(|x, y| x.object_name().cmp(&y.object_name()));
+        v
+    };
+    for ns in ["ns-0", "ns-1"] {
+        let a = sorted(one.by_index(NAMESPACE_INDEX, ns).unwrap());
+        let b = sorted(three.by_index(NAMESPACE_INDEX, ns).unwrap());
+        assert_eq!(a.len(), 350);
+        assert_eq!(a, b, "{ns}");
+        // The keys the index lists, in its order, are the objects' keys in the same order.
+        let keys = three.index_keys(NAMESPACE_INDEX, ns).unwrap();
+        let listed = three.by_index(NAMESPACE_INDEX, ns).unwrap();
+        let listed_keys: Vec<String> = listed
+            .iter()
+            .map(|o| format!("{ns}/{}", o.object_name().unwrap()))
+            .collect();
+        let keys: Vec<String> = keys.iter().map(|k| k.as_str().to_owned()).collect();
+        assert_eq!(
+            listed_keys, keys,
+            "{ns}: decoded on several threads, in index order"
+        );
+    }
+    let (a, b) = (sorted(one.list()), sorted(three.list()));
+    assert_eq!(a.len(), 700);
+    assert_eq!(a, b);
+}
+
+/// A MessagePack store encodes the object itself: JSON handed in is not kept (so the store
+/// does not ask the informer for it), yet everything reads back equal.
+#[test]
+fn message_pack_encodes_the_object_whatever_json_is_given() {
+    let store: CompactStore<Pod> = CompactStore::builder()
+        .codec(Codec::MessagePack)
+        .round_trip_check(RoundTripCheck::Always)
+        .cache_capacity(0)
+        .build();
+    assert!(!store.wants_raw());
+    assert!(
+        CompactStore::<Pod>::builder()
+            .codec(Codec::Json)
+            .build()
+            .wants_raw()
+    );
+    let json = serde_json::to_vec(&pods::pod_json(1, 0)).unwrap();
+    let pod: Arc<Pod> = Arc::new(serde_json::from_slice(&json).unwrap());
+    store.add_encoded(pod.clone(), &json).unwrap();
+    let stats = store.stats();
+    assert!(
+        stats.serialized_bytes < json.len() as u64,
+        "MessagePack, smaller than the JSON: {stats:?}"
+    );
+    assert_eq!(stats.encoded_bytes, stats.serialized_bytes);
+    let stored = store.try_get_by_key("ns-0/pod-0").unwrap().unwrap();
+    assert!(!Arc::ptr_eq(&stored, &pod), "decoded: no cache");
+    assert_eq!(*stored, *pod);
+    // Text that is not UTF-8 is still refused, and nothing changes.
+    let err = store.add_encoded(pod.clone(), &[0xff, 0xfe]).unwrap_err();
+    assert!(
+        matches!(compact_error(&err), CompactError::EncodedMismatch { .. }),
+        "{err:?}"
+    );
+    assert_eq!(store.len(), 1);
+}
+
 #[test]
 fn add_encoded_keeps_the_given_json() {
     let store: CompactStore<Pod> = CompactStore::builder()
@@ -493,7 +602,7 @@ fn add_encoded_keeps_the_given_json() {
     let pod: Pod = serde_json::from_slice(&bytes).unwrap();
     let pod = Arc::new(pod);
     assert!(store.add_encoded(pod.clone(), &bytes).unwrap().is_none());
-    assert_eq!(store.stats().json_bytes, bytes.len() as u64);
+    assert_eq!(store.stats().serialized_bytes, bytes.len() as u64);
     store.remove("ns-0/pod-0");
     store.insert_encoded(pod.clone(), &bytes).unwrap();
     let stored = store.try_get_by_key("ns-0/pod-0").unwrap().unwrap();
@@ -617,7 +726,7 @@ fn a_write_racing_the_previous_objects_decode_is_not_lost() {
     let previous = store.update(hooked("a", "2")).unwrap().unwrap();
     assert_eq!(previous.object_resource_version(), Some("race-0"));
     assert_eq!(decodes.load(Ordering::SeqCst), 2);
-    assert_eq!(store.resource_version("ns/a").as_deref(), Some("2"));
+    assert_eq!(store.resource_version_of("ns/a").as_deref(), Some("2"));
 
     // Races every time: after four attempts the previous object is decoded under the lock,
     // where no write can slip in.

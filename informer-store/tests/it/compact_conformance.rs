@@ -41,6 +41,24 @@ fn json_store(indexers: Indexers<JsonObject>) -> CompactStore<JsonObject> {
         .build()
 }
 
+/// MessagePack compressed with a dictionary trained after 12 objects.
+fn eager_message_pack_store(indexers: Indexers<JsonObject>) -> CompactStore<JsonObject> {
+    CompactStore::builder()
+        .indexers(indexers)
+        .codec(Codec::MessagePackZstd(
+            ZstdDictionary::default()
+                .training_objects(12)
+                .dictionary_size(2 << 10),
+        ))
+        .round_trip_check(RoundTripCheck::Always)
+        .build()
+}
+
+#[test]
+fn run_all_message_pack_training_early() {
+    indexer::run_all(eager_message_pack_store);
+}
+
 #[test]
 fn run_all_default() {
     indexer::run_all(default_store);

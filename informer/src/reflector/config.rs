@@ -200,6 +200,16 @@ pub struct ReflectorStats {
     /// with [`WatchListMode::Off`](informer_core::reflector::WatchListMode::Off), and after a fallback to a paginated list until a later
     /// relist streams again).
     pub streaming: bool,
+    /// Listed objects (relists, streaming lists) that the store held at the same
+    /// resourceVersion: handed to the queue as the stored object or as a key, the listed copy
+    /// dropped at once.
+    pub listed_unchanged: u64,
+    /// Of those, the ones skipped before they were decoded (their metadata read from the
+    /// text first: `namespace/name` keys and a backend that peeks, such as informer-kube).
+    pub listed_undecoded: u64,
+    /// Objects handed to the queue with their JSON text as received, for a store that keeps
+    /// objects encoded (it then does not encode them again).
+    pub raw_kept: u64,
     /// The shard selector and who applies it.
     pub shard: ShardStats,
 }

@@ -27,6 +27,24 @@
 //! one copy of each object, not two; only objects that changed are held twice until the
 //! replace.
 //!
+//! The versions are compared without reading the stored object
+//! ([`KnownObjects::resource_version_of`]). A store that cannot hand out its object without
+//! building it (one that keeps objects encoded) gets only the key of an unchanged object
+//! ([`Listed::Unchanged`], through [`Queue::replace_listed`]): nothing is decoded or held
+//! for it. And when the keys are `namespace/name` (no custom
+//! [`key_func`](ReflectorConfig::key_func)), a backend that can read an item's metadata
+//! before decoding it (informer-kube) asks first ([`ListSink::unchanged`]): an unchanged item
+//! is then not decoded at all, only scanned.
+//!
+//! # Objects as received
+//!
+//! When the store keeps objects encoded and takes their JSON as received
+//! ([`KnownObjects::wants_raw`]) and no [transform](ReflectorConfig::transform) is set, the
+//! reflector keeps each object's text beside it ([`ListSink::item_raw`],
+//! [`ListerWatcher::watch_raw`]) and hands both to the queue ([`Queue::add_raw`],
+//! [`Queue::update_raw`], [`Listed::Object`]), so that the store never encodes an object
+//! again. Otherwise no text is kept.
+//!
 //! # Lists that never end
 //!
 //! Each list is accounted against [`ListWatchConfig::list_limits`]: a continue token the server
@@ -94,15 +112,16 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use futures::StreamExt;
 use informer_core::reflector::{EventAction, ListBudget, Machine, Next};
 use informer_core::shard::{ShardFilter, ShardFiltering, ShardSelector};
 use informer_core::{
-    Error, ErrorChain, ErrorClass, KeyError, KnownObjects, ListOptions, ListSink, ListerWatcher,
-    Object, ObjectKey, Queue, QueueError, WatchEvent, WatchOptions, key_of,
+    Error, ErrorChain, ErrorClass, ItemPeek, KeyError, KnownObjects, ListOptions, ListSink, Listed,
+    ListerWatcher, Object, ObjectKey, Queue, QueueError, RawObject, RawWatchEvent, RawWatchStream,
+    WatchEvent, WatchOptions, key_of,
 };
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -137,6 +156,11 @@ pub struct Reflector<K: Object> {
     synced: tokio::sync::watch::Sender<bool>,
     running: AtomicBool,
     recorder: ReflectorRecorder,
+    /// Listed objects the store held unchanged; of those, skipped before decoding; objects
+    /// handed over with their JSON text (see [`ReflectorStats`]).
+    unchanged: AtomicU64,
+    undecoded: AtomicU64,
+    raw_kept: AtomicU64,
     /// The shard selector asked for ([`Reflector::set_shard_selector`]); the loop relists
     /// when it changes.
     shard_wanted: tokio::sync::watch::Sender<Option<ShardSelector>>,
@@ -181,19 +205,19 @@ type Flow = ControlFlow<(), Next>;
 /// unchanged, and added to the list's items; bytes are counted against the list's budget.
 struct Gather<'a, K: Object> {
     reflector: &'a Reflector<K>,
-    items: &'a mut Vec<Arc<K>>,
+    items: &'a mut Vec<Listed<K>>,
     budget: &'a mut ListBudget,
     page: u32,
 }
 
-impl<K: Object> ListSink<K> for Gather<'_, K> {
-    fn item(&mut self, item: K) -> Result<(), Error> {
+impl<K: Object> Gather<'_, K> {
+    fn take(&mut self, item: K, raw: Option<&str>) {
         if !self.reflector.in_shard(&item) {
             // The server did not apply the shard selector: dropped before anything else.
-            return Ok(());
+            return;
         }
-        match self.reflector.admit(item, true) {
-            Ok((_, obj)) => self.items.push(obj),
+        match self.reflector.admit(item, raw, true) {
+            Ok((_, entry)) => self.items.push(entry),
             Err(source) => {
                 let error = Error::InvalidObject {
                     context: format!(
@@ -206,6 +230,17 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
                 self.reflector.report(&error, Stage::ListItem, None);
             }
         }
+    }
+}
+
+impl<K: Object> ListSink<K> for Gather<'_, K> {
+    fn item(&mut self, item: K) -> Result<(), Error> {
+        self.take(item, None);
+        Ok(())
+    }
+
+    fn item_raw(&mut self, item: K, raw: &str) -> Result<(), Error> {
+        self.take(item, Some(raw));
         Ok(())
     }
 
@@ -213,6 +248,36 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
         self.budget
             .received(bytes)
             .map_err(|limit| Error::limit(self.reflector.list_context(self.page), limit))
+    }
+
+    /// Relists only (the store is empty before the first list), and only with `namespace/name`
+    /// keys, which an item's metadata gives before it is decoded.
+    ///
+    /// Not with a shard selector: an item kept as unchanged is never decoded, so the
+    /// client-side shard check could not drop it (after a change of shard, against a server
+    /// that does not filter).
+    fn peeks(&self) -> bool {
+        self.reflector.config.key_func.is_none()
+            && self.reflector.known_objects.is_some()
+            && self.reflector.has_synced()
+            && self.reflector.shard_wanted.borrow().is_none()
+    }
+
+    fn unchanged(&mut self, peek: &ItemPeek<'_>) -> Result<bool, Error> {
+        let Some(known) = &self.reflector.known_objects else {
+            return Ok(false);
+        };
+        let (Some(listed), Ok(key)) = (peek.resource_version.as_deref(), peek.key()) else {
+            // Decoded as usual (and reported if it cannot be keyed).
+            return Ok(false);
+        };
+        if known.resource_version_of(key.as_str()).as_deref() != Some(listed) {
+            return Ok(false);
+        }
+        self.items
+            .push(self.reflector.unchanged(known.as_ref(), key, listed));
+        self.reflector.undecoded.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
     }
 }
 
@@ -252,6 +317,9 @@ impl<K: Object> Reflector<K> {
             observed: Mutex::new(Observed::default()),
             synced: tokio::sync::watch::Sender::new(false),
             running: AtomicBool::new(false),
+            unchanged: AtomicU64::new(0),
+            undecoded: AtomicU64::new(0),
+            raw_kept: AtomicU64::new(0),
         }
     }
 
@@ -368,6 +436,9 @@ impl<K: Object> Reflector<K> {
             last_synced_resource_version,
             has_synced: self.has_synced(),
             streaming,
+            listed_unchanged: self.unchanged.load(Ordering::Relaxed),
+            listed_undecoded: self.undecoded.load(Ordering::Relaxed),
+            raw_kept: self.raw_kept.load(Ordering::Relaxed),
         }
     }
 
@@ -384,7 +455,7 @@ impl<K: Object> Reflector<K> {
 
     /// The list/watch loop. Returns only when the queue is closed.
     async fn drive(&self) {
-        let mut items: Vec<Arc<K>> = Vec::new();
+        let mut items: Vec<Listed<K>> = Vec::new();
         let mut budget = ListBudget::new(self.config.list_watch.list_limits);
         let mut list_started = tokio::time::Instant::now();
         let mut shard_wanted = self.shard_wanted.subscribe();
@@ -487,7 +558,7 @@ impl<K: Object> Reflector<K> {
     async fn step(
         &self,
         next: Next,
-        items: &mut Vec<Arc<K>>,
+        items: &mut Vec<Listed<K>>,
         budget: &mut ListBudget,
         list_started: &mut tokio::time::Instant,
     ) -> Flow {
@@ -542,7 +613,7 @@ impl<K: Object> Reflector<K> {
     async fn list_page(
         &self,
         options: &ListOptions,
-        items: &mut Vec<Arc<K>>,
+        items: &mut Vec<Listed<K>>,
         budget: &mut ListBudget,
     ) -> Next {
         let page = budget.pages() + 1;
@@ -585,10 +656,20 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Starts a watch and reads it until it ends, fails, or the queue closes.
+    // The stream's error is the contract's `Error`, passed through unchanged.
+    #[allow(clippy::result_large_err)]
     async fn watch(&self, options: &WatchOptions) -> Flow {
         let streaming = options.send_initial_events == Some(true);
         self.recorder.watch_started(streaming);
-        let mut stream = match self.lister_watcher.watch(options).await {
+        let started: Result<RawWatchStream<K>, Error> = if self.keeps_raw() {
+            self.lister_watcher.watch_raw(options).await
+        } else {
+            self.lister_watcher.watch(options).await.map(|stream| {
+                Box::pin(stream.map(|item| item.map(|event| RawWatchEvent { event, raw: None })))
+                    as RawWatchStream<K>
+            })
+        };
+        let mut stream = match started {
             Ok(stream) => stream,
             Err(error) => {
                 let next = self.decide(|m, now, r| m.watch_start_failed(&error, now, r));
@@ -611,7 +692,7 @@ impl<K: Object> Reflector<K> {
             .decide(|m, now, _| m.watch_started(now))
             .map(tokio::time::Instant::from_std);
         // The streaming list's objects until its end bookmark, by key.
-        let mut buffer: HashMap<ObjectKey, Arc<K>> = HashMap::new();
+        let mut buffer: HashMap<ObjectKey, Listed<K>> = HashMap::new();
         loop {
             let item = match deadline {
                 Some(at) => tokio::select! {
@@ -637,12 +718,12 @@ impl<K: Object> Reflector<K> {
             } else {
                 Stage::Watch
             };
-            let event = match item {
+            let (event, raw) = match item {
                 None => {
                     return ControlFlow::Continue(self.decide(|m, now, r| m.watch_ended(now, r)));
                 }
                 Some(Err(error)) => return ControlFlow::Continue(self.watch_failed(&error, stage)),
-                Some(Ok(event)) => event,
+                Some(Ok(RawWatchEvent { event, raw })) => (event, raw),
             };
             open.events += 1;
             if let WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj) =
@@ -686,11 +767,12 @@ impl<K: Object> Reflector<K> {
             let (action, moved) = self.receive(&event);
             deadline = moved;
             match action {
-                EventAction::Apply => self.apply(event)?,
-                EventAction::Buffer => self.buffer(event, &mut buffer),
+                EventAction::Apply => self.apply(event, raw)?,
+                EventAction::Buffer => self.buffer(event, raw, &mut buffer),
                 EventAction::Skip => {}
                 EventAction::ReplaceBuffered { resource_version } => {
-                    let objects: Vec<Arc<K>> = std::mem::take(&mut buffer).into_values().collect();
+                    let objects: Vec<Listed<K>> =
+                        std::mem::take(&mut buffer).into_values().collect();
                     if let Some(refused) = self.replace(objects, &resource_version, open.started)? {
                         let next = self.decide(|m, now, r| m.replace_failed(now, r));
                         self.report(&refused, Stage::StreamingList, Some(&next));
@@ -742,19 +824,57 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    /// Keys the object and shares it: the stored copy when `known_objects` holds the same
-    /// resourceVersion and `reuse` is set, else the transformed object in a new `Arc`.
-    fn admit(&self, obj: K, reuse: bool) -> Result<(ObjectKey, Arc<K>), KeyError> {
+    /// Keys a listed object and decides what the list holds of it. When `reuse` is set and
+    /// `known_objects` holds the same resourceVersion (compared without reading the stored
+    /// object, [`KnownObjects::resource_version_of`]): the stored `Arc` if the store can hand
+    /// it out without building one ([`KnownObjects::shared_by_key`]), else only the key
+    /// ([`Listed::Unchanged`]); the decoded copy is dropped at once either way. Otherwise the
+    /// transformed object in a new `Arc`, with its text when the store wants it
+    /// ([`Reflector::keeps_raw`]).
+    fn admit(
+        &self,
+        obj: K,
+        raw: Option<&str>,
+        reuse: bool,
+    ) -> Result<(ObjectKey, Listed<K>), KeyError> {
         let key = self.key(&obj)?;
         if reuse
             && let Some(known) = &self.known_objects
-            && let Some(stored) = known.get_by_key(key.as_str())
-            && stored.object_resource_version().is_some()
-            && stored.object_resource_version() == obj.object_resource_version()
+            && let Some(listed) = obj.object_resource_version()
+            && known.resource_version_of(key.as_str()).as_deref() == Some(listed)
         {
-            return Ok((key, stored));
+            let entry = self.unchanged(known.as_ref(), key.clone(), listed);
+            return Ok((key, entry));
         }
-        Ok((key, Arc::new(self.transform(obj))))
+        let raw = raw.filter(|_| self.keeps_raw()).map(RawObject::new);
+        if raw.is_some() {
+            self.raw_kept.fetch_add(1, Ordering::Relaxed);
+        }
+        let object = Arc::new(self.transform(obj));
+        Ok((key, Listed::Object { object, raw }))
+    }
+
+    /// What a list holds of an object the store holds at the `listed` resourceVersion: the
+    /// stored `Arc` when the store shares it, else the key.
+    fn unchanged(&self, known: &dyn KnownObjects<K>, key: ObjectKey, listed: &str) -> Listed<K> {
+        self.unchanged.fetch_add(1, Ordering::Relaxed);
+        match known.shared_by_key(key.as_str()) {
+            Some(stored) if stored.object_resource_version() == Some(listed) => {
+                Listed::object(stored)
+            }
+            _ => Listed::Unchanged(key),
+        }
+    }
+
+    /// Whether objects travel with their JSON text: the store keeps objects encoded and
+    /// takes the text as received ([`KnownObjects::wants_raw`]), and no transform changes
+    /// objects after they are decoded (the text would no longer be their encoding).
+    fn keeps_raw(&self) -> bool {
+        self.config.transform.is_none()
+            && self
+                .known_objects
+                .as_ref()
+                .is_some_and(|known| known.wants_raw())
     }
 
     fn transform(&self, obj: K) -> K {
@@ -764,13 +884,19 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    /// Applies a watch event to the queue.
-    fn apply(&self, event: WatchEvent<K>) -> ControlFlow<()> {
-        let result = match event {
-            WatchEvent::Added(obj) => self.queue.add(Arc::new(self.transform(obj))),
-            WatchEvent::Modified(obj) => self.queue.update(Arc::new(self.transform(obj))),
-            WatchEvent::Deleted(obj) => self.queue.delete(Arc::new(self.transform(obj))),
-            WatchEvent::Bookmark(_) | WatchEvent::Error(_) => Ok(()),
+    /// Applies a watch event to the queue, with its object's text when the store wants it.
+    fn apply(&self, event: WatchEvent<K>, raw: Option<RawObject>) -> ControlFlow<()> {
+        let raw = raw.filter(|_| self.keeps_raw());
+        if raw.is_some() && !matches!(event, WatchEvent::Deleted(_)) {
+            self.raw_kept.fetch_add(1, Ordering::Relaxed);
+        }
+        let result = match (event, raw) {
+            (WatchEvent::Added(obj), Some(raw)) => self.queue.add_raw(Arc::new(obj), raw),
+            (WatchEvent::Modified(obj), Some(raw)) => self.queue.update_raw(Arc::new(obj), raw),
+            (WatchEvent::Added(obj), None) => self.queue.add(Arc::new(self.transform(obj))),
+            (WatchEvent::Modified(obj), None) => self.queue.update(Arc::new(self.transform(obj))),
+            (WatchEvent::Deleted(obj), _) => self.queue.delete(Arc::new(self.transform(obj))),
+            (WatchEvent::Bookmark(_) | WatchEvent::Error(_), _) => Ok(()),
         };
         match result {
             Ok(()) => ControlFlow::Continue(()),
@@ -788,12 +914,18 @@ impl<K: Object> Reflector<K> {
     }
 
     /// Applies a streaming list's event to its buffer.
-    fn buffer(&self, event: WatchEvent<K>, buffer: &mut HashMap<ObjectKey, Arc<K>>) {
+    fn buffer(
+        &self,
+        event: WatchEvent<K>,
+        raw: Option<RawObject>,
+        buffer: &mut HashMap<ObjectKey, Listed<K>>,
+    ) {
         match event {
             WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
                 // The key was checked before the machine saw the event.
-                if let Ok((key, obj)) = self.admit(obj, true) {
-                    buffer.insert(key, obj);
+                if let Ok((key, entry)) = self.admit(obj, raw.as_ref().map(RawObject::as_str), true)
+                {
+                    buffer.insert(key, entry);
                 }
             }
             WatchEvent::Deleted(obj) => {
@@ -810,11 +942,11 @@ impl<K: Object> Reflector<K> {
     /// `Break`: the queue is closed.
     fn replace(
         &self,
-        objects: Vec<Arc<K>>,
+        entries: Vec<Listed<K>>,
         resource_version: &str,
         started: tokio::time::Instant,
     ) -> ControlFlow<(), Option<Error>> {
-        let count = objects.len();
+        let count = entries.len();
         let selector = self
             .decisions
             .lock()
@@ -822,7 +954,23 @@ impl<K: Object> Reflector<K> {
             .config()
             .shard_selector
             .clone();
-        match self.queue.replace(objects, resource_version) {
+        let replaced = match &self.known_objects {
+            Some(known) => self
+                .queue
+                .replace_listed(entries, resource_version, known.as_ref()),
+            // Without a store every entry is an object (only a store makes keys unchanged).
+            None => {
+                let objects = entries
+                    .into_iter()
+                    .filter_map(|entry| match entry {
+                        Listed::Object { object, .. } => Some(object),
+                        Listed::Unchanged(_) => None,
+                    })
+                    .collect();
+                self.queue.replace(objects, resource_version)
+            }
+        };
+        match replaced {
             Ok(()) => self.shard.lock().listed = selector,
             Err(QueueError::Closed) => return self.queue_closed(),
             Err(source) => {

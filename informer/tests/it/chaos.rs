@@ -87,7 +87,12 @@
 //! of CPUs), one runtime per seed. `CHAOS_SEEDS=a..b` (or `a..=b`) selects a range,
 //! `CHAOS_SEED=n` reruns one seed and prints its schedule; `CHAOS_LOG=<filter>` (with
 //! `CHAOS_SEED`) prints the informer's tracing output, e.g. `CHAOS_LOG=informer=debug`.
-//! `CHAOS_FAIL_FAST=1` stops at the first failing seed. `CHAOS_SABOTAGE=watch:N` or `list:N`
+//! `CHAOS_FAIL_FAST=1` stops at the first failing seed. `CHAOS_STORE=compact` gives the
+//! informer the compact store (`StoreChoice::compact`) instead of the indexed one, each seed
+//! drawing its cache size (0, 1, 3 or 1,024 decoded objects), whether its dictionary is
+//! trained after a dozen objects and whether it keeps JSON (the raw-text path) or MessagePack,
+//! every write's round trip checked; `cargo xtask soak
+//! --store compact` sets it. `CHAOS_SABOTAGE=watch:N` or `list:N`
 //! loses every Nth watch event or list item on purpose, to see how failures are reported. A
 //! failing seed prints its plan, the last steps of its schedule, the checker's report, the
 //! command reproducing it, and a `CHAOS-FAILED-SEED: n` line that `cargo xtask soak` and
@@ -142,6 +147,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::chaos_support;
+use crate::chaos_support::plan::{StoreUnderTest, store_from_env};
 use crate::chaos_support::{Failure, Outcome, Sabotage, quiet_deliberate_panics, run_seed_with};
 use crate::support::GUARD;
 
@@ -234,6 +240,7 @@ fn run_chaos() {
             .try_init();
     }
     let sabotage = sabotage();
+    let store = store_from_env();
     let fail_fast = fail_fast();
     let started = Instant::now();
     let seeds = Arc::new(seeds);
@@ -247,8 +254,9 @@ fn run_chaos() {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&seed) = seeds.get(i) else { return };
                 let _ = tx.send(Event::Started(seed));
-                let outcome = catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage)))
-                    .map_err(|payload| panic_message(payload.as_ref()));
+                let outcome =
+                    catch_unwind(AssertUnwindSafe(|| run_seed_with(seed, sabotage, store)))
+                        .map_err(|payload| panic_message(payload.as_ref()));
                 let _ = tx.send(Event::Finished(seed, Box::new(outcome)));
             }
         });
@@ -371,8 +379,12 @@ fn print_failure(seed: u64, outcome: &Outcome, failure: &Failure) {
 }
 
 fn print_reproduce(seed: u64) {
+    let store = match store_from_env() {
+        StoreUnderTest::Indexed => "",
+        StoreUnderTest::Compact => "CHAOS_STORE=compact ",
+    };
     eprintln!(
-        "reproduce: CHAOS_SEED={seed} cargo test -p informer --test it -- \
+        "reproduce: {store}CHAOS_SEED={seed} cargo test -p informer --test it -- \
          chaos::chaos_convergence --exact --nocapture (add CHAOS_LOG=informer=debug for the \
          informer's log)"
     );
@@ -405,6 +417,9 @@ struct Totals {
     streaming_fallbacks: u64,
     continue_pages: u64,
     full_list_fallbacks: u64,
+    listed_unchanged: u64,
+    listed_undecoded: u64,
+    raw_kept: u64,
     handler_panics: u64,
     pop_pauses: u64,
     stalls: u64,
@@ -489,6 +504,9 @@ impl Totals {
             self.list_failures += c.list_failures;
             self.watch_starts += c.watch_starts;
             self.streaming_fallbacks += c.streaming_fallbacks;
+            self.listed_unchanged += r.listed_unchanged;
+            self.listed_undecoded += r.listed_undecoded;
+            self.raw_kept += r.raw_kept;
             for (reason, n) in c.watch_restarts.iter() {
                 *self.restarts.entry(reason.as_str()).or_default() += n;
             }
@@ -507,6 +525,14 @@ impl Totals {
             ("list failures", self.list_failures),
             ("streaming-list fallbacks", self.streaming_fallbacks),
             ("continue pages", self.continue_pages),
+            (
+                "listed objects the cache held unchanged",
+                self.listed_unchanged,
+            ),
+            (
+                "listed objects skipped before decoding",
+                self.listed_undecoded,
+            ),
             (
                 "full lists after an expired continue",
                 self.full_list_fallbacks,
@@ -620,13 +646,17 @@ impl std::fmt::Display for Totals {
         writeln!(
             f,
             "  reflectors: {} lists ({} relists, {} failed requests, {} continue pages, {} full \
-             lists after an expired continue), {} watch starts, {} streaming fallbacks; {} \
-             requests, at most {} in one second and {} in one seed",
+             lists after an expired continue; {} listed objects held unchanged, {} of them not \
+             decoded; {} objects with their text for the store), {} watch starts, {} streaming \
+             fallbacks; {} requests, at most {} in one second and {} in one seed",
             self.lists,
             self.relists,
             self.list_failures,
             self.continue_pages,
             self.full_list_fallbacks,
+            self.listed_unchanged,
+            self.listed_undecoded,
+            self.raw_kept,
             self.watch_starts,
             self.streaming_fallbacks,
             self.requests,
@@ -705,7 +735,7 @@ fn assert_sabotage_caught(sabotage: Sabotage) {
             // Caught by a check (the cache or a handler out of step with the server, at the
             // end or at an idle moment, or at the moment of sync), not by the scenario failing.
             matches!(
-                run_seed_with(*seed, sabotage).result,
+                run_seed_with(*seed, sabotage, StoreUnderTest::Indexed).result,
                 Err(Failure::Diverged(_)
                     | Failure::Stale(_)
                     | Failure::SyncMoment(_)

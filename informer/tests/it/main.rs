@@ -38,6 +38,7 @@ mod informer_gaps;
 mod informer_handlers;
 mod informer_resync;
 mod informer_shard;
+mod informer_store;
 mod metrics_scrape;
 mod metrics_tracing;
 mod reflector_list_limits;

@@ -7,7 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
-use informer::{ListOptions, ListPage, ListerWatcher, WatchEvent, WatchOptions, WatchStream};
+use informer::{
+    ListOptions, ListPage, ListPageInfo, ListSink, ListerWatcher, RawWatchStream, WatchEvent,
+    WatchOptions, WatchStream,
+};
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -149,21 +152,38 @@ impl RequestGuard {
     }
 }
 
+fn list_request(options: &ListOptions) -> String {
+    format!(
+        "list resourceVersion={:?} match={:?} limit={:?}{}",
+        options.resource_version,
+        options.resource_version_match,
+        options.limit,
+        if options.continue_token.is_some() {
+            " (continue)"
+        } else {
+            ""
+        }
+    )
+}
+
+fn watch_request(options: &WatchOptions) -> String {
+    format!(
+        "watch resourceVersion={:?}{}",
+        options.resource_version,
+        if options.send_initial_events == Some(true) {
+            " sendInitialEvents"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Every method goes to the inner lister-watcher's own (so that its item texts and peeks
+/// reach the informer).
 #[async_trait::async_trait]
 impl ListerWatcher<JsonObject> for RequestGuard {
     async fn list(&self, options: &ListOptions) -> Result<ListPage<JsonObject>, informer::Error> {
-        let what = format!(
-            "list resourceVersion={:?} match={:?} limit={:?}{}",
-            options.resource_version,
-            options.resource_version_match,
-            options.limit,
-            if options.continue_token.is_some() {
-                " (continue)"
-            } else {
-                ""
-            }
-        );
-        if !self.admit(what) {
+        if !self.admit(list_request(options)) {
             return futures::future::pending().await;
         }
         self.inner.list(options).await
@@ -173,19 +193,31 @@ impl ListerWatcher<JsonObject> for RequestGuard {
         &self,
         options: &WatchOptions,
     ) -> Result<WatchStream<JsonObject>, informer::Error> {
-        let what = format!(
-            "watch resourceVersion={:?}{}",
-            options.resource_version,
-            if options.send_initial_events == Some(true) {
-                " sendInitialEvents"
-            } else {
-                ""
-            }
-        );
-        if !self.admit(what) {
+        if !self.admit(watch_request(options)) {
             return futures::future::pending().await;
         }
         self.inner.watch(options).await
+    }
+
+    async fn list_into(
+        &self,
+        options: &ListOptions,
+        sink: &mut dyn ListSink<JsonObject>,
+    ) -> Result<ListPageInfo, informer::Error> {
+        if !self.admit(list_request(options)) {
+            return futures::future::pending().await;
+        }
+        self.inner.list_into(options, sink).await
+    }
+
+    async fn watch_raw(
+        &self,
+        options: &WatchOptions,
+    ) -> Result<RawWatchStream<JsonObject>, informer::Error> {
+        if !self.admit(watch_request(options)) {
+            return futures::future::pending().await;
+        }
+        self.inner.watch_raw(options).await
     }
 }
 

@@ -36,10 +36,11 @@ use fake_apiserver::{FakeApiServer, ServerConfig, StoredObject};
 use futures::StreamExt;
 use informer::reflector::{BackoffConfig, ReflectorStats, WatchListMode};
 use informer::{
-    DeltaFifo, DeltaFifoConfig, HandlerOptions, InOrderFifo, InOrderFifoConfig, IncidentKind,
-    IndexedStore, InformerConfig, KeyFunc, LabelSelector, ListerWatcher, NAMESPACE_INDEX,
-    ObjectOrTombstone, Queue, QueueBuilder, QueueChoice, QueueWiring, Registration,
-    RegistrationStatus, ResourceEventHandler, SharedIndexInformer, UidChange, key_of,
+    Codec, CompactOptions, DeltaFifo, DeltaFifoConfig, HandlerOptions, InOrderFifo,
+    InOrderFifoConfig, IncidentKind, IndexedStore, Indexer, Indexers, InformerConfig, KeyFunc,
+    LabelSelector, ListerWatcher, NAMESPACE_INDEX, ObjectOrTombstone, Queue, QueueBuilder,
+    QueueChoice, QueueWiring, Registration, RegistrationStatus, ResourceEventHandler,
+    RoundTripCheck, SharedIndexInformer, StoreChoice, UidChange, ZstdDictionary,
     namespace_index_func,
 };
 use informer_testing::JsonObject;
@@ -54,7 +55,7 @@ use tokio_util::sync::CancellationToken;
 
 use checks::{CadenceStats, Cadenced};
 use guard::{RequestCounts, RequestGuard, Sabotaged};
-use plan::{Clock, Plan};
+use plan::{Clock, Plan, PlanStore, StoreUnderTest};
 use queue::{ChaosQueue, QueueStats};
 use world::{IndexTrap, World};
 
@@ -287,8 +288,8 @@ pub struct Outcome {
 /// deliberate defect unless `sabotage` is `None`. A lossy watch runs with few faults: relists
 /// would repair much of its damage (which is the informer's job, but not what such a run is
 /// about).
-pub fn run_seed_with(seed: u64, sabotage: Sabotage) -> Outcome {
-    let base = Plan::of(seed);
+pub fn run_seed_with(seed: u64, sabotage: Sabotage, store: StoreUnderTest) -> Outcome {
+    let base = Plan::of(seed).with_store(store);
     let plan = Plan {
         sabotage,
         fault_rate: match sabotage {
@@ -1102,12 +1103,52 @@ fn build_informer(
     errors: &Arc<Mutex<BTreeMap<String, u64>>>,
     incidents: &Arc<Mutex<Vec<(String, String)>>>,
 ) -> (SharedIndexInformer<JsonObject>, Arc<ChaosQueue>) {
-    let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
-    let indexer = IndexedStore::builder()
-        .key_func(Arc::clone(&key_func))
-        .indexer(NAMESPACE_INDEX, namespace_index_func())
-        .indexer("tier", trap.index_func())
-        .build();
+    // The informer's default key function (`namespace/name`): kept as it is, so that the
+    // informer knows its keys and relists may skip decoding what the cache holds unchanged.
+    let key_func: KeyFunc<JsonObject> = InformerConfig::<JsonObject>::default().key_func;
+    // The indexed store is built here, as the informer would; the compact one by the
+    // informer, from its settings (with the trap's index among its indexers).
+    let (indexer, store, indexers): (Option<Box<dyn Indexer<JsonObject>>>, _, _) = match plan.store
+    {
+        PlanStore::Indexed => (
+            Some(Box::new(
+                IndexedStore::builder()
+                    .key_func(Arc::clone(&key_func))
+                    .indexer(NAMESPACE_INDEX, namespace_index_func())
+                    .indexer("tier", trap.index_func())
+                    .build(),
+            )),
+            StoreChoice::Indexed,
+            Indexers::new(),
+        ),
+        PlanStore::Compact {
+            cache,
+            eager_dictionary,
+            json,
+        } => {
+            let dictionary = if eager_dictionary {
+                ZstdDictionary::default()
+                    .training_objects(12)
+                    .dictionary_size(2 << 10)
+            } else {
+                ZstdDictionary::default()
+            };
+            let codec = if json {
+                Codec::ZstdDictionary(dictionary)
+            } else {
+                Codec::MessagePackZstd(dictionary)
+            };
+            let options = CompactOptions::default()
+                .cache_capacity(cache)
+                .round_trip_check(RoundTripCheck::Always)
+                .codec(codec);
+            (
+                None,
+                StoreChoice::compact(options),
+                [("tier".to_owned(), trap.index_func())].into(),
+            )
+        }
+    };
     // The informer builds the queue with its own key function and indexer; the wrapper is
     // kept here too, for the checks.
     let built: Arc<OnceLock<Arc<ChaosQueue>>> = Arc::default();
@@ -1139,7 +1180,9 @@ fn build_informer(
             UidChange::DeleteAndAdd
         },
         queue: QueueChoice::Custom(queue_builder),
-        indexer: Some(Box::new(indexer)),
+        indexer,
+        store,
+        indexers,
         key_func,
         ..InformerConfig::default()
     };

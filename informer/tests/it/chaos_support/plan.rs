@@ -48,6 +48,42 @@ impl Clock {
     }
 }
 
+/// The informer's cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanStore {
+    /// `IndexedStore`, built by the test (the default).
+    Indexed,
+    /// The compact store, through `InformerConfig::store` (`CHAOS_STORE=compact`).
+    Compact {
+        /// Decoded objects cached (0: every read decodes).
+        cache: usize,
+        /// A dictionary trained after a dozen objects (else the default 512: with the chaos
+        /// test's few objects the store mostly keeps objects uncompressed).
+        eager_dictionary: bool,
+        /// JSON (kept as received: the raw-text path) rather than MessagePack (the default,
+        /// encoded from the object).
+        json: bool,
+    },
+}
+
+/// Which cache the chaos test runs, from `CHAOS_STORE` (`indexed`, the default, or
+/// `compact`).
+pub fn store_from_env() -> StoreUnderTest {
+    match std::env::var("CHAOS_STORE").as_deref() {
+        Err(_) | Ok("" | "indexed") => StoreUnderTest::Indexed,
+        Ok("compact") => StoreUnderTest::Compact,
+        Ok(other) => panic!("CHAOS_STORE={other:?}: expected `indexed` or `compact`"),
+    }
+}
+
+/// The cache every seed of a run uses (each compact seed draws its own settings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreUnderTest {
+    #[default]
+    Indexed,
+    Compact,
+}
+
 /// Pauses of the processing loop between two pops, so that deltas pile up in the queue.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Dawdle {
@@ -93,6 +129,8 @@ pub struct Plan {
     pub stream_delay_max: Duration,
     pub late_handler_at: Option<usize>,
     pub late_handler_resync: Option<Duration>,
+    /// The informer's cache.
+    pub store: PlanStore,
     /// Pauses between pops (a backlog across relists).
     pub dawdle: Option<Dawdle>,
     /// The share of pops before which the processing loop stalls until the next relist (at
@@ -181,6 +219,7 @@ impl Plan {
             registrar: 0,
             bounded: None,
             sabotage: Sabotage::None,
+            store: PlanStore::Indexed,
         };
         // Drawn after the settings above, so that those keep their values per seed.
         plan.trait_resync = (plan.resync.is_some() && rng.random_bool(0.5))
@@ -207,6 +246,23 @@ impl Plan {
         plan
     }
 
+    /// This plan with `store`: for the compact store, its settings are drawn from the seed
+    /// with an RNG of their own, so that nothing else of the plan changes.
+    pub fn with_store(mut self, store: StoreUnderTest) -> Self {
+        self.store = match store {
+            StoreUnderTest::Indexed => PlanStore::Indexed,
+            StoreUnderTest::Compact => {
+                let mut rng = StdRng::seed_from_u64(self.seed ^ 0x5eed_c0de_c0a1_e5ce);
+                PlanStore::Compact {
+                    cache: [0, 1, 3, 1_024][rng.random_range(0..4)],
+                    eager_dictionary: rng.random_bool(0.5),
+                    json: rng.random_bool(0.5),
+                }
+            }
+        };
+        self
+    }
+
     /// A duration of the plan as the seed's clock runs it.
     pub fn time(&self, d: Duration) -> Duration {
         self.clock.scaled(d)
@@ -228,7 +284,8 @@ impl fmt::Display for Plan {
              events / {:?}, watch timeout ≥ {:?}, bookmarks every {:?}, stream delay ≤ {:?}, \
              late handler {}, namespace {:?}, selector {:?}, transform {}, churn handler {:?}, \
              trait handler panics {:.0}%, pops {}, stalls until a relist {:.0}%, in-flight \
-             relists {:.0}%, {} registered while running, bounded stream {:?}, clock {}",
+             relists {:.0}%, {} registered while running, bounded stream {:?}, store {:?}, \
+             clock {}",
             self.namespaces,
             self.names,
             self.initial_objects,
@@ -275,6 +332,7 @@ impl fmt::Display for Plan {
             self.in_flight_replaces * 100.0,
             self.registrar,
             self.bounded,
+            self.store,
             match self.clock {
                 Clock::Paused => "paused".to_owned(),
                 Clock::RealTime { scale } => format!("real time, {scale}× faster"),

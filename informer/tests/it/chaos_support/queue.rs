@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use informer::{Delta, DeltaType, KnownObjects, Object, Queue, QueueError, key_of};
+use informer::{
+    Delta, DeltaType, KnownObjects, Listed, Object, Queue, QueueError, RawObject, key_of,
+};
 use informer_core::ProcessFn;
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
@@ -40,10 +42,11 @@ pub struct QueueStats {
 
 /// One queue operation the reflector asked for, held back (see [`ChaosQueue`]).
 enum Op {
-    Add(Arc<JsonObject>),
-    Update(Arc<JsonObject>),
+    Add(Arc<JsonObject>, Option<RawObject>),
+    Update(Arc<JsonObject>, Option<RawObject>),
     Delete(Arc<JsonObject>),
-    Replace(Vec<Arc<JsonObject>>, String),
+    /// A list: `replace` (no unchanged keys) or `replace_listed`.
+    Replace(Vec<Listed<JsonObject>>, String, bool),
     Resync,
 }
 
@@ -159,6 +162,26 @@ impl ChaosQueue {
         key_of(obj).map(|k| k.to_string()).unwrap_or_default()
     }
 
+    /// The key of a listed entry.
+    fn listed_key(entry: &Listed<JsonObject>) -> String {
+        match entry {
+            Listed::Object { object, .. } => Self::key(object),
+            Listed::Unchanged(key) => key.to_string(),
+        }
+    }
+
+    /// The listed resourceVersion of an entry (an unchanged key's is the cache's).
+    fn listed_rv(&self, entry: &Listed<JsonObject>) -> u64 {
+        match entry {
+            Listed::Object { object, .. } => rv_of(object),
+            Listed::Unchanged(key) => self
+                .cache
+                .resource_version_of(key.as_str())
+                .and_then(|rv| rv.parse().ok())
+                .unwrap_or(0),
+        }
+    }
+
     /// Hands an operation to the real queue, or holds it back: held back when something
     /// already is (to keep the order), or when it is a replace that meets a backlog and the
     /// dice say so.
@@ -167,24 +190,24 @@ impl ChaosQueue {
             self.relisted.notify_waiters();
         }
         let mut st = self.state.lock();
-        if let Op::Update(obj) = &op {
+        if let Op::Update(obj, _) = &op {
             let key = Self::key(obj);
-            if !st.pending.contains_key(&key) && self.cache.get_by_key(&key).is_none() {
+            if !st.pending.contains_key(&key) && !self.cache.contains_key(&key) {
                 st.stats.updates_of_unseen_keys += 1;
             }
         }
-        if let Op::Add(obj) | Op::Update(obj) = &op {
+        if let Op::Add(obj, _) | Op::Update(obj, _) = &op {
             *st.pending.entry(Self::key(obj)).or_default() += 1;
         }
         if let Op::Delete(obj) = &op {
             st.removable.insert(Self::key(obj));
         }
-        if let Op::Replace(list, _) = &op {
-            let listed: HashSet<String> = list.iter().map(|o| Self::key(o)).collect();
+        if let Op::Replace(list, _, _) = &op {
+            let listed: HashSet<String> = list.iter().map(Self::listed_key).collect();
             if st.first_list.is_none() {
                 st.first_list = Some(
                     list.iter()
-                        .map(|o| (Self::key(o), rv_of(o.as_ref())))
+                        .map(|e| (Self::listed_key(e), self.listed_rv(e)))
                         .collect(),
                 );
             } else {
@@ -214,8 +237,8 @@ impl ChaosQueue {
                     st.rng.random_bool(rate.min(1.0))
                 });
         if hold {
-            if let (Op::Replace(list, _), None) = (&op, &st.held_list) {
-                st.held_list = Some((list.iter().map(|o| Self::key(o)).collect(), 0));
+            if let (Op::Replace(list, _, _), None) = (&op, &st.held_list) {
+                st.held_list = Some((list.iter().map(Self::listed_key).collect(), 0));
             }
             st.held.push_back(op);
             return Ok(());
@@ -226,10 +249,26 @@ impl ChaosQueue {
 
     fn apply(&self, op: Op) -> Result<(), QueueError> {
         match op {
-            Op::Add(o) => self.inner.add(o),
-            Op::Update(o) => self.inner.update(o),
+            Op::Add(o, None) => self.inner.add(o),
+            Op::Add(o, Some(raw)) => self.inner.add_raw(o, raw),
+            Op::Update(o, None) => self.inner.update(o),
+            Op::Update(o, Some(raw)) => self.inner.update_raw(o, raw),
             Op::Delete(o) => self.inner.delete(o),
-            Op::Replace(list, rv) => self.inner.replace(list, &rv),
+            Op::Replace(list, rv, false) => {
+                let objects = list
+                    .into_iter()
+                    .filter_map(|e| match e {
+                        Listed::Object { object, .. } => Some(object),
+                        Listed::Unchanged(_) => None,
+                    })
+                    .collect();
+                self.inner.replace(objects, &rv)
+            }
+            // A held list is handed over later: its unchanged keys are resolved against the
+            // cache as it is then, as they would have been had the reflector run later.
+            Op::Replace(list, rv, true) => {
+                self.inner.replace_listed(list, &rv, self.cache.as_ref())
+            }
             Op::Resync => self.inner.resync(),
         }
     }
@@ -389,11 +428,29 @@ pub fn check_first_list(
 #[async_trait::async_trait]
 impl Queue<JsonObject> for ChaosQueue {
     fn add(&self, obj: Arc<JsonObject>) -> Result<(), QueueError> {
-        self.submit(Op::Add(obj))
+        self.submit(Op::Add(obj, None))
     }
 
     fn update(&self, obj: Arc<JsonObject>) -> Result<(), QueueError> {
-        self.submit(Op::Update(obj))
+        self.submit(Op::Update(obj, None))
+    }
+
+    fn add_raw(&self, obj: Arc<JsonObject>, raw: RawObject) -> Result<(), QueueError> {
+        self.submit(Op::Add(obj, Some(raw)))
+    }
+
+    fn update_raw(&self, obj: Arc<JsonObject>, raw: RawObject) -> Result<(), QueueError> {
+        self.submit(Op::Update(obj, Some(raw)))
+    }
+
+    fn replace_listed(
+        &self,
+        entries: Vec<Listed<JsonObject>>,
+        resource_version: &str,
+        _known: &dyn KnownObjects<JsonObject>,
+    ) -> Result<(), QueueError> {
+        // `known` is the informer's cache, which `self.cache` is too.
+        self.submit(Op::Replace(entries, resource_version.to_owned(), true))
     }
 
     fn delete(&self, obj: Arc<JsonObject>) -> Result<(), QueueError> {
@@ -405,7 +462,8 @@ impl Queue<JsonObject> for ChaosQueue {
         objects: Vec<Arc<JsonObject>>,
         resource_version: &str,
     ) -> Result<(), QueueError> {
-        self.submit(Op::Replace(objects, resource_version.to_owned()))
+        let entries = objects.into_iter().map(Listed::object).collect();
+        self.submit(Op::Replace(entries, resource_version.to_owned(), false))
     }
 
     fn resync(&self) -> Result<(), QueueError> {
