@@ -10,11 +10,8 @@
 //! to date; cargo does not hold its build lock while tests run). The scenario is bounded
 //! (60 s); the build has its own, generous bound. Unix only (signals).
 //!
-//! The build selects the whole workspace with all features, as the README's test command
-//! (`cargo xtask ci`: `cargo test --workspace --all-features`) does: the features of every
-//! dependency then resolve as they did for the test build, so cargo finds both programs up to
-//! date instead of building a second copy of their dependencies with other features (about a
-//! minute of CI per program on two cores).
+//! The build is the README's test command's own (`cargo test --workspace --all-features
+//! --no-run`, see [`build`]), so under it cargo finds both programs up to date.
 
 #![cfg(unix)]
 
@@ -34,9 +31,27 @@ const SCENARIO: Duration = Duration::from_secs(60);
 const BUILD: Duration = Duration::from_secs(1800);
 const NS: &str = "default";
 
-/// Builds a target of the workspace with cargo (`args` select it: `--bin x` or `--example x`)
-/// and returns its executable (also used by `shard_processes`).
-pub(crate) fn build(args: &[&str], name: &str) -> PathBuf {
+/// The executable of a program of the workspace (a binary or an example, by target name),
+/// built by cargo as the README's test command builds it (also used by `shard_processes`).
+///
+/// One `cargo test --workspace --all-features --no-run` serves every caller: the command the
+/// tests run under in CI (`cargo xtask ci`), so there it finds everything up to date (about a
+/// second), where any narrower `cargo build` resolves the dependencies' features differently
+/// and compiles dozens of crates again, in place of the test build's (and the next `cargo
+/// test` compiles them back). Run from a narrower `cargo test`, it builds the workspace's
+/// tests once.
+pub(crate) fn build(name: &str) -> PathBuf {
+    static BUILT: std::sync::OnceLock<Vec<(String, PathBuf)>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(build_workspace)
+        .iter()
+        .find(|(target, _)| target == name)
+        .map(|(_, exe)| exe.clone())
+        .unwrap_or_else(|| panic!("cargo built no executable {name}"))
+}
+
+/// Runs the build and returns every program it built, by target name.
+fn build_workspace() -> Vec<(String, PathBuf)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     // Without the variables cargo sets for this test (build scripts that watch them, such as
@@ -60,20 +75,23 @@ pub(crate) fn build(args: &[&str], name: &str) -> PathBuf {
         }
     }
     let output = command
-        .args(["build", "--workspace", "--all-features"])
-        .args(args)
+        .args(["test", "--workspace", "--all-features", "--no-run"])
         .arg("--message-format=json-render-diagnostics")
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
         .stderr(Stdio::inherit())
         .output()
-        .expect("run cargo build");
-    assert!(output.status.success(), "cargo build {args:?} failed");
+        .expect("run cargo test --no-run");
+    assert!(output.status.success(), "cargo test --no-run failed");
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == name)
-        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo built no executable {name}"))
+        // Programs, not the test harnesses built from them.
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == false)
+        .filter_map(|m| {
+            let exe = m["executable"].as_str()?;
+            Some((m["target"]["name"].as_str()?.to_owned(), PathBuf::from(exe)))
+        })
+        .collect()
 }
 
 /// A candidate process and the JSON lines it printed, with their arrival instants.
@@ -190,12 +208,7 @@ fn unix_ms(v: &Value) -> u64 {
 async fn a_paused_leader_is_replaced_and_fenced_off() {
     let (server_exe, candidate_exe) = tokio::time::timeout(
         BUILD,
-        tokio::task::spawn_blocking(|| {
-            (
-                build(&["--bin", "fake-apiserver"], "fake-apiserver"),
-                build(&["--example", "leader-elected"], "leader-elected"),
-            )
-        }),
+        tokio::task::spawn_blocking(|| (build("fake-apiserver"), build("leader-elected"))),
     )
     .await
     .expect("building took too long")

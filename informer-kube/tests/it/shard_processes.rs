@@ -345,12 +345,7 @@ fn assert_partition(dumps: &[(&str, Dump)], server: &BTreeMap<String, (String, u
 async fn three_replicas_share_churning_pods_survive_a_kill_and_rebalance() {
     let (server_exe, replica_exe) = tokio::time::timeout(
         BUILD,
-        tokio::task::spawn_blocking(|| {
-            (
-                build(&["--bin", "fake-apiserver"], "fake-apiserver"),
-                build(&["--example", "sharded-controller"], "sharded-controller"),
-            )
-        }),
+        tokio::task::spawn_blocking(|| (build("fake-apiserver"), build("sharded-controller"))),
     )
     .await
     .expect("building took too long")
