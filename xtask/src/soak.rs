@@ -168,6 +168,7 @@ pub(crate) fn build_test(
     }
     build.extend_from_slice(&["-p", package, "--test", test, "--no-run"]);
     let mut command = Command::new(&cargo);
+    crate::without_package_env(&mut command);
     command.args(&build);
     if let Some((dir, target)) = at {
         command.current_dir(dir).env("CARGO_TARGET_DIR", target);
