@@ -142,3 +142,30 @@ async fn the_router_keeps_the_front_ends_policies() {
         .unwrap();
     assert_eq!(refused.status(), 403);
 }
+
+/// The same timeout on the real clock (a multi-thread runtime), so that lateness or drift of
+/// the server's watch deadline shows: a 1 s watch ends after 1 s, not much later.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_time_a_watch_ends_at_its_timeout() {
+    let server = FakeApiServer::new();
+    let api: Api<ConfigMap> = Api::default_namespaced(kube_client(&server));
+    let rv = server.resource_version().to_string();
+    let started = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut events = api
+            .watch(&WatchParams::default().timeout(1), &rv)
+            .await
+            .unwrap()
+            .boxed();
+        while let Some(event) = events.try_next().await.unwrap() {
+            assert!(matches!(event, WatchEvent::Bookmark(_)), "{event:?}");
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the watch outlived its timeout by far");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(950) && took <= Duration::from_secs(5),
+        "{took:?}"
+    );
+}
