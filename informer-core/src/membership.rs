@@ -29,7 +29,9 @@
 //! - **Failures.** A replica that stops renewing is dropped by each of the others
 //!   `leaseDurationSeconds` after they last saw its Lease change, which is at most that long
 //!   after its last renewal; they then take over its range at once. Its objects are owned by
-//!   none for at most the lease duration plus one relist (theirs). A lease duration later
+//!   none for at most the lease duration plus two relists (theirs: a list of theirs in
+//!   progress then completes before the one with the new range, see
+//!   `Reflector::set_shard_selector`). A lease duration later
 //!   the first to see it still unchanged deletes its Lease ([`Membership::stale`]): a
 //!   replica starting later would otherwise count it as live for a whole lease duration (it
 //!   cannot tell an old Lease from a fresh one without trusting timestamps).
@@ -315,10 +317,10 @@ impl Membership {
             self.retained.push((previous.range, until));
         }
         self.retained
-            .retain(|(kept, until)| now < *until && !covers(range, *kept));
+            .retain(|(kept, until)| now < *until && !range.covers(*kept));
         let mut ranges: Vec<ShardRange> = self.retained.iter().map(|(r, _)| *r).collect();
         ranges.push(range);
-        let merged = merge(ranges);
+        let merged = ShardRange::merge(ranges);
         // Never empty: it holds `range`.
         let selector = ShardSelector::new(self.config.field, merged).ok()?;
         let assignment = Assignment {
@@ -369,31 +371,6 @@ impl Membership {
         let handovers = self.retained.iter().map(|(_, until)| *until);
         expiries.chain(handovers).filter(|at| *at > now).min()
     }
-}
-
-/// Whether `outer` holds every hash of `inner`.
-fn covers(outer: ShardRange, inner: ShardRange) -> bool {
-    outer.start() <= inner.start() && inner.end() <= outer.end()
-}
-
-/// The ranges sorted, with overlapping and adjacent ones joined.
-fn merge(mut ranges: Vec<ShardRange>) -> Vec<ShardRange> {
-    ranges.sort();
-    let mut out: Vec<ShardRange> = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        match out.last_mut() {
-            Some(last) if range.start() <= last.end() => {
-                if range.end() > last.end() {
-                    // start < end holds: last.start <= range.start < range.end.
-                    if let Ok(joined) = ShardRange::new(last.start(), range.end()) {
-                        *last = joined;
-                    }
-                }
-            }
-            _ => out.push(range),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

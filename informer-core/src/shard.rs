@@ -210,6 +210,31 @@ impl ShardRange {
         let hash = u128::from(hash);
         self.start <= hash && hash < self.end
     }
+
+    /// Whether this range holds every hash of `inner`.
+    pub fn covers(self, inner: ShardRange) -> bool {
+        self.start <= inner.start && inner.end <= self.end
+    }
+
+    /// The hashes in both ranges, if any.
+    pub fn intersection(self, other: ShardRange) -> Option<ShardRange> {
+        let (start, end) = (self.start.max(other.start), self.end.min(other.end));
+        (start < end).then_some(ShardRange { start, end })
+    }
+
+    /// The ranges sorted, with overlapping and adjacent ones joined: the same hashes in the
+    /// fewest ranges.
+    pub fn merge(mut ranges: Vec<ShardRange>) -> Vec<ShardRange> {
+        ranges.sort();
+        let mut out: Vec<ShardRange> = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            match out.last_mut() {
+                Some(last) if range.start <= last.end => last.end = last.end.max(range.end),
+                _ => out.push(range),
+            }
+        }
+        out
+    }
 }
 
 impl fmt::Display for ShardRange {
@@ -285,6 +310,35 @@ impl ShardSelector {
     /// Whether a hash falls in any of the ranges.
     pub fn contains_hash(&self, hash: u64) -> bool {
         self.ranges.iter().any(|r| r.contains(hash))
+    }
+
+    /// The objects both select: the same field, and the hashes in ranges of both (ranges
+    /// merged, in order). `None` when no hash is in both, or the fields differ.
+    pub fn intersection(&self, other: &ShardSelector) -> Option<ShardSelector> {
+        if self.field != other.field {
+            return None;
+        }
+        let both = self
+            .ranges
+            .iter()
+            .flat_map(|a| other.ranges.iter().filter_map(|b| a.intersection(*b)))
+            .collect();
+        let ranges = ShardRange::merge(both);
+        (!ranges.is_empty()).then_some(ShardSelector {
+            field: self.field,
+            ranges,
+        })
+    }
+
+    /// Whether every object `other` selects is selected by this selector too: the same
+    /// field, and every range of `other` within the union of this one's.
+    pub fn covers(&self, other: &ShardSelector) -> bool {
+        let mine = ShardRange::merge(self.ranges.clone());
+        self.field == other.field
+            && other
+                .ranges
+                .iter()
+                .all(|inner| mine.iter().any(|outer| outer.covers(*inner)))
     }
 
     /// Whether a field value (a uid, a namespace) belongs to this shard.

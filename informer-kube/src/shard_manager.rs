@@ -14,7 +14,8 @@
 //!
 //! - A replica that stops renewing (crashed, partitioned) is dropped by each of the others a
 //!   lease duration after they last saw its Lease change, and they take its range over at
-//!   once: its objects are owned by none for at most the lease duration plus one relist.
+//!   once: its objects are owned by none for at most the lease duration plus two relists
+//!   (one when no list of theirs is in progress then).
 //!   A lease duration later, the first replica to see the Lease still unchanged deletes it
 //!   (guarded by the resourceVersion it saw), so that replicas starting later never count
 //!   it.

@@ -673,6 +673,48 @@ proptest! {
         prop_assert_eq!(selector.matches_value(&value), inside);
     }
 
+    /// `covers` is set inclusion of the selected hashes: checked at every hash where an
+    /// inclusion could first fail (the starts of `inner`'s ranges, the ends of `outer`'s),
+    /// for arbitrary pairs and for pairs where `inner` is cut from `outer`'s ranges.
+    #[test]
+    fn covering_is_inclusion_of_the_hashes(
+        outer in any_selector(),
+        other in any_selector(),
+        cuts in proptest::collection::vec((any::<prop::sample::Index>(), any::<u64>(), any::<u64>()), 1..4),
+    ) {
+        let cut = cuts.iter().filter_map(|(which, a, b)| {
+            let r = outer.ranges()[which.index(outer.ranges().len())];
+            let at = |x: u64| r.start() + u128::from(x) % r.len();
+            let (lo, hi) = (at(*a).min(at(*b)), at(*a).max(at(*b)));
+            ShardRange::new(lo, hi + 1).ok()
+        });
+        let inner_cut = ShardSelector::new(outer.field(), cut).unwrap();
+        for inner in [other, inner_cut] {
+            let probes = inner.ranges().iter().map(|r| r.start())
+                .chain(outer.ranges().iter().map(|r| r.end()))
+                .filter_map(|h| u64::try_from(h).ok());
+            let included = outer.field() == inner.field()
+                && probes.filter(|h| inner.contains_hash(*h)).all(|h| outer.contains_hash(h));
+            prop_assert_eq!(outer.covers(&inner), included, "{} covers {}", outer, inner);
+        }
+    }
+
+    /// The intersection selects exactly the hashes both select: checked at every range
+    /// boundary of either (membership is constant between them).
+    #[test]
+    fn intersection_is_membership_of_both(a in any_selector(), b in any_selector()) {
+        let both = a.intersection(&b);
+        let bounds = a.ranges().iter().chain(b.ranges()).flat_map(|r| [r.start(), r.end()]);
+        for h in bounds.filter_map(|h| u64::try_from(h).ok()) {
+            let expected = a.field() == b.field() && a.contains_hash(h) && b.contains_hash(h);
+            let got = both.as_ref().is_some_and(|s| s.contains_hash(h));
+            prop_assert_eq!(got, expected, "{:#x} in {} and {}: {:?}", h, a, b, both);
+        }
+        if let Some(both) = both {
+            prop_assert!(a.covers(&both) && b.covers(&both));
+        }
+    }
+
     /// Arbitrary text never panics the parser.
     #[test]
     fn parser_never_panics(text in ".{0,120}") {

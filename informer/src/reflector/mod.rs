@@ -67,7 +67,11 @@
 //! once in the log, as a warning), unconfirmed while only streaming lists and watches have
 //! run (they carry no echo). A change of selector ends the list, watch or backoff delay in
 //! progress and relists at once with the new one; the queue's replace turns the change into
-//! deletes and adds.
+//! deletes and adds. Except that a paginated list in progress that overlaps the new
+//! selector, and whose replace would drop nothing the cache holds of it, completes first and
+//! the new selector's list follows (a handover ending or a replica leaving during the list
+//! for a range just gained would otherwise leave that range unowned for one more list, and
+//! changes every list would starve it).
 //!
 //! # Bad input
 //!
@@ -117,7 +121,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use informer_core::reflector::{EventAction, ListBudget, Machine, Next};
-use informer_core::shard::{ShardFilter, ShardFiltering, ShardSelector};
+use informer_core::shard::{ShardFilter, ShardFiltering, ShardRange, ShardSelector};
 use informer_core::{
     Error, ErrorChain, ErrorClass, ItemPeek, KeyError, KnownObjects, ListOptions, ListSink, Listed,
     ListerWatcher, Object, ObjectKey, Queue, QueueError, RawObject, RawWatchEvent, RawWatchStream,
@@ -167,6 +171,16 @@ pub struct Reflector<K: Object> {
     /// The client-side filter of the selector in effect, and the selector of the last list
     /// handed to the queue.
     shard: Mutex<ShardState>,
+}
+
+/// When a new shard selector takes effect ([`Reflector::when_to_reshard`]).
+enum Reshard {
+    /// Never: it is the selector in effect.
+    Never,
+    /// When the list in progress completes (or fails).
+    AfterList,
+    /// At once: the step in progress is dropped.
+    Now,
 }
 
 /// What the reflector knows about its shard.
@@ -375,7 +389,10 @@ impl<K: Object> Reflector<K> {
     /// Lists and watches only the objects of `selector` from now on (`None`: every object).
     ///
     /// A running reflector ends its list, watch or backoff delay at once and relists with
-    /// the new selector from the last seen resourceVersion; the queue's replace then
+    /// the new selector from the last seen resourceVersion (except that a paginated list
+    /// that overlaps the new selector and would drop nothing the cache holds of it, such
+    /// as the list for a range just gained when the old range's handover ends, completes
+    /// first: the new selector's list follows it); the queue's replace then
     /// delivers deletes for the objects it no longer owns and adds for the new ones, and the
     /// objects in both shards keep their state (unchanged ones are not even decoded twice:
     /// see the [module docs](self)). A reflector not running uses it when it next runs.
@@ -466,23 +483,93 @@ impl<K: Object> Reflector<K> {
             // Changed while the reflector was not running.
             self.reshard(wanted)
         };
+        // A selector that waits for the list in progress to complete.
+        let mut after_list: Option<Option<ShardSelector>> = None;
         loop {
-            let flow = tokio::select! {
-                biased;
-                // The sender lives in `self`: `changed` cannot fail while `self` is borrowed.
-                Ok(()) = shard_wanted.changed() => None,
-                flow = self.step(next, &mut items, &mut budget, &mut list_started) => Some(flow),
+            let listing = matches!(
+                next,
+                Next::List(_) | Next::ListNextPage(_) | Next::Replace { .. }
+            );
+            let flow = {
+                let step = self.step(next, &mut items, &mut budget, &mut list_started);
+                tokio::pin!(step);
+                loop {
+                    tokio::select! {
+                        biased;
+                        // The sender lives in `self`: `changed` cannot fail while `self` is
+                        // borrowed.
+                        Ok(()) = shard_wanted.changed() => {
+                            let wanted = shard_wanted.borrow_and_update().clone();
+                            match self.when_to_reshard(listing, wanted.as_ref()) {
+                                Reshard::AfterList => after_list = Some(wanted),
+                                // Back to the list's own selector.
+                                Reshard::Never => after_list = None,
+                                Reshard::Now => break None,
+                            }
+                        }
+                        flow = &mut step => break Some(flow),
+                    }
+                }
             };
             next = match flow {
+                Some(ControlFlow::Continue(next))
+                    if !matches!(next, Next::ListNextPage(_) | Next::Replace { .. }) =>
+                {
+                    match after_list.take() {
+                        // The list is over (replaced, or failed): now the new selector's.
+                        Some(wanted) => self.reshard(wanted),
+                        None => next,
+                    }
+                }
                 Some(ControlFlow::Continue(next)) => next,
                 Some(ControlFlow::Break(())) => return,
                 None => {
                     // The step in progress was dropped: a partial list is of no use.
                     items = Vec::new();
+                    after_list = None;
                     let wanted = shard_wanted.borrow_and_update().clone();
                     self.reshard(wanted)
                 }
             };
+        }
+    }
+
+    /// When a new shard selector `wanted` takes effect, given whether a paginated list is in
+    /// progress (`listing`, made with the machine's selector).
+    ///
+    /// A list in progress completes first when it holds objects `wanted` selects (it
+    /// overlaps `wanted`) and its replace drops none that the cache holds and `wanted`
+    /// selects (it covers what the last list holds of `wanted`). Restarted instead, it would
+    /// leave a range this replica just gained unowned for one more list, and a change every
+    /// list would never let a list complete: a handover ending narrows the selector, a
+    /// replica leaving grows it, each at any moment. A selector disjoint from the list in
+    /// progress (or a first one for an unsharded informer, or none) interrupts it.
+    fn when_to_reshard(&self, listing: bool, wanted: Option<&ShardSelector>) -> Reshard {
+        let (current, synced) = {
+            let decisions = self.decisions.lock();
+            let machine = &decisions.machine;
+            (machine.config().shard_selector.clone(), machine.has_synced())
+        };
+        let (current, wanted) = match (&current, wanted) {
+            (None, None) => return Reshard::Never,
+            (Some(current), Some(wanted)) if current == wanted => return Reshard::Never,
+            (Some(current), Some(wanted)) if listing => (current, wanted),
+            _ => return Reshard::Now,
+        };
+        let listed = match (self.shard.lock().listed.clone(), synced) {
+            (Some(listed), _) => Some(listed),
+            // The last list was of every object.
+            (None, true) => ShardSelector::new(current.field(), [ShardRange::ALL]).ok(),
+            (None, false) => None,
+        };
+        let overlaps = current.intersection(wanted).is_some();
+        let keeps_cache = listed
+            .and_then(|listed| listed.intersection(wanted))
+            .is_none_or(|held| current.covers(&held));
+        if overlaps && keeps_cache {
+            Reshard::AfterList
+        } else {
+            Reshard::Now
         }
     }
 

@@ -370,3 +370,57 @@ async fn setting_the_same_selector_does_nothing_and_none_takes_everything() {
     // Stopped: refused.
     assert!(informer.set_shard_selector(Some(half)).is_err());
 }
+
+/// A handover ending narrows the selector while the list for the range just gained is in
+/// progress: that list completes (the gained objects are in the cache when it ends, not a
+/// whole list later) and the narrower list follows; two lists in all. The same when a
+/// replica leaving grows the selector; a disjoint selector interrupts the list.
+#[tokio::test(start_paused = true)]
+async fn a_narrowing_waits_for_the_list_in_progress() {
+    let server = server(true);
+    seed(&server, 120);
+    let (old, grown, new) = (range(0, Q), range(0, 2 * Q), range(Q, 2 * Q));
+    let informer = informer(&server, config(Some(old.clone()), WatchListMode::Off));
+    let running = Running::start(&informer);
+    running.synced(&server).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&old)));
+    let lists = informer.stats().reflector.unwrap().counters.lists;
+    server.faults().delay_lists(RESOURCE, Some(Duration::from_secs(1)));
+    // Gains [Q, 2Q) and keeps [0, Q) during the handover...
+    informer.set_shard_selector(Some(grown.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // ...which ends while that list is in progress.
+    informer.set_shard_selector(Some(new.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // The grown list has completed (1 s); the narrower one is in progress (until 2 s). A
+    // restarted list would have completed at 1.3 s with only [Q, 2Q).
+    assert_eq!(cached(&informer), owned(&server, Some(&grown)));
+    assert!(!owned(&server, Some(&new)).is_empty() && !owned(&server, Some(&old)).is_empty());
+    quiet(&server, &informer).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&new)));
+    let stats = informer.stats().reflector.unwrap();
+    assert_eq!(stats.counters.lists - lists, 2, "{stats:?}");
+    assert_eq!(stats.shard.listed_selector.as_ref(), Some(&new));
+    // A replica leaving during the list of a range gained grows the selector: that list
+    // completes too, and the grown one follows.
+    let (gained, all) = (range(Q, 3 * Q), range(0, 4 * Q));
+    let lists = informer.stats().reflector.unwrap().counters.lists;
+    informer.set_shard_selector(Some(gained.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    informer.set_shard_selector(Some(all.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&gained)));
+    quiet(&server, &informer).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&all)));
+    assert_eq!(informer.stats().reflector.unwrap().counters.lists - lists, 2);
+    // A selector disjoint from the list in progress interrupts it.
+    informer.set_shard_selector(Some(new.clone())).unwrap();
+    quiet(&server, &informer).await;
+    informer.set_shard_selector(Some(grown.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let elsewhere = range(2 * Q, 3 * Q);
+    informer.set_shard_selector(Some(elsewhere.clone())).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&elsewhere)));
+    running.stop().await;
+}
