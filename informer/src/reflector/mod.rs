@@ -548,7 +548,10 @@ impl<K: Object> Reflector<K> {
         let (current, synced) = {
             let decisions = self.decisions.lock();
             let machine = &decisions.machine;
-            (machine.config().shard_selector.clone(), machine.has_synced())
+            (
+                machine.config().shard_selector.clone(),
+                machine.has_synced(),
+            )
         };
         let (current, wanted) = match (&current, wanted) {
             (None, None) => return Reshard::Never,

@@ -385,7 +385,9 @@ async fn a_narrowing_waits_for_the_list_in_progress() {
     running.synced(&server).await;
     assert_eq!(cached(&informer), owned(&server, Some(&old)));
     let lists = informer.stats().reflector.unwrap().counters.lists;
-    server.faults().delay_lists(RESOURCE, Some(Duration::from_secs(1)));
+    server
+        .faults()
+        .delay_lists(RESOURCE, Some(Duration::from_secs(1)));
     // Gains [Q, 2Q) and keeps [0, Q) during the handover...
     informer.set_shard_selector(Some(grown.clone())).unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -412,14 +414,19 @@ async fn a_narrowing_waits_for_the_list_in_progress() {
     assert_eq!(cached(&informer), owned(&server, Some(&gained)));
     quiet(&server, &informer).await;
     assert_eq!(cached(&informer), owned(&server, Some(&all)));
-    assert_eq!(informer.stats().reflector.unwrap().counters.lists - lists, 2);
+    assert_eq!(
+        informer.stats().reflector.unwrap().counters.lists - lists,
+        2
+    );
     // A selector disjoint from the list in progress interrupts it.
     informer.set_shard_selector(Some(new.clone())).unwrap();
     quiet(&server, &informer).await;
     informer.set_shard_selector(Some(grown.clone())).unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let elsewhere = range(2 * Q, 3 * Q);
-    informer.set_shard_selector(Some(elsewhere.clone())).unwrap();
+    informer
+        .set_shard_selector(Some(elsewhere.clone()))
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(cached(&informer), owned(&server, Some(&elsewhere)));
     running.stop().await;
