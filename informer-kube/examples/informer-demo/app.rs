@@ -640,6 +640,17 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         Some(churn) => Some(churn.stop().await),
         None => None,
     };
+    cancel.cancel();
+    let report = match task.await {
+        Ok(Ok(report)) => report,
+        Ok(Err(e)) => return Err(e.into()),
+        Err(e) => return Err(DemoError::Fake(format!("the informer task failed: {e}"))),
+    };
+    // The fake server goes only now: the informer never saw it vanish.
+    drop(fake);
+    // Read only now, with the informer stopped: every popped batch has reached both the
+    // cache and the handlers (a batch in flight at the stop would otherwise be in one and not
+    // yet in the other).
     let stats = informer.stats();
     let lister = informer.lister();
     let mut by_namespace: Vec<(String, usize)> = lister
@@ -654,14 +665,6 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         })
         .filter(|(_, n)| *n > 0)
         .collect();
-    cancel.cancel();
-    let report = match task.await {
-        Ok(Ok(report)) => report,
-        Ok(Err(e)) => return Err(e.into()),
-        Err(e) => return Err(DemoError::Fake(format!("the informer task failed: {e}"))),
-    };
-    // The fake server goes only now: the informer never saw it vanish.
-    drop(fake);
     // After shutdown every handler has drained: the tracker's view is final.
     let tracked: BTreeMap<String, usize> = per_namespace
         .lock()
