@@ -25,6 +25,7 @@ mod layering;
 mod modules;
 mod mutants;
 mod soak;
+mod testrun;
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -95,13 +96,8 @@ fn ci() -> Result<(), String> {
             "warnings",
         ])
     })?;
-    step("test", || cargo(&["test", "--workspace", "--all-features"]))?;
-    step("doc", || {
-        cargo_env(
-            &["doc", "--workspace", "--no-deps", "--all-features"],
-            &[("RUSTDOCFLAGS", "-D warnings")],
-        )
-    })?;
+    // `cargo test --workspace --all-features` and `cargo doc`, the test binaries side by side.
+    step("test and doc", || testrun::run(&root))?;
     println!("xtask ci: all checks passed");
     Ok(())
 }

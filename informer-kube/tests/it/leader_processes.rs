@@ -50,8 +50,30 @@ pub(crate) fn build(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("cargo built no executable {name}"))
 }
 
-/// Runs the build and returns every program it built, by target name.
+/// Runs the build and returns every program it built, by target name. Under `cargo xtask
+/// ci`, which has just run that very build, its messages are read from the file named by
+/// `INFORMER_WORKSPACE_BUILD` instead (cargo would only say the same, after waiting for its
+/// build lock, which the doc-tests running beside these tests hold).
 fn build_workspace() -> Vec<(String, PathBuf)> {
+    let stdout = match std::env::var_os("INFORMER_WORKSPACE_BUILD") {
+        Some(messages) => std::fs::read(&messages)
+            .unwrap_or_else(|e| panic!("read {}: {e}", Path::new(&messages).display())),
+        None => run_workspace_build(),
+    };
+    String::from_utf8_lossy(&stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        // Programs, not the test harnesses built from them.
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == false)
+        .filter_map(|m| {
+            let exe = m["executable"].as_str()?;
+            Some((m["target"]["name"].as_str()?.to_owned(), PathBuf::from(exe)))
+        })
+        .collect()
+}
+
+/// `cargo test --workspace --all-features --no-run`'s JSON messages.
+fn run_workspace_build() -> Vec<u8> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = std::process::Command::new(cargo);
     // Without the variables cargo sets for this test (build scripts that watch them, such as
@@ -82,16 +104,7 @@ fn build_workspace() -> Vec<(String, PathBuf)> {
         .output()
         .expect("run cargo test --no-run");
     assert!(output.status.success(), "cargo test --no-run failed");
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        // Programs, not the test harnesses built from them.
-        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == false)
-        .filter_map(|m| {
-            let exe = m["executable"].as_str()?;
-            Some((m["target"]["name"].as_str()?.to_owned(), PathBuf::from(exe)))
-        })
-        .collect()
+    output.stdout
 }
 
 /// A candidate process and the JSON lines it printed, with their arrival instants.

@@ -1,0 +1,283 @@
+//! `cargo xtask ci`'s tests: one build, then the test binaries run side by side.
+//!
+//! `cargo test` runs one test binary after another. Ours are few (one per crate, plus unit
+//! tests) and uneven: informer-kube's spends most of its time waiting on real-time timers and
+//! child processes, while the others are short and busy. Here `cargo test --no-run` builds
+//! every test binary exactly as `cargo test` would (same command, same features), and then:
+//!
+//! - two lanes run the test binaries, integration-test binaries first and informer-kube's
+//!   first of all (the longest), each binary as cargo runs it (its package directory as the
+//!   working directory, `CARGO`, `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` set);
+//! - a third lane runs the doc-tests and then `cargo doc` (which need cargo's build lock, free
+//!   once the build is done; the test binaries never take it).
+//!
+//! Each binary's output is printed whole when it ends, with its wall time, so that lanes do
+//! not interleave. The build's JSON messages are kept in a file named by
+//! `INFORMER_WORKSPACE_BUILD` for the tests that start the workspace's programs, so that they
+//! do not ask cargo (and wait for its lock) for what was just built.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::without_package_env;
+
+/// The variable that names the file of the build's JSON messages.
+const BUILD_MESSAGES_VAR: &str = "INFORMER_WORKSPACE_BUILD";
+
+/// How many test binaries run at once.
+const LANES: usize = 2;
+
+/// Packages whose integration tests run first: the longest first.
+const SLOW_FIRST: &[&str] = &[
+    "informer-kube",
+    "fake-apiserver",
+    "informer",
+    "informer-fifo",
+];
+
+/// One test binary of the build.
+#[derive(Debug, Clone)]
+struct TestBinary {
+    package: String,
+    /// The target (`it`, or the crate's name for unit tests) and its kind (`test`, `lib`,
+    /// `bin`, `example`).
+    target: String,
+    kind: String,
+    exe: PathBuf,
+    /// The package's directory.
+    dir: PathBuf,
+}
+
+impl TestBinary {
+    fn label(&self) -> String {
+        format!("{} {} ({})", self.package, self.target, self.kind)
+    }
+
+    /// Sorts integration tests first, then by [`SLOW_FIRST`].
+    fn order(&self) -> (bool, usize) {
+        let rank = SLOW_FIRST
+            .iter()
+            .position(|p| *p == self.package)
+            .unwrap_or(SLOW_FIRST.len());
+        (self.kind != "test", rank)
+    }
+}
+
+/// What one lane job did.
+struct Outcome {
+    label: String,
+    ok: bool,
+}
+
+/// Builds every test binary, then runs them, the doc-tests and `cargo doc` (see the module
+/// docs). Errs naming every failed part.
+pub(crate) fn run(root: &Path) -> Result<(), String> {
+    let started = Instant::now();
+    let messages = root.join("target").join("xtask-workspace-build.json");
+    let binaries = build(root, &messages)?;
+    println!(
+        "xtask ci: test build: ok ({:.1} s, {} test binaries)",
+        started.elapsed().as_secs_f64(),
+        binaries.len()
+    );
+    let queue = Mutex::new(VecDeque::from(binaries));
+    let outcomes = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..LANES {
+            scope.spawn(|| {
+                while let Some(binary) = pop(&queue) {
+                    let ok = run_binary(&binary, &messages);
+                    push(&outcomes, binary.label(), ok);
+                }
+            });
+        }
+        scope.spawn(|| {
+            let doc_tests = cargo_job(
+                root,
+                "doc-tests",
+                &["test", "--workspace", "--all-features", "--doc"],
+                &[],
+            );
+            push(&outcomes, "doc-tests".to_owned(), doc_tests);
+            let doc = cargo_job(
+                root,
+                "doc",
+                &["doc", "--workspace", "--no-deps", "--all-features"],
+                &[("RUSTDOCFLAGS", "-D warnings")],
+            );
+            push(&outcomes, "doc".to_owned(), doc);
+        });
+    });
+    let outcomes = outcomes.into_inner().unwrap_or_else(|e| e.into_inner());
+    let failed: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| !o.ok)
+        .map(|o| o.label.as_str())
+        .collect();
+    println!(
+        "xtask ci: tests, doc-tests and doc: {} parts in {:.1} s, {} failed",
+        outcomes.len(),
+        started.elapsed().as_secs_f64(),
+        failed.len()
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("failed: {}", failed.join(", ")))
+    }
+}
+
+fn pop(queue: &Mutex<VecDeque<TestBinary>>) -> Option<TestBinary> {
+    queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
+}
+
+fn push(outcomes: &Mutex<Vec<Outcome>>, label: String, ok: bool) {
+    outcomes
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Outcome { label, ok });
+}
+
+fn cargo_path() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
+}
+
+/// `cargo test --workspace --all-features --no-run`, its messages kept in `messages`; the
+/// test binaries it built, in the order they should start.
+fn build(root: &Path, messages: &Path) -> Result<Vec<TestBinary>, String> {
+    let mut command = Command::new(cargo_path());
+    without_package_env(&mut command);
+    let output = command
+        .args(["test", "--workspace", "--all-features", "--no-run"])
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(root)
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`cargo test --workspace --all-features --no-run` failed ({})",
+            output.status
+        ));
+    }
+    if let Some(dir) = messages.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(messages, &output.stdout).map_err(|e| format!("{}: {e}", messages.display()))?;
+    let mut binaries: Vec<TestBinary> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|m| m["reason"] == "compiler-artifact" && m["profile"]["test"] == true)
+        .filter_map(|m| test_binary(&m))
+        .collect();
+    if binaries.is_empty() {
+        return Err("cargo built no test binary".to_owned());
+    }
+    binaries.sort_by_key(TestBinary::order);
+    Ok(binaries)
+}
+
+/// A test binary from a `compiler-artifact` message.
+fn test_binary(message: &Value) -> Option<TestBinary> {
+    let exe = PathBuf::from(message["executable"].as_str()?);
+    let dir = Path::new(message["manifest_path"].as_str()?)
+        .parent()?
+        .to_path_buf();
+    Some(TestBinary {
+        package: package_name(message["package_id"].as_str()?, &dir),
+        target: message["target"]["name"].as_str()?.to_owned(),
+        kind: message["target"]["kind"][0].as_str()?.to_owned(),
+        exe,
+        dir,
+    })
+}
+
+/// The package's name from its id: `path+file:///…/dir#name@0.1.0`, or
+/// `path+file:///…/name#0.1.0` when the name is the directory's.
+fn package_name(id: &str, dir: &Path) -> String {
+    match id.rsplit_once('#') {
+        Some((_, tail)) if tail.contains('@') => tail.split('@').next().unwrap_or(tail).to_owned(),
+        _ => dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// Runs one test binary as `cargo test` does; prints its output and time when it ends.
+fn run_binary(binary: &TestBinary, messages: &Path) -> bool {
+    let started = Instant::now();
+    let mut command = Command::new(&binary.exe);
+    without_package_env(&mut command);
+    let output = command
+        .current_dir(&binary.dir)
+        .env("CARGO", cargo_path())
+        .env("CARGO_MANIFEST_DIR", &binary.dir)
+        .env("CARGO_PKG_NAME", &binary.package)
+        .env(BUILD_MESSAGES_VAR, messages)
+        .stdin(Stdio::null())
+        .output();
+    let (ok, text) = match output {
+        Ok(output) => (
+            output.status.success(),
+            format!(
+                "{}{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+                if output.status.success() {
+                    String::new()
+                } else {
+                    format!("exit: {}\n", output.status)
+                }
+            ),
+        ),
+        Err(e) => (false, format!("cannot run {}: {e}\n", binary.exe.display())),
+    };
+    report(&binary.label(), ok, started, &text);
+    ok
+}
+
+/// Runs cargo with `args` in `root`, its output captured and printed when it ends.
+fn cargo_job(root: &Path, label: &str, args: &[&str], envs: &[(&str, &str)]) -> bool {
+    let started = Instant::now();
+    let mut command = Command::new(cargo_path());
+    without_package_env(&mut command);
+    let output = command
+        .args(args)
+        .envs(envs.iter().copied())
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .output();
+    let (ok, text) = match output {
+        Ok(output) => (
+            output.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        ),
+        Err(e) => (false, format!("cannot run cargo: {e}\n")),
+    };
+    report(label, ok, started, &text);
+    ok
+}
+
+/// Prints a finished job's output under a header line with its outcome and wall time.
+fn report(label: &str, ok: bool, started: Instant, text: &str) {
+    let mut out = std::io::stdout().lock();
+    use std::io::Write as _;
+    // A closed stdout leaves nothing to report to.
+    let _ = writeln!(
+        out,
+        "\n──── {label}: {} ({:.1} s) ────\n{text}",
+        if ok { "ok" } else { "FAILED" },
+        started.elapsed().as_secs_f64()
+    );
+}
