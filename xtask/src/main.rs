@@ -2,7 +2,8 @@
 //!
 //! Tasks:
 //! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
-//!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs.
+//!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs;
+//!   the test binaries run side by side after one build (see `testrun.rs`).
 //! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
 //!   (see `codegen.rs`); `--check` only compares, as CI does.
 //! - `layering`: only the layering check (every dependency rule ARCHITECTURE.md states).
@@ -14,7 +15,7 @@
 //! - `bench`: the side-by-side benchmark against kube-runtime, writing BENCHMARKS.md, or with
 //!   `--sharding` the sharding benchmark, writing its section of it (see `bench.rs`).
 //!
-//! Kept dependency-free so it compiles in seconds.
+//! Its one dependency is serde_json (to read cargo's JSON messages), so it compiles in seconds.
 
 use std::env;
 use std::process::{Command, ExitCode};

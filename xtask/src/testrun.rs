@@ -37,8 +37,9 @@ const LANES: usize = 2;
 const SLOW_FIRST: &[&str] = &[
     "informer-kube",
     "fake-apiserver",
+    "informer-store",
     "informer",
-    "informer-fifo",
+    "informer-benchmarks",
 ];
 
 /// Test binaries (package, target) whose tests mostly wait, on real-time windows and child
