@@ -714,28 +714,56 @@ impl Writer<'_> {
     }
 
     /// Deletes the Lease (guarded by the last resourceVersion written), so that the others
-    /// take over at once.
+    /// take over at once. A conflict means the Lease changed since: a renewal the stop cut
+    /// short after the server had applied it. The Lease is read again and, while it is still
+    /// this replica's, deleted under its new resourceVersion (once more at most).
     async fn leave(&mut self) {
         let inner = &self.manager.inner;
         let name = &inner.lease_name;
         let timeout = inner.config.request_timeout();
-        let params = DeleteParams {
-            preconditions: self.written.as_ref().map(|lease| Preconditions {
-                resource_version: lease.metadata.resource_version.clone(),
-                uid: lease.metadata.uid.clone(),
-            }),
-            ..DeleteParams::default()
-        };
-        match tokio::time::timeout(timeout, inner.api.delete(name, &params)).await {
-            Ok(Ok(_)) => tracing::info!(lease = %name, "deleted this replica's lease"),
-            Ok(Err(kube_client::Error::Api(s))) if s.code == 404 => {}
-            Ok(Err(error)) => self
-                .manager
-                .failed(format!("deleting lease {name}: {error}")),
-            Err(_) => self.manager.failed(format!(
-                "deleting lease {name}: no answer within {timeout:?}"
-            )),
+        for attempt in 0..2 {
+            let params = DeleteParams {
+                preconditions: self.written.as_ref().map(|lease| Preconditions {
+                    resource_version: lease.metadata.resource_version.clone(),
+                    uid: lease.metadata.uid.clone(),
+                }),
+                ..DeleteParams::default()
+            };
+            let error = match tokio::time::timeout(timeout, inner.api.delete(name, &params)).await {
+                Ok(Ok(_)) => {
+                    tracing::info!(lease = %name, "deleted this replica's lease");
+                    return;
+                }
+                Ok(Err(kube_client::Error::Api(s))) if s.code == 404 => return,
+                Ok(Err(kube_client::Error::Api(s))) if s.code == 409 && attempt == 0 => {
+                    match tokio::time::timeout(timeout, inner.api.get_opt(name)).await {
+                        Ok(Ok(Some(lease))) if self.holds(&lease) => {
+                            self.written = Some(lease);
+                            continue;
+                        }
+                        // Gone, or no longer ours: nothing of ours to delete.
+                        Ok(Ok(_)) => return,
+                        Ok(Err(error)) => format!("reading lease {name} again: {error}"),
+                        Err(_) => {
+                            format!("reading lease {name} again: no answer within {timeout:?}")
+                        }
+                    }
+                }
+                Ok(Err(error)) => format!("deleting lease {name}: {error}"),
+                Err(_) => format!("deleting lease {name}: no answer within {timeout:?}"),
+            };
+            self.manager.failed(error);
+            return;
         }
+    }
+
+    /// Whether `lease` names this replica as its holder.
+    fn holds(&self, lease: &Lease) -> bool {
+        lease
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.holder_identity.as_deref())
+            == Some(self.manager.identity())
     }
 }
 

@@ -7,8 +7,7 @@
 //!
 //! - two lanes run the test binaries, integration-test binaries first and informer-kube's
 //!   first of all (the longest), each binary as cargo runs it (its package directory as the
-//!   working directory, `CARGO`, `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` set); a binary
-//!   whose tests mostly wait runs more of them at once ([`WAITING`]);
+//!   working directory, `CARGO`, `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` set);
 //! - a third lane runs the doc-tests and then `cargo doc` (which need cargo's build lock, free
 //!   once the build is done; the test binaries never take it).
 //!
@@ -41,11 +40,6 @@ const SLOW_FIRST: &[&str] = &[
     "informer",
     "informer-benchmarks",
 ];
-
-/// Test binaries (package, target) whose tests mostly wait, on real-time windows and child
-/// processes, with how many tests each runs at once: more than the cores (libtest's default),
-/// since a waiting test uses none.
-const WAITING: &[(&str, &str, usize)] = &[("informer-kube", "it", 4)];
 
 /// One test binary of the build.
 #[derive(Debug, Clone)]
@@ -222,12 +216,6 @@ fn run_binary(binary: &TestBinary, messages: &Path) -> bool {
     let started = Instant::now();
     let mut command = Command::new(&binary.exe);
     without_package_env(&mut command);
-    if let Some((_, _, threads)) = WAITING
-        .iter()
-        .find(|(package, target, _)| *package == binary.package && *target == binary.target)
-    {
-        command.arg(format!("--test-threads={threads}"));
-    }
     let output = command
         .current_dir(&binary.dir)
         .env("CARGO", cargo_path())

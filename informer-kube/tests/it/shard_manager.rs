@@ -281,3 +281,45 @@ async fn driven_informers_partition_the_objects_and_rebalance_when_a_replica_joi
     .await
     .expect("the test ran past its bound");
 }
+
+/// A stop that cuts a renewal short after the server applied it leaves the replica with an
+/// older resourceVersion than its Lease's: the guarded delete conflicts, and the replica reads
+/// its Lease again and deletes it (here the Lease is changed behind its back just after a
+/// renewal, then it leaves at once, before its next renewal would read it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_deletes_the_lease_even_when_a_renewal_it_missed_changed_it() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let env = env().await;
+        let a = Replica::start(&env, "a");
+        settled(&[&a], 1).await;
+        let api: Api<Lease> = Api::namespaced(env.client.clone(), NS);
+        let name = a.manager.lease_name().to_owned();
+        let version = |lease: &Lease| lease.metadata.resource_version.clone();
+        // Just after a renewal: the next one is half a second away.
+        let seen = version(&api.get(&name).await.unwrap());
+        let mut lease = tokio::time::timeout(GUARD, async {
+            loop {
+                let lease = api.get(&name).await.unwrap();
+                if version(&lease) != seen {
+                    return lease;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the lease was never renewed");
+        let spec = lease.spec.as_mut().unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some("a"));
+        spec.renew_time = None;
+        api.replace(&name, &Default::default(), &lease)
+            .await
+            .unwrap();
+        let manager = a.manager.clone();
+        a.leave().await;
+        assert!(leases(&env).await.is_empty());
+        let stats = manager.stats();
+        assert_eq!(stats.failures, 0, "{:?}", stats.last_error);
+    })
+    .await
+    .expect("the test ran past its bound");
+}
