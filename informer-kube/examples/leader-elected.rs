@@ -68,7 +68,7 @@ pub struct Args {
     /// Name of the fence ConfigMap.
     #[arg(long, default_value = "fence")]
     pub fence: String,
-    /// This candidate's identity (default: $HOSTNAME-<pid>).
+    /// This candidate's identity (default: `$HOSTNAME-<pid>`).
     #[arg(long)]
     pub identity: Option<String>,
     /// How long others wait after the lease last changed (whole seconds).
