@@ -11,8 +11,9 @@
 //! - a third lane runs the doc-tests and then `cargo doc` (which need cargo's build lock, free
 //!   once the build is done; the test binaries never take it).
 //!
-//! Each binary's output is printed whole when it ends, with its wall time, so that lanes do
-//! not interleave. The build's JSON messages are kept in a file named by
+//! Each job's output goes to a file under `target/xtask-test-logs/` and is printed whole when
+//! it ends, with its wall time, so that lanes do not interleave; a job still running after
+//! [`JOB_TIMEOUT`] is killed (a hang fails with its output so far, instead of holding CI). The build's JSON messages are kept in a file named by
 //! `INFORMER_WORKSPACE_BUILD` for the tests that start the workspace's programs, so that they
 //! do not ask cargo (and wait for its lock) for what was just built.
 
@@ -20,7 +21,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -31,6 +32,10 @@ const BUILD_MESSAGES_VAR: &str = "INFORMER_WORKSPACE_BUILD";
 
 /// How many test binaries run at once.
 const LANES: usize = 2;
+
+/// How long one test binary (or cargo's doc-tests, or `cargo doc`) may run: the tests bound
+/// themselves far below this; a hang is killed, and its output so far printed.
+const JOB_TIMEOUT: Duration = Duration::from_secs(20 * 60);
 
 /// Packages whose integration tests run first: the longest first.
 const SLOW_FIRST: &[&str] = &[
@@ -81,6 +86,9 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
     let started = Instant::now();
     let messages = root.join("target").join("xtask-workspace-build.json");
     let binaries = build(root, &messages)?;
+    // Each job's output, kept after the run.
+    let logs = root.join("target").join("xtask-test-logs");
+    std::fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
     println!(
         "xtask ci: test build: ok ({:.1} s, {} test binaries)",
         started.elapsed().as_secs_f64(),
@@ -93,7 +101,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         for _ in 0..LANES {
             scope.spawn(|| {
                 while let Some(binary) = pop(&queue) {
-                    let ok = run_binary(&binary, &messages);
+                    let ok = run_binary(&binary, &messages, &logs);
                     push(&outcomes, binary.label(), ok);
                 }
             });
@@ -101,6 +109,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
         scope.spawn(|| {
             let doc_tests = cargo_job(
                 root,
+                &logs,
                 "doc-tests",
                 &["test", "--workspace", "--all-features", "--doc"],
                 &[],
@@ -108,6 +117,7 @@ pub(crate) fn run(root: &Path) -> Result<(), String> {
             push(&outcomes, "doc-tests".to_owned(), doc_tests);
             let doc = cargo_job(
                 root,
+                &logs,
                 "doc",
                 // The libraries and the examples (the programs users read; the workspace's
                 // other binaries are its own tools): the examples' dev-dependencies make
@@ -223,62 +233,69 @@ fn package_name(id: &str, dir: &Path) -> String {
 }
 
 /// Runs one test binary as `cargo test` does; prints its output and time when it ends.
-fn run_binary(binary: &TestBinary, messages: &Path) -> bool {
-    let started = Instant::now();
+fn run_binary(binary: &TestBinary, messages: &Path, logs: &Path) -> bool {
     let mut command = Command::new(&binary.exe);
     without_package_env(&mut command);
-    let output = command
+    command
         .current_dir(&binary.dir)
         .env("CARGO", cargo_path())
         .env("CARGO_MANIFEST_DIR", &binary.dir)
         .env("CARGO_PKG_NAME", &binary.package)
-        .env(BUILD_MESSAGES_VAR, messages)
-        .stdin(Stdio::null())
-        .output();
-    let (ok, text) = match output {
-        Ok(output) => (
-            output.status.success(),
-            format!(
-                "{}{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr),
-                if output.status.success() {
-                    String::new()
-                } else {
-                    format!("exit: {}\n", output.status)
-                }
-            ),
-        ),
-        Err(e) => (false, format!("cannot run {}: {e}\n", binary.exe.display())),
-    };
-    report(&binary.label(), ok, started, &text);
-    ok
+        .env(BUILD_MESSAGES_VAR, messages);
+    let file = format!("{}-{}-{}", binary.package, binary.target, binary.kind);
+    run_job(&binary.label(), command, &logs.join(file), JOB_TIMEOUT).0
 }
 
-/// Runs cargo with `args` in `root`, its output captured and printed when it ends.
-fn cargo_job(root: &Path, label: &str, args: &[&str], envs: &[(&str, &str)]) -> bool {
-    let started = Instant::now();
+/// Runs cargo with `args` in `root`; prints its output and time when it ends.
+fn cargo_job(root: &Path, logs: &Path, label: &str, args: &[&str], envs: &[(&str, &str)]) -> bool {
     let mut command = Command::new(cargo_path());
     without_package_env(&mut command);
-    let output = command
+    command
         .args(args)
         .envs(envs.iter().copied())
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .output();
-    let (ok, text) = match output {
-        Ok(output) => (
-            output.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        ),
-        Err(e) => (false, format!("cannot run cargo: {e}\n")),
-    };
-    report(label, ok, started, &text);
-    ok
+        .current_dir(root);
+    run_job(label, command, &logs.join(label), JOB_TIMEOUT).0
+}
+
+/// Runs `command` with its output (stdout and stderr, interleaved as written) going to the
+/// file `log`, for at most `timeout` (then it is killed and counts as failed); prints the
+/// output when it ends. Whether it succeeded, and the output.
+fn run_job(label: &str, mut command: Command, log: &Path, timeout: Duration) -> (bool, String) {
+    let started = Instant::now();
+    let opened = std::fs::File::create(log)
+        .and_then(|out| Ok((out.try_clone()?, out)))
+        .map_err(|e| format!("cannot write {}: {e}", log.display()));
+    let result = opened.and_then(|(stdout, stderr)| {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| format!("cannot start {label}: {e}"))?;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => return Ok(()),
+                Ok(Some(status)) => return Err(format!("exit: {status}")),
+                Ok(None) if started.elapsed() > timeout => {
+                    // Killed and reaped; an error here only means it ended meanwhile.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!("killed after {timeout:?}"));
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(100)),
+                Err(e) => return Err(format!("cannot wait for {label}: {e}")),
+            }
+        }
+    });
+    let mut text = std::fs::read(log)
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    if let Err(why) = &result {
+        text.push_str(why);
+        text.push('\n');
+    }
+    report(label, result.is_ok(), started, &text);
+    (result.is_ok(), text)
 }
 
 /// Prints a finished job's output under a header line with its outcome and wall time.
@@ -292,4 +309,82 @@ fn report(label: &str, ok: bool, started: Instant, text: &str) {
         if ok { "ok" } else { "FAILED" },
         started.elapsed().as_secs_f64()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut command = Command::new("sh");
+        command.args(["-c", script]);
+        command
+    }
+
+    #[test]
+    fn a_job_keeps_both_streams_and_its_outcome() {
+        let dir = std::env::temp_dir().join(format!("xtask-testrun-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (ok, text) = run_job(
+            "ok",
+            sh("echo out; echo err >&2"),
+            &dir.join("ok"),
+            JOB_TIMEOUT,
+        );
+        assert!(ok);
+        assert_eq!(text, "out\nerr\n");
+        let (ok, text) = run_job(
+            "fails",
+            sh("echo before; exit 3"),
+            &dir.join("f"),
+            JOB_TIMEOUT,
+        );
+        assert!(!ok);
+        assert!(
+            text.starts_with("before\n") && text.contains("exit"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A hang is killed at the timeout (here 1 s of a 30 s sleep) with its output so far.
+    #[test]
+    fn a_hanging_job_is_killed_at_its_timeout() {
+        let dir = std::env::temp_dir().join(format!("xtask-testrun-hang-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let started = Instant::now();
+        let (ok, text) = run_job(
+            "hang",
+            sh("echo started; exec sleep 30"),
+            &dir.join("hang"),
+            Duration::from_secs(1),
+        );
+        let took = started.elapsed();
+        assert!(!ok);
+        assert!(
+            text.starts_with("started\n") && text.contains("killed after 1s"),
+            "{text}"
+        );
+        assert!(
+            took >= Duration::from_secs(1) && took < Duration::from_secs(10),
+            "{took:?}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn package_names_come_from_ids() {
+        let dir = Path::new("/w/informer-kube");
+        assert_eq!(
+            package_name("path+file:///w/informer-kube#0.1.0", dir),
+            "informer-kube"
+        );
+        assert_eq!(
+            package_name(
+                "path+file:///w/benchmarks#informer-benchmarks@0.1.0",
+                Path::new("/w/benchmarks")
+            ),
+            "informer-benchmarks"
+        );
+    }
 }
