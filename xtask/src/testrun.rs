@@ -243,7 +243,7 @@ fn run_binary(binary: &TestBinary, messages: &Path, logs: &Path) -> bool {
         .env("CARGO_PKG_NAME", &binary.package)
         .env(BUILD_MESSAGES_VAR, messages);
     let file = format!("{}-{}-{}", binary.package, binary.target, binary.kind);
-    run_job(&binary.label(), command, &logs.join(file), JOB_TIMEOUT).0
+    run_and_report(&binary.label(), command, &logs.join(file))
 }
 
 /// Runs cargo with `args` in `root`; prints its output and time when it ends.
@@ -254,12 +254,20 @@ fn cargo_job(root: &Path, logs: &Path, label: &str, args: &[&str], envs: &[(&str
         .args(args)
         .envs(envs.iter().copied())
         .current_dir(root);
-    run_job(label, command, &logs.join(label), JOB_TIMEOUT).0
+    run_and_report(label, command, &logs.join(label))
+}
+
+/// [`run_job`] with [`JOB_TIMEOUT`], then prints the output under a header line.
+fn run_and_report(label: &str, command: Command, log: &Path) -> bool {
+    let started = Instant::now();
+    let (ok, text) = run_job(label, command, log, JOB_TIMEOUT);
+    report(label, ok, started, &text);
+    ok
 }
 
 /// Runs `command` with its output (stdout and stderr, interleaved as written) going to the
-/// file `log`, for at most `timeout` (then it is killed and counts as failed); prints the
-/// output when it ends. Whether it succeeded, and the output.
+/// file `log`, for at most `timeout` (then it is killed and counts as failed). Whether it
+/// succeeded, and the output.
 fn run_job(label: &str, mut command: Command, log: &Path, timeout: Duration) -> (bool, String) {
     let started = Instant::now();
     let opened = std::fs::File::create(log)
@@ -294,7 +302,6 @@ fn run_job(label: &str, mut command: Command, log: &Path, timeout: Duration) -> 
         text.push_str(why);
         text.push('\n');
     }
-    report(label, result.is_ok(), started, &text);
     (result.is_ok(), text)
 }
 
