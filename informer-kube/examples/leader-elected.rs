@@ -41,8 +41,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
 use informer_core::leader_election::{ElectionConfig, StepDown};
-use informer_kube::client_for_informers;
 use informer_kube::leader_election::{LeaderCallbacks, LeaderElector, Leadership, LeaseError};
+use informer_kube::{client_for_informers, kube_config};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -111,21 +111,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// What can stop the program.
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
-    /// The kubeconfig could not be used.
-    #[error("cannot use the kubeconfig {path}")]
-    Kubeconfig {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: kube_client::config::KubeconfigError,
-    },
-    /// No configuration was found.
-    #[error("cannot find a Kubernetes configuration")]
-    Infer(#[source] kube_client::config::InferConfigError),
-    /// The client could not be built.
-    #[error("cannot build the client")]
-    Client(#[source] informer_kube::KubeError),
+    /// The client could not be configured (kubeconfig, environment) or built.
+    #[error("cannot set up the Kubernetes client")]
+    Client(#[source] Box<informer_kube::KubeError>),
     /// The election config is invalid.
     #[error("cannot elect")]
     Election(#[source] informer_kube::leader_election::LeaderElectionError),
@@ -199,28 +187,11 @@ pub async fn run(args: Args) -> Result<(), AppError> {
 }
 
 async fn client(args: &Args) -> Result<Client, AppError> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                kube_client::config::Kubeconfig::read_from(path).map_err(|source| {
-                    AppError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
-            kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(|source| AppError::Kubeconfig {
-                    path: path.clone(),
-                    source,
-                })?
-        }
-        None => kube_client::Config::infer()
-            .await
-            .map_err(AppError::Infer)?,
-    };
+    let config = kube_config(args.kubeconfig.as_deref())
+        .await
+        .map_err(|e| AppError::Client(Box::new(e)))?;
     // No retries inside kube-client: the election decides what a failed request means.
-    client_for_informers(config).map_err(AppError::Client)
+    client_for_informers(config).map_err(|e| AppError::Client(Box::new(e)))
 }
 
 #[cfg(unix)]

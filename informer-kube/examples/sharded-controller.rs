@@ -47,7 +47,7 @@ use informer::shard::{ShardField, fnv1a_64};
 use informer::{InformerConfig, Object, SharedIndexInformer, handler};
 use informer_core::membership::Assignment;
 use informer_kube::shard_manager::{ShardManager, ShardManagerConfig};
-use informer_kube::{KubeListerWatcher, client_for_informers, drop_managed_fields};
+use informer_kube::{KubeListerWatcher, client_for_informers, drop_managed_fields, kube_config};
 use informer_workqueue::WorkQueue;
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
@@ -124,16 +124,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 /// What can stop the program.
 #[derive(Debug, thiserror::Error)]
 enum AppError {
-    #[error("cannot use the kubeconfig {path}")]
-    Kubeconfig {
-        path: PathBuf,
-        #[source]
-        source: kube_client::config::KubeconfigError,
-    },
-    #[error("cannot find a Kubernetes configuration")]
-    Infer(#[source] kube_client::config::InferConfigError),
-    #[error("cannot build the client")]
-    Client(#[source] informer_kube::KubeError),
+    #[error("cannot set up the Kubernetes client")]
+    Client(#[source] Box<informer_kube::KubeError>),
     #[error("cannot join the shard group")]
     Shards(#[source] informer_kube::shard_manager::ShardManagerError),
     #[error("cannot build the pod informer")]
@@ -275,27 +267,10 @@ async fn run(args: Args) -> Result<(), AppError> {
 }
 
 async fn client(args: &Args) -> Result<kube_client::Client, AppError> {
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig =
-                kube_client::config::Kubeconfig::read_from(path).map_err(|source| {
-                    AppError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
-            kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                .await
-                .map_err(|source| AppError::Kubeconfig {
-                    path: path.clone(),
-                    source,
-                })?
-        }
-        None => kube_client::Config::infer()
-            .await
-            .map_err(AppError::Infer)?,
-    };
-    client_for_informers(config).map_err(AppError::Client)
+    let config = kube_config(args.kubeconfig.as_deref())
+        .await
+        .map_err(|e| AppError::Client(Box::new(e)))?;
+    client_for_informers(config).map_err(|e| AppError::Client(Box::new(e)))
 }
 
 fn announce(identity: &str, assignment: &Assignment) {

@@ -109,6 +109,32 @@ where
     }
 }
 
+/// kube-client's configuration for the current context of the kubeconfig file at `path`, or
+/// without a path as kube-client infers it (`KUBECONFIG` or `~/.kube/config`, else the
+/// in-cluster service account). Pass it to [`client_for_informers`]:
+///
+/// ```no_run
+/// # async fn demo(path: Option<&std::path::Path>) -> Result<(), informer_kube::KubeError> {
+/// let client = informer_kube::client_for_informers(informer_kube::kube_config(path).await?)?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn kube_config(path: Option<&Path>) -> Result<Config> {
+    let Some(path) = path else {
+        return Config::infer()
+            .await
+            .map_err(|source| KubeError::Config { source });
+    };
+    let kubeconfig_error = |source| KubeError::Kubeconfig {
+        path: path.to_owned(),
+        source,
+    };
+    let kubeconfig = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
+    Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(kubeconfig_error)
+}
+
 /// A client for informers: `config` with kube-client's own retries turned off
 /// (`default_retry = false`), so that 429, 503 and 504 answers reach the reflector, which
 /// honours `Retry-After` (within its backoff's floor and cap) and turns a 504
@@ -192,24 +218,15 @@ impl KubeInformerFactory {
     /// (`KUBECONFIG` or `~/.kube/config`, else the in-cluster service account), with
     /// kube-client's own retries off ([`client_for_informers`]).
     pub async fn try_default() -> Result<Self> {
-        let config = Config::infer()
-            .await
-            .map_err(|source| KubeError::Config { source })?;
-        Ok(Self::new(client_for_informers(config)?))
+        Ok(Self::new(client_for_informers(kube_config(None).await?)?))
     }
 
     /// A factory over a client configured from the kubeconfig file at `path` (its current
     /// context), with kube-client's own retries off.
     pub async fn from_kubeconfig(path: &Path) -> Result<Self> {
-        let kubeconfig_error = |source| KubeError::Kubeconfig {
-            path: path.to_owned(),
-            source,
-        };
-        let kubeconfig = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
-        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .map_err(kubeconfig_error)?;
-        Ok(Self::new(client_for_informers(config)?))
+        Ok(Self::new(client_for_informers(
+            kube_config(Some(path)).await?,
+        )?))
     }
 
     /// Whether informers created from now on (in every view) drop `metadata.managedFields`

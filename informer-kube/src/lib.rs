@@ -153,7 +153,9 @@ mod transform;
 
 pub use buffer::DecoderMemory;
 pub use error::{KubeError, Result, map_kube_error};
-pub use factory::{KubeInformerFactory, KubeProvider, StaticResource, client_for_informers};
+pub use factory::{
+    KubeInformerFactory, KubeProvider, StaticResource, client_for_informers, kube_config,
+};
 pub use limits::ClientLimits;
 pub use lister_watcher::KubeListerWatcher;
 pub use resource::resource_name;

@@ -33,9 +33,8 @@ use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::{FakeApiServer, status};
 use informer::{FactoryConfig, InformerMetrics};
 use informer_controller::{ControllerConfig, ControllerHandle, ControllerMetrics};
-use informer_kube::{KubeInformerFactory, client_for_informers};
+use informer_kube::{KubeInformerFactory, client_for_informers, kube_config};
 use informer_workqueue::WorkQueueMetrics;
-use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use prometheus_client::registry::Registry;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -125,16 +124,7 @@ async fn run(args: Args) -> Result<(), BoxError> {
     let use_cluster =
         args.kubeconfig.is_some() || args.cluster || std::env::var_os("KUBECONFIG").is_some();
     if use_cluster {
-        let client = match &args.kubeconfig {
-            Some(path) => {
-                let kubeconfig = Kubeconfig::read_from(path)?;
-                let options = KubeConfigOptions::default();
-                client_for_informers(
-                    kube_client::Config::from_custom_kubeconfig(kubeconfig, &options).await?,
-                )?
-            }
-            None => client_for_informers(kube_client::Config::infer().await?)?,
-        };
+        let client = client_for_informers(kube_config(args.kubeconfig.as_deref()).await?)?;
         println!(
             "configmap-mirror: against a cluster (default namespace {:?})",
             client.default_namespace()

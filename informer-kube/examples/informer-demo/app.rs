@@ -26,7 +26,9 @@ use informer::{
     ListSink, ListerWatcher, NAMESPACE_INDEX, Object, ObjectOrTombstone, ResourceEventHandler,
     SharedIndexInformer, StoreChoice, WatchOptions, WatchStream,
 };
-use informer_kube::{KubeError, KubeListerWatcher, client_for_informers, drop_managed_fields};
+use informer_kube::{
+    KubeError, KubeListerWatcher, client_for_informers, drop_managed_fields, kube_config,
+};
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -448,26 +450,7 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
 
     // The source of pods: a client for a cluster, or for the embedded fake server.
     let (client, mut fake, source) = if use_cluster {
-        let config = match &args.kubeconfig {
-            Some(path) => {
-                let kubeconfig =
-                    kube_client::config::Kubeconfig::read_from(path).map_err(|source| {
-                        KubeError::Kubeconfig {
-                            path: path.clone(),
-                            source,
-                        }
-                    })?;
-                kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-                    .await
-                    .map_err(|source| KubeError::Kubeconfig {
-                        path: path.clone(),
-                        source,
-                    })?
-            }
-            None => kube_client::Config::infer()
-                .await
-                .map_err(|source| KubeError::Config { source })?,
-        };
+        let config = kube_config(args.kubeconfig.as_deref()).await?;
         let source = format!("cluster at {}", config.cluster_url);
         (client_for_informers(config)?, None, source)
     } else {

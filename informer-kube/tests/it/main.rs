@@ -36,6 +36,7 @@ mod demo;
 mod e2e;
 mod hostile;
 mod http_chaos;
+mod kube_config;
 mod leader_election;
 mod leader_processes;
 mod relist;
