@@ -13,7 +13,8 @@
 //!
 //! Each job's output goes to a file under `target/xtask-test-logs/` and is printed whole when
 //! it ends, with its wall time, so that lanes do not interleave; a job still running after
-//! [`JOB_TIMEOUT`] is killed (a hang fails with its output so far, instead of holding CI). The build's JSON messages are kept in a file named by
+//! [`JOB_TIMEOUT`] is killed with every process it started (a hang fails with its output so far,
+//! instead of holding CI or leaving a fake API server running). The build's JSON messages are kept in a file named by
 //! `INFORMER_WORKSPACE_BUILD` for the tests that start the workspace's programs, so that they
 //! do not ask cargo (and wait for its lock) for what was just built.
 
@@ -285,7 +286,10 @@ fn run_job(label: &str, mut command: Command, log: &Path, timeout: Duration) -> 
                 Ok(Some(status)) if status.success() => return Ok(()),
                 Ok(Some(status)) => return Err(format!("exit: {status}")),
                 Ok(None) if started.elapsed() > timeout => {
-                    // Killed and reaped; an error here only means it ended meanwhile.
+                    // The processes it started first (servers, replicas of an example), then
+                    // the job itself, killed and reaped; an error here only means it ended
+                    // meanwhile.
+                    kill_descendants(child.id());
                     let _ = child.kill();
                     let _ = child.wait();
                     return Err(format!("killed after {timeout:?}"));
@@ -303,6 +307,57 @@ fn run_job(label: &str, mut command: Command, log: &Path, timeout: Duration) -> 
         text.push('\n');
     }
     (result.is_ok(), text)
+}
+
+/// Kills every process descended from `pid` (not `pid` itself), found through `/proc`: the
+/// tree is frozen (SIGSTOP) so that nothing in it can start more processes or be re-parented
+/// away while it is read again, then killed (SIGKILL). Best effort, and nothing where there is
+/// no `/proc`: the job itself is killed by the caller either way.
+fn kill_descendants(pid: u32) {
+    for signal in ["-STOP", "-KILL"] {
+        let tree = descendants(pid);
+        if tree.is_empty() {
+            return;
+        }
+        // A process that ended meanwhile makes `kill` fail for it alone.
+        let _ = Command::new("kill")
+            .arg(signal)
+            .args(tree.iter().map(u32::to_string))
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+/// The processes descended from `pid`, read from `/proc/<n>/stat` (empty without `/proc`).
+fn descendants(pid: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let parents: Vec<(u32, u32)> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|n| {
+            let stat = std::fs::read_to_string(format!("/proc/{n}/stat")).ok()?;
+            Some((n, parent_of(&stat)?))
+        })
+        .collect();
+    let mut found = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for &(n, p) in &parents {
+            if p == parent && !found.contains(&n) {
+                found.push(n);
+                frontier.push(n);
+            }
+        }
+    }
+    found
+}
+
+/// The parent's pid in a `/proc/<n>/stat` line: `pid (comm) state ppid ...`, where `comm`
+/// may itself hold spaces and parentheses.
+fn parent_of(stat: &str) -> Option<u32> {
+    let (_, after) = stat.rsplit_once(')')?;
+    after.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Prints a finished job's output under a header line with its outcome and wall time.
@@ -377,6 +432,55 @@ mod tests {
             "{took:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A hang that started processes of its own: they are killed with it, not left running
+    /// (a test binary killed while its fake API server and replicas went on).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_hanging_job_is_killed_with_the_processes_it_started() {
+        let dir = std::env::temp_dir().join(format!("xtask-testrun-tree-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pids = dir.join("pids");
+        let script = format!(
+            "sleep 30 & echo $! > {p}; sh -c 'sleep 30 & echo $! >> {p}; wait' & echo started; wait",
+            p = pids.display()
+        );
+        let (ok, text) = run_job(
+            "tree",
+            sh(&script),
+            &dir.join("tree"),
+            Duration::from_secs(1),
+        );
+        assert!(!ok && text.contains("killed after 1s"), "{text}");
+        let started: Vec<u32> = std::fs::read_to_string(&pids)
+            .unwrap()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect();
+        assert_eq!(started.len(), 2, "{started:?}");
+        // Killed processes are reaped by whoever adopted them; give that a moment.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let alive = |pid: &u32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit_once(')')
+                    .is_some_and(|(_, s)| s.trim_start().starts_with('Z'))
+            })
+        };
+        while started.iter().any(alive) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left: Vec<&u32> = started.iter().filter(|p| alive(p)).collect();
+        assert!(left.is_empty(), "still running: {left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_stat_line_names_its_parent_even_with_parentheses_in_the_name() {
+        assert_eq!(parent_of("42 (sleep) S 7 42 7 0 -1"), Some(7));
+        assert_eq!(parent_of("43 (a) b (c) R 9 43 9 0"), Some(9));
+        assert_eq!(parent_of("garbage"), None);
     }
 
     #[test]
