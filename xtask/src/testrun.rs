@@ -13,10 +13,11 @@
 //!
 //! Each job's output goes to a file under `target/xtask-test-logs/` and is printed whole when
 //! it ends, with its wall time, so that lanes do not interleave; a job still running after
-//! [`JOB_TIMEOUT`] is killed with every process it started (a hang fails with its output so far,
-//! instead of holding CI or leaving a fake API server running). The build's JSON messages are kept in a file named by
-//! `INFORMER_WORKSPACE_BUILD` for the tests that start the workspace's programs, so that they
-//! do not ask cargo (and wait for its lock) for what was just built.
+//! [`JOB_TIMEOUT`] is killed with every process it started (a hang fails with its output so
+//! far, instead of holding CI or leaving a fake API server running). The build's JSON messages
+//! are kept in a file named by `INFORMER_WORKSPACE_BUILD` for the tests that start the
+//! workspace's programs, so that they do not ask cargo (and wait for its lock) for what was
+//! just built.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
