@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::{Delta, KeyError, KnownObjects, Listed, Object, RawObject};
+use crate::{Delta, KeyError, KnownObjects, Listed, Object, ObjectKey, RawObject, StoreError};
 
 /// What a pop's process function reports when it could not handle the deltas it was given.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,17 @@ pub enum QueueError {
     /// The process function failed; see [`ProcessError`] for what happened to the deltas.
     #[error("processing popped deltas failed")]
     Process(#[from] ProcessError),
+    /// A list entry kept as text ([`Listed::Encoded`]) could not be decoded by the store that
+    /// asked for it (which breaks [`KnownObjects::decode_raw`]'s contract: the producer decoded
+    /// the same text). A queue refuses the whole list rather than leave the object out.
+    #[error("cannot decode the listed object {key}")]
+    Decode {
+        /// The entry's key.
+        key: ObjectKey,
+        /// What the store reported.
+        #[source]
+        source: StoreError,
+    },
 }
 
 /// The process function given to [`Queue::pop`].
@@ -66,7 +77,10 @@ pub type ProcessFn<'a, K> = dyn FnMut(&[Delta<K>]) -> Result<(), ProcessError> +
 ///   [`KnownObjects::get_by_key`] and calls `replace`; a queue that overrides it may instead
 ///   treat an unchanged key as listed without queuing anything for it when nothing is
 ///   pending for the key (applying it would change nothing in the store); when something
-///   is, it must queue `Replaced` with the known object, as `replace` would;
+///   is, it must queue `Replaced` with the known object, as `replace` would. A
+///   [`Listed::Encoded`] entry stands for the object its text decodes to
+///   ([`KnownObjects::decode_raw`]); a queue may keep it as text while it waits and decode it
+///   when popped, handing the process function the decoded object with its text;
 /// - `add_raw`, `update_raw` and the text of [`Listed::Object`] queue the same as `add`,
 ///   `update` and `replace`; a queue that overrides them keeps the text in the delta
 ///   ([`Delta::raw`]) for the store. The defaults drop it;
@@ -100,22 +114,29 @@ pub trait Queue<K: Object>: Send + Sync {
         self.update(obj)
     }
     /// [`replace`](Queue::replace) with entries that may carry their JSON text, or only the
-    /// key of an object `known` holds unchanged (see the contract). The default resolves
-    /// unchanged keys through `known`, drops the texts and calls `replace`; a key `known`
-    /// no longer holds is left out, as if the list had not had it.
+    /// key of an object `known` holds unchanged, or objects kept as text (see the contract).
+    /// The default resolves unchanged keys through `known`, decodes entries kept as text with
+    /// [`KnownObjects::decode_raw`] (one that fails refuses the list: [`QueueError::Decode`]),
+    /// drops the texts and calls `replace`; a key `known` no longer holds is left out, as if
+    /// the list had not had it.
     fn replace_listed(
         &self,
         entries: Vec<Listed<K>>,
         resource_version: &str,
         known: &dyn KnownObjects<K>,
     ) -> Result<(), QueueError> {
-        let objects = entries
-            .into_iter()
-            .filter_map(|entry| match entry {
-                Listed::Object { object, .. } => Some(object),
-                Listed::Unchanged(key) => known.get_by_key(key.as_str()),
-            })
-            .collect();
+        let mut objects = Vec::with_capacity(entries.len());
+        for entry in entries {
+            match entry {
+                Listed::Object { object, .. } => objects.push(object),
+                Listed::Unchanged(key) => objects.extend(known.get_by_key(key.as_str())),
+                Listed::Encoded { key, raw } => objects.push(
+                    known
+                        .decode_raw(&raw)
+                        .map_err(|source| QueueError::Decode { key, source })?,
+                ),
+            }
+        }
         self.replace(objects, resource_version)
     }
     /// Queues `Sync` for every known object with no pending delta.

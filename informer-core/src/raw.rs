@@ -10,6 +10,13 @@
 //! queue            ── Delta { raw } ──▶ processing loop ── Store::add_raw / update_raw ──▶ store
 //! ```
 //!
+//! A list bound for such a store travels as text: the reflector drops each item's decoded
+//! form once it has keyed it and hands the queue [`Listed::Encoded`]; the queue decodes it
+//! again ([`KnownObjects::decode_raw`]) only when it pops it, so that a list of a hundred
+//! thousand objects waits as text, not as objects.
+//!
+//! [`KnownObjects::decode_raw`]: crate::KnownObjects::decode_raw
+//!
 //! Each hop has a provided default that drops the text, so backends, queues and stores that do
 //! not know about it keep working: the store then encodes the object itself. The text is kept
 //! only when the store asks for it ([`KnownObjects::wants_raw`]) and no transform changed the
@@ -96,6 +103,22 @@ pub enum Listed<K> {
     /// object without building it (a store that keeps objects encoded): only the key travels.
     /// The object was not decoded.
     Unchanged(ObjectKey),
+    /// An object kept as its JSON text until the queue hands it to the processing loop, for a
+    /// store that decodes text itself ([`KnownObjects::decodes_raw`]): a complete list then
+    /// waits in the queue as text (about a seventh of a decoded Kubernetes object) instead of
+    /// as objects. The reflector decoded it once already (to key it, to check its shard, and
+    /// so that a list with an undecodable item fails as a whole), and dropped the result; the
+    /// queue decodes it again with [`KnownObjects::decode_raw`] when it is popped, so handlers
+    /// still receive one `Arc<K>` per event.
+    ///
+    /// [`KnownObjects::decodes_raw`]: crate::KnownObjects::decodes_raw
+    /// [`KnownObjects::decode_raw`]: crate::KnownObjects::decode_raw
+    Encoded {
+        /// The object's key (computed from the decoded object with the queue's key function).
+        key: ObjectKey,
+        /// Its JSON text as received.
+        raw: RawObject,
+    },
 }
 
 impl<K> Listed<K> {
@@ -110,6 +133,11 @@ impl<K> fmt::Debug for Listed<K> {
         match self {
             Self::Object { raw, .. } => f.debug_struct("Object").field("raw", raw).finish(),
             Self::Unchanged(key) => f.debug_tuple("Unchanged").field(key).finish(),
+            Self::Encoded { key, raw } => f
+                .debug_struct("Encoded")
+                .field("key", key)
+                .field("raw", raw)
+                .finish(),
         }
     }
 }

@@ -138,6 +138,25 @@ pub trait KnownObjects<K>: Send + Sync {
     fn wants_raw(&self) -> bool {
         false
     }
+
+    /// Whether [`decode_raw`](KnownObjects::decode_raw) decodes: only then do producers hand
+    /// queues list entries as text ([`Listed::Encoded`](crate::Listed::Encoded)). The default
+    /// is `false`.
+    fn decodes_raw(&self) -> bool {
+        false
+    }
+
+    /// Decodes an object's JSON text as received into an object, for a queue that kept a
+    /// listed entry encoded until it was popped. Stores that answer `true` to
+    /// [`decodes_raw`](KnownObjects::decodes_raw) must decode every text they were given to
+    /// store (the producer decoded it already); the default refuses.
+    fn decode_raw(&self, raw: &RawObject) -> Result<Arc<K>, StoreError> {
+        let _ = raw;
+        Err(StoreError::Backend {
+            context: "decoding an object's text".to_owned(),
+            source: "this store does not decode objects' text".into(),
+        })
+    }
 }
 
 /// A thread-safe map from key to object, holding each object once as `Arc<K>`.

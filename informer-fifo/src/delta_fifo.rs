@@ -103,6 +103,10 @@ impl<K: Object> DeltaFifo<K> {
     pub fn new(config: DeltaFifoConfig<K>) -> Self {
         Self {
             state: Mutex::new(State {
+                decoder: config
+                    .known_objects
+                    .clone()
+                    .filter(|known| known.decodes_raw()),
                 items: HashMap::default(),
                 order: VecDeque::new(),
                 in_flight: None,
@@ -121,14 +125,24 @@ impl<K: Object> DeltaFifo<K> {
         self.state.lock().order.iter().cloned().collect()
     }
 
-    /// The pending deltas of `key` (empty if none are queued).
+    /// The pending deltas of `key` (empty if none are queued). A listed entry kept as text
+    /// ([`Listed::Encoded`]) is decoded for the answer and stays encoded in the queue.
     pub fn pending(&self, key: &str) -> Vec<Delta<K>> {
-        self.state
-            .lock()
-            .items
-            .get(key)
-            .map(|entry| entry.deltas.to_vec())
-            .unwrap_or_default()
+        let st = self.state.lock();
+        let Some(entry) = st.items.get(key) else {
+            return Vec::new();
+        };
+        let mut deltas = entry.deltas.to_vec();
+        if let Some(raw) = &entry.encoded
+            && let Some(decoder) = &st.decoder
+            && let Ok(obj) = decoder.decode_raw(raw)
+        {
+            deltas.insert(
+                0,
+                Delta::with_raw(DeltaType::Replaced, obj, Some(raw.clone())),
+            );
+        }
+        deltas
     }
 
     fn key(&self, obj: &K) -> Result<ObjectKey, QueueError> {
@@ -179,6 +193,7 @@ impl<K: Object> DeltaFifo<K> {
                     Keyed::Object(obj, raw) => {
                         st.push(key, Delta::with_raw(DeltaType::Replaced, obj, raw));
                     }
+                    Keyed::Encoded(raw) => st.push_encoded(key, raw),
                     // The store's own version: queued only behind pending deltas, where
                     // `replace` would have queued it (nothing to apply otherwise).
                     Keyed::Unchanged => {
@@ -192,16 +207,26 @@ impl<K: Object> DeltaFifo<K> {
             }
             // Queued keys missing from the list: a tombstone with the newest queued object.
             // Appending to an already queued key leaves the key order unchanged.
+            let mut undecodable = Vec::new();
             for key in &st.order {
                 if listed_keys.contains(key) {
                     continue;
                 }
                 if let Some(entry) = st.items.get_mut(key) {
+                    // A text that cannot be decoded (a broken store contract) leaves no object
+                    // for the tombstone: the key is dropped below, as if never queued.
+                    if decode_entry(entry, st.decoder.as_deref()).is_err() {
+                        undecodable.push(key.clone());
+                        continue;
+                    }
                     let newest = entry.deltas.last().map(|d| Arc::clone(d.object.object()));
                     if let Some(obj) = newest {
                         push_deduped(&mut entry.deltas, Delta::tombstone(key.clone(), obj));
                     }
                 }
+            }
+            for key in undecodable {
+                st.forget(&key);
             }
             // The key being processed, if it is not queued again: as if processing had ended.
             if let Some(in_flight) = &st.in_flight
@@ -311,6 +336,7 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
         known: &dyn KnownObjects<K>,
     ) -> Result<(), QueueError> {
         // Key everything first: a list with an unkeyable object changes nothing.
+        let keeps_text = self.state.lock().decoder.is_some();
         let listed = entries
             .into_iter()
             .map(|entry| match entry {
@@ -318,6 +344,21 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
                     Ok((self.key(&object)?, Keyed::Object(object, raw)))
                 }
                 Listed::Unchanged(key) => Ok((key, Keyed::Unchanged)),
+                // Kept as text only if this queue's own store decodes it at pop; otherwise
+                // decoded now through `known`.
+                Listed::Encoded { key, raw } => {
+                    if keeps_text {
+                        Ok((key, Keyed::Encoded(raw)))
+                    } else {
+                        let obj = known
+                            .decode_raw(&raw)
+                            .map_err(|source| QueueError::Decode {
+                                key: key.clone(),
+                                source,
+                            })?;
+                        Ok((key, Keyed::Object(obj, Some(raw))))
+                    }
+                }
             })
             .collect::<Result<Vec<_>, QueueError>>()?;
         self.replace_keyed(listed, Some(known))
@@ -382,10 +423,12 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
     }
 }
 
-/// A listed entry, keyed: an object (with its text), or a key the store holds unchanged.
+/// A listed entry, keyed: an object (with its text), a key the store holds unchanged, or an
+/// object kept as its text until popped.
 enum Keyed<K> {
     Object(Arc<K>, Option<RawObject>),
     Unchanged,
+    Encoded(RawObject),
 }
 
 /// The deltas of one key. Most keys have one pending delta: keep it inline.
@@ -394,6 +437,10 @@ type Deltas<K> = SmallVec<[Delta<K>; 1]>;
 /// The pending deltas of one key.
 struct Entry<K> {
     deltas: Deltas<K>,
+    /// A listed object kept as its text ([`Listed::Encoded`]): the key's one pending delta, a
+    /// `Replaced` not yet decoded (`deltas` is then empty). Decoded when popped, or as soon as
+    /// anything else touches the key.
+    encoded: Option<RawObject>,
     /// Part of the initial population (the first `replace`).
     initial: bool,
 }
@@ -413,6 +460,8 @@ struct InFlightKey<K> {
 }
 
 struct State<K> {
+    /// The known-objects store when it decodes text: listed entries are then kept as text.
+    decoder: Option<Arc<dyn KnownObjects<K>>>,
     items: HashMap<ObjectKey, Entry<K>, RandomState>,
     /// Keys in first-queued order; exactly the keys of `items`.
     order: VecDeque<ObjectKey>,
@@ -431,13 +480,58 @@ impl<K> Parked for State<K> {
 impl<K: Object> State<K> {
     fn push(&mut self, key: ObjectKey, delta: Delta<K>) {
         match self.items.entry(key) {
-            MapEntry::Occupied(mut entry) => push_deduped(&mut entry.get_mut().deltas, delta),
+            MapEntry::Occupied(mut entry) => {
+                let entry = entry.get_mut();
+                // The listed text first, so that the order of deltas stays; one that cannot be
+                // decoded (a broken store contract) is superseded by this newer delta.
+                if decode_entry(entry, self.decoder.as_deref()).is_err() {
+                    entry.encoded = None;
+                }
+                push_deduped(&mut entry.deltas, delta);
+            }
             MapEntry::Vacant(slot) => {
                 self.order.push_back(slot.key().clone());
                 slot.insert(Entry {
                     deltas: smallvec![delta],
+                    encoded: None,
                     initial: false,
                 });
+            }
+        }
+    }
+
+    /// Queues a listed object as its text: a lone `Replaced`, or decoded and appended when the
+    /// key has deltas pending already.
+    fn push_encoded(&mut self, key: ObjectKey, raw: RawObject) {
+        if let Some(entry) = self.items.get_mut(&key) {
+            if let Some(decoder) = self.decoder.as_deref()
+                && decode_entry(entry, Some(decoder)).is_ok()
+                && let Ok(obj) = decoder.decode_raw(&raw)
+            {
+                push_deduped(
+                    &mut entry.deltas,
+                    Delta::with_raw(DeltaType::Replaced, obj, Some(raw)),
+                );
+            }
+            return;
+        }
+        self.order.push_back(key.clone());
+        self.items.insert(
+            key,
+            Entry {
+                deltas: SmallVec::new(),
+                encoded: Some(raw),
+                initial: false,
+            },
+        );
+    }
+
+    /// Drops a queued key (its deltas could not be decoded).
+    fn forget(&mut self, key: &ObjectKey) {
+        if let Some(entry) = self.items.remove(key) {
+            self.order.retain(|k| k != key);
+            if entry.initial {
+                self.population.processed_initial();
             }
         }
     }
@@ -460,7 +554,7 @@ impl<K: Object> State<K> {
         }
         // `order` holds exactly the keys of `items`; skipping a stray key keeps pop live even if
         // that invariant were ever broken.
-        let (key, entry) = loop {
+        let (key, mut entry) = loop {
             let Some(key) = self.order.pop_front() else {
                 return self.closed.then_some(Err(QueueError::Closed));
             };
@@ -468,6 +562,13 @@ impl<K: Object> State<K> {
                 break (key, entry);
             }
         };
+        if let Err(source) = decode_entry(&mut entry, self.decoder.as_deref()) {
+            // A broken store contract: the object cannot be handed over; the pop reports it.
+            if entry.initial {
+                self.population.processed_initial();
+            }
+            return Some(Err(QueueError::Decode { key, source }));
+        }
         let newest_live = entry
             .deltas
             .last()
@@ -503,10 +604,41 @@ impl<K: Object> State<K> {
                     batch.key,
                     Entry {
                         deltas: batch.deltas,
+                        encoded: None,
                         initial: batch.initial,
                     },
                 );
             }
+        }
+    }
+}
+
+/// Decodes an entry's listed text into its first delta (`Replaced`, with the text); nothing
+/// to do for an entry without one. Without a decoder the text stays and this errs.
+fn decode_entry<K>(
+    entry: &mut Entry<K>,
+    decoder: Option<&dyn KnownObjects<K>>,
+) -> Result<(), informer_core::StoreError> {
+    let Some(raw) = entry.encoded.take() else {
+        return Ok(());
+    };
+    let decoded = match decoder {
+        Some(decoder) => decoder.decode_raw(&raw),
+        None => Err(informer_core::StoreError::Backend {
+            context: "decoding a listed object".to_owned(),
+            source: "the queue has no store that decodes text".into(),
+        }),
+    };
+    match decoded {
+        Ok(obj) => {
+            entry
+                .deltas
+                .insert(0, Delta::with_raw(DeltaType::Replaced, obj, Some(raw)));
+            Ok(())
+        }
+        Err(e) => {
+            entry.encoded = Some(raw);
+            Err(e)
         }
     }
 }

@@ -367,6 +367,18 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
                     listed_keys.push(key);
                     keyed.push(Keyed::Unchanged);
                 }
+                // A relist is one atomic batch here: decoded now (kept as text, the whole
+                // list would be decoded at its one pop anyway).
+                Listed::Encoded { key, raw } => {
+                    let object = known
+                        .decode_raw(&raw)
+                        .map_err(|source| QueueError::Decode {
+                            key: key.clone(),
+                            source,
+                        })?;
+                    listed_keys.push(key);
+                    keyed.push(Keyed::Object(object, Some(raw)));
+                }
             }
         }
         self.replace_keyed(listed_keys, keyed, Some(known))

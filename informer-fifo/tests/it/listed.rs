@@ -1,10 +1,13 @@
 //! Both queues with what a relist hands over when the store keeps objects encoded
-//! (`replace_listed`: unchanged keys instead of objects) and the JSON texts carried to the store
-//! (`add_raw`, `update_raw`, `Listed::Object { raw }`).
+//! (`replace_listed`: unchanged keys instead of objects, objects kept as text until popped) and
+//! the JSON texts carried to the store (`add_raw`, `update_raw`, `Listed::Object { raw }`).
 
 use std::sync::Arc;
 
-use informer_core::{Delta, Listed, ObjectKey, Queue, RawObject};
+use futures::FutureExt;
+use informer_core::{
+    Delta, KnownObjects, Listed, ObjectKey, Queue, QueueError, RawObject, StoreError,
+};
 use informer_testing::JsonObject;
 
 use crate::support::{delta_fifo, in_order, labels, obj, pop, store, try_pop_with};
@@ -198,4 +201,221 @@ fn texts_travel_in_their_deltas() {
             "{name}: the tombstone of `gone` has none"
         );
     }
+}
+
+/// A known-objects store that decodes text ([`Listed::Encoded`]) and counts its decodes;
+/// `garbage` is a text it refuses.
+struct Decoding {
+    inner: Known,
+    decoded: std::sync::atomic::AtomicUsize,
+}
+
+impl Decoding {
+    fn new(inner: Known) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            decoded: std::sync::atomic::AtomicUsize::new(0),
+        })
+    }
+
+    fn decoded(&self) -> usize {
+        self.decoded.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl KnownObjects<JsonObject> for Decoding {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.list_keys()
+    }
+
+    fn get_by_key(&self, key: &str) -> Option<Arc<JsonObject>> {
+        self.inner.get_by_key(key)
+    }
+
+    fn decodes_raw(&self) -> bool {
+        true
+    }
+
+    fn decode_raw(&self, raw: &RawObject) -> Result<Arc<JsonObject>, StoreError> {
+        self.decoded
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        serde_json::from_str(raw.as_str())
+            .map(Arc::new)
+            .map_err(|e| StoreError::Backend {
+                context: "decoding".to_owned(),
+                source: Box::new(e),
+            })
+    }
+}
+
+fn decoding_queues(known: &Arc<Decoding>) -> Vec<(&'static str, Box<dyn Queue<JsonObject>>)> {
+    vec![
+        (
+            "delta-fifo",
+            Box::new(delta_fifo(Some(Arc::clone(known) as _))),
+        ),
+        (
+            "in-order",
+            Box::new(in_order(Some(Arc::clone(known) as _), 100)),
+        ),
+    ]
+}
+
+/// The listed object as text, the way the reflector hands it over.
+fn encoded(name: &str, rv: &str) -> Listed<JsonObject> {
+    Listed::Encoded {
+        key: key(name),
+        raw: RawObject::from(serde_json::to_string(&*obj(name, rv)).unwrap()),
+    }
+}
+
+/// Texts stand for the objects they decode to: popped as `Replaced` with their text, in list
+/// order, beside objects and tombstones. `DeltaFifo` keeps them as text until each is popped
+/// (nothing decoded by the replace, one decode per pop); the in-order queue, whose relist is
+/// one batch, decodes them at once.
+#[test]
+fn listed_texts_pop_decoded_with_their_text_and_delta_fifo_decodes_only_at_pop() {
+    let gone = obj("gone", "1");
+    for name in ["delta-fifo", "in-order"] {
+        // A store (and its count of decodes) per queue.
+        let known = Decoding::new(store(&[&gone]));
+        let q: Box<dyn Queue<JsonObject>> = if name == "delta-fifo" {
+            Box::new(delta_fifo(Some(Arc::clone(&known) as _)))
+        } else {
+            Box::new(in_order(Some(Arc::clone(&known) as _), 100))
+        };
+        q.replace_listed(
+            vec![
+                encoded("a", "5"),
+                Listed::object(obj("b", "6")),
+                encoded("c", "7"),
+            ],
+            "9",
+            known.as_ref(),
+        )
+        .unwrap();
+        let after_replace = known.decoded();
+        let mut seen = Vec::new();
+        let mut with_text = 0;
+        while let Some(popped) = try_pop_with(q.as_ref(), |deltas| {
+            let mut out = labels(deltas);
+            out.extend(
+                texts(deltas)
+                    .into_iter()
+                    .filter(|t| t != "-")
+                    .map(|_| "text".to_owned()),
+            );
+            out
+        }) {
+            with_text += popped.iter().filter(|l| *l == "text").count();
+            seen.extend(popped.into_iter().filter(|l| l != "text"));
+            if q.is_empty() {
+                break;
+            }
+        }
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                "a:Replaced@5",
+                "b:Replaced@6",
+                "c:Replaced@7",
+                "gone:Deleted(tombstone)@1"
+            ],
+            "{name}"
+        );
+        assert_eq!(with_text, 2, "{name}: both decoded objects keep their text");
+        assert_eq!(known.decoded(), 2, "{name}: one decode per text");
+        if name == "delta-fifo" {
+            assert_eq!(after_replace, 0, "the replace decoded nothing");
+        }
+        assert!(q.has_synced(), "{name}");
+    }
+}
+
+/// A key waiting as text keeps its place and its order: a later event queues behind the listed
+/// object, and a relist without the key tombstones it with the listed object.
+#[test]
+fn a_key_waiting_as_text_keeps_its_order_behind_later_deltas() {
+    let known = Decoding::new(store(&[]));
+    for (name, q) in decoding_queues(&known) {
+        q.replace_listed(vec![encoded("a", "5")], "9", known.as_ref())
+            .unwrap();
+        q.update(obj("a", "6")).unwrap();
+        assert_eq!(drain(q.as_ref()), ["a:Replaced@5", "a:Updated@6"], "{name}");
+    }
+    let known = Decoding::new(store(&[]));
+    for (name, q) in decoding_queues(&known) {
+        q.replace_listed(vec![encoded("a", "5")], "9", known.as_ref())
+            .unwrap();
+        q.replace_listed(vec![], "10", known.as_ref()).unwrap();
+        assert_eq!(
+            drain(q.as_ref()),
+            ["a:Replaced@5", "a:Deleted(tombstone)@5"],
+            "{name}"
+        );
+    }
+}
+
+/// `DeltaFifo::pending` shows a key waiting as text decoded, and leaves it waiting as text.
+#[test]
+fn pending_shows_a_key_waiting_as_text_without_decoding_it_in_the_queue() {
+    let known = Decoding::new(store(&[]));
+    let q = delta_fifo(Some(Arc::clone(&known) as _));
+    q.replace_listed(vec![encoded("a", "5")], "9", known.as_ref())
+        .unwrap();
+    assert_eq!(labels(&q.pending("ns/a")), ["a:Replaced@5"]);
+    assert_eq!(known.decoded(), 1);
+    assert_eq!(pop(&q), ["a:Replaced@5"]);
+    assert_eq!(known.decoded(), 2, "still text until popped");
+}
+
+/// A queue whose own store does not decode text (or that has none) decodes listed texts
+/// through the store it is given, at once.
+#[test]
+fn without_a_decoding_store_of_its_own_the_queue_decodes_texts_at_once() {
+    let known = Decoding::new(store(&[]));
+    let q = delta_fifo(None);
+    q.replace_listed(vec![encoded("a", "5")], "9", known.as_ref())
+        .unwrap();
+    assert_eq!(known.decoded(), 1);
+    assert_eq!(pop(&q), ["a:Replaced@5"]);
+    assert_eq!(known.decoded(), 1);
+}
+
+/// A text the store cannot decode (a broken store contract) never becomes a wrong answer: the
+/// in-order queue refuses the list (nothing queued), `DeltaFifo` reports it when it would pop
+/// it, and counts it done so that the rest of the list syncs.
+#[test]
+fn a_text_the_store_cannot_decode_is_refused_with_its_key() {
+    let garbage = Listed::Encoded {
+        key: key("bad"),
+        raw: RawObject::new("{not json"),
+    };
+    let known = Decoding::new(store(&[]));
+    let q = in_order(Some(Arc::clone(&known) as _), 100);
+    let err = q
+        .replace_listed(vec![encoded("a", "5"), garbage], "9", known.as_ref())
+        .unwrap_err();
+    assert!(
+        matches!(&err, QueueError::Decode { key, .. } if key.as_str() == "ns/bad"),
+        "{err:?}"
+    );
+    assert!(q.is_empty());
+
+    let garbage = Listed::Encoded {
+        key: key("bad"),
+        raw: RawObject::new("{not json"),
+    };
+    let q = delta_fifo(Some(Arc::clone(&known) as _));
+    q.replace_listed(vec![garbage, encoded("a", "5")], "9", known.as_ref())
+        .unwrap();
+    let popped = q.pop(&mut |_| Ok(())).now_or_never().expect("ready");
+    assert!(
+        matches!(&popped, Err(QueueError::Decode { key, .. }) if key.as_str() == "ns/bad"),
+        "{popped:?}"
+    );
+    assert!(!q.has_synced());
+    assert_eq!(pop(&q), ["a:Replaced@5"]);
+    assert!(q.has_synced());
 }

@@ -941,6 +941,22 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
     fn wants_raw(&self) -> bool {
         self.codec.format() == Format::Json
     }
+
+    /// With a JSON codec: a list then waits in the informer's queue as text, each object
+    /// decoded when it is popped (and stored from the same text).
+    fn decodes_raw(&self) -> bool {
+        self.wants_raw()
+    }
+
+    /// Decodes JSON text as received (the store is not consulted).
+    fn decode_raw(&self, raw: &RawObject) -> Result<Arc<K>, StoreError> {
+        serde_json::from_str(raw.as_str())
+            .map(Arc::new)
+            .map_err(|e| StoreError::Backend {
+                context: "decoding a listed object's text".to_owned(),
+                source: Box::new(e),
+            })
+    }
 }
 
 impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {

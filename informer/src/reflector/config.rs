@@ -210,6 +210,10 @@ pub struct ReflectorStats {
     /// Objects handed to the queue with their JSON text as received, for a store that keeps
     /// objects encoded (it then does not encode them again).
     pub raw_kept: u64,
+    /// Of those, listed objects handed over as their text alone
+    /// ([`Listed::Encoded`](informer_core::Listed::Encoded)): the store decodes text itself, so
+    /// the list waited in the queue as text and each object was decoded again when popped.
+    pub listed_as_text: u64,
     /// The shard selector and who applies it.
     pub shard: ShardStats,
 }

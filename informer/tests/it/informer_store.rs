@@ -347,7 +347,8 @@ async fn compact_lookups_decode_objects_equal_to_the_servers() {
 /// cache holds unchanged without decoding it (with the default key function) or without
 /// keeping the copy (a custom one); objects travel with their text to a compact store that
 /// keeps JSON unless a transform changes them, and never to the indexed store nor to a
-/// MessagePack compact store (which encodes the object itself).
+/// MessagePack compact store (which encodes the object itself); to the JSON compact store,
+/// which decodes text itself, listed objects travel as their text alone.
 #[tokio::test(start_paused = true)]
 async fn relists_skip_unchanged_objects_and_texts_reach_only_a_json_compact_store() {
     struct Case {
@@ -433,6 +434,10 @@ async fn relists_skip_unchanged_objects_and_texts_reach_only_a_json_compact_stor
         // 20 listed + 2 events + 1 relisted change, each with its text.
         let texts = if case.texts { 23 } else { 0 };
         assert_eq!(stats.raw_kept, texts, "case {n}: {stats:?}");
+        // The listed ones (20 and the relisted change) waited in the queue as text alone: the
+        // compact store with JSON decodes text itself.
+        let as_text = if case.texts { 21 } else { 0 };
+        assert_eq!(stats.listed_as_text, as_text, "case {n}: {stats:?}");
         running.stop().await;
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use informer::{
     Delta, DeltaType, KnownObjects, Listed, Object, Queue, QueueError, RawObject, key_of,
 };
-use informer_core::ProcessFn;
+use informer_core::{ItemPeek, ProcessFn};
 use informer_testing::JsonObject;
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
@@ -166,7 +166,7 @@ impl ChaosQueue {
     fn listed_key(entry: &Listed<JsonObject>) -> String {
         match entry {
             Listed::Object { object, .. } => Self::key(object),
-            Listed::Unchanged(key) => key.to_string(),
+            Listed::Unchanged(key) | Listed::Encoded { key, .. } => key.to_string(),
         }
     }
 
@@ -178,6 +178,10 @@ impl ChaosQueue {
                 .cache
                 .resource_version_of(key.as_str())
                 .and_then(|rv| rv.parse().ok())
+                .unwrap_or(0),
+            Listed::Encoded { raw, .. } => ItemPeek::of(raw.as_str())
+                .ok()
+                .and_then(|peek| peek.resource_version?.parse().ok())
                 .unwrap_or(0),
         }
     }
@@ -259,7 +263,7 @@ impl ChaosQueue {
                     .into_iter()
                     .filter_map(|e| match e {
                         Listed::Object { object, .. } => Some(object),
-                        Listed::Unchanged(_) => None,
+                        Listed::Unchanged(_) | Listed::Encoded { .. } => None,
                     })
                     .collect();
                 self.inner.replace(objects, &rv)
