@@ -146,6 +146,7 @@ fn build_compact<K: Object + Serialize + DeserializeOwned>(
             .codec(options.codec)
             .cache_capacity(options.cache_capacity)
             .round_trip_check(options.round_trip)
+            .lists_as_text(options.lists_as_text)
             .build(),
     )
 }
@@ -158,6 +159,7 @@ pub struct CompactOptions {
     cache_capacity: usize,
     codec: Codec,
     round_trip: RoundTripCheck,
+    lists_as_text: bool,
 }
 
 #[cfg(feature = "compact")]
@@ -167,6 +169,7 @@ impl Default for CompactOptions {
             cache_capacity: DEFAULT_CACHE_CAPACITY,
             codec: Codec::default(),
             round_trip: RoundTripCheck::default(),
+            lists_as_text: true,
         }
     }
 }
@@ -191,6 +194,14 @@ impl CompactOptions {
     /// When the store checks that objects survive their encoding (default: a sample).
     pub fn round_trip_check(mut self, check: RoundTripCheck) -> Self {
         self.round_trip = check;
+        self
+    }
+
+    /// Whether lists wait in the informer's queue as JSON text, decoded when popped (default:
+    /// true): a list peaks at about its text instead of its decoded objects, for one more
+    /// decode per listed object. See `informer_store::CompactStoreBuilder::lists_as_text`.
+    pub fn lists_as_text(mut self, yes: bool) -> Self {
+        self.lists_as_text = yes;
         self
     }
 

@@ -58,6 +58,8 @@ pub struct CompactStore<K> {
     round_trip: RoundTripCheck,
     /// The most threads a scan decodes on.
     decode_threads: usize,
+    /// Whether lists reach the store's queue as text ([`KnownObjects::decodes_raw`]).
+    lists_as_text: bool,
     /// Objects encoded so far: numbers the writes for [`RoundTripCheck`].
     encoded: AtomicU64,
     /// The next stamp. Writes take theirs under the write lock, so a key's stamps grow in
@@ -94,6 +96,7 @@ pub struct CompactStoreBuilder<K> {
     cache_capacity: usize,
     round_trip: RoundTripCheck,
     decode_threads: usize,
+    lists_as_text: bool,
 }
 
 /// What a [`CompactStore`] holds, from [`CompactStore::stats`].
@@ -245,6 +248,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             cache_capacity: DEFAULT_CACHE_CAPACITY,
             round_trip: RoundTripCheck::default(),
             decode_threads: default_decode_threads(),
+            lists_as_text: true,
         }
     }
 
@@ -834,6 +838,16 @@ impl<K> CompactStoreBuilder<K> {
         self
     }
 
+    /// Whether an informer's lists wait in its queue as JSON text, each object decoded again
+    /// when popped (default: true; only with a JSON codec). A list of 100k Kubernetes pods then
+    /// peaks at about its text (0.7 GB) instead of its decoded pods (4.7 GB), and takes about
+    /// one more decode per listed object to sync (`BENCHMARKS.md`). `false` keeps the decoded
+    /// objects in the queue: a faster sync for a memory peak like the default store's.
+    pub fn lists_as_text(mut self, yes: bool) -> Self {
+        self.lists_as_text = yes;
+        self
+    }
+
     /// The empty store.
     pub fn build(self) -> CompactStore<K> {
         let funcs = sorted_funcs(self.indexers);
@@ -858,6 +872,7 @@ impl<K> CompactStoreBuilder<K> {
             codec: self.codec,
             round_trip: self.round_trip,
             decode_threads: self.decode_threads,
+            lists_as_text: self.lists_as_text,
             encoded: AtomicU64::new(0),
             next_stamp: AtomicU64::new(1),
             dictionary: OnceLock::new(),
@@ -942,10 +957,11 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
         self.codec.format() == Format::Json
     }
 
-    /// With a JSON codec: a list then waits in the informer's queue as text, each object
-    /// decoded when it is popped (and stored from the same text).
+    /// With a JSON codec, unless [`CompactStoreBuilder::lists_as_text`] turned it off: a list
+    /// then waits in the informer's queue as text, each object decoded when it is popped (and
+    /// stored from the same text).
     fn decodes_raw(&self) -> bool {
-        self.wants_raw()
+        self.lists_as_text && self.wants_raw()
     }
 
     /// Decodes JSON text as received (the store is not consulted).
