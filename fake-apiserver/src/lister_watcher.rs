@@ -139,9 +139,18 @@ impl<K: Object + DeserializeOwned> FakeListerWatcher<K> {
             .map_err(|s| api_error(self.context("listing"), s))?;
         let context = || format!("list item from {}", self.target.collection_path());
         let peeks = sink.peeks();
+        let takes_text = sink.takes_text();
         for item in &response.items {
             let text = std::str::from_utf8(item.bytes())
                 .map_err(|e| Error::decode(context(), item.bytes(), e))?;
+            if takes_text {
+                let peek =
+                    ItemPeek::of(text).map_err(|e| Error::decode(context(), item.bytes(), e))?;
+                if !(peeks && sink.unchanged(&peek)?) {
+                    sink.item_text(&peek, text)?;
+                }
+                continue;
+            }
             if peeks
                 && let Ok(peek) = ItemPeek::of(text)
                 && sink.unchanged(&peek)?

@@ -158,6 +158,29 @@ pub trait ListSink<K>: Send {
         let _ = peek;
         Ok(false)
     }
+
+    /// Whether the sink takes items as their JSON text alone, not decoded
+    /// ([`item_text`](ListSink::item_text)): a sink that would only keep the text and drop
+    /// the decoded object (for a store that decodes text itself). Asked once per page; the
+    /// default is `false`, and then backends decode every item.
+    fn takes_text(&self) -> bool {
+        false
+    }
+
+    /// The next item as its JSON text with what its metadata says, not decoded: called
+    /// instead of [`item_raw`](ListSink::item_raw) when [`takes_text`](ListSink::takes_text)
+    /// is true, by backends that can read the metadata from the text ([`ItemPeek::of`], which
+    /// also checks that the text is JSON); a text that is JSON but not the object type is
+    /// found when the sink's consumer decodes it. The default refuses (it is never called
+    /// when `takes_text` is false). An error stops the list.
+    fn item_text(&mut self, peek: &ItemPeek<'_>, raw: &str) -> Result<(), Error> {
+        let _ = peek;
+        Err(Error::decode(
+            "a list item handed over as text",
+            raw.as_bytes(),
+            "this sink decodes items itself (takes_text is false)",
+        ))
+    }
 }
 
 impl<K: Send> ListSink<K> for Vec<K> {

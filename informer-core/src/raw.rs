@@ -10,10 +10,14 @@
 //! queue            ── Delta { raw } ──▶ processing loop ── Store::add_raw / update_raw ──▶ store
 //! ```
 //!
-//! A list bound for such a store travels as text: the reflector drops each item's decoded
-//! form once it has keyed it and hands the queue [`Listed::Encoded`]; the queue decodes it
-//! again ([`KnownObjects::decode_raw`]) only when it pops it, so that a list of a hundred
-//! thousand objects waits as text, not as objects.
+//! A list bound for such a store travels as text ([`Listed::Encoded`]): a backend that can
+//! read an item's metadata from its text hands the item over undecoded
+//! ([`ListSink::item_text`]), otherwise the reflector drops each item's decoded form once it
+//! has keyed it; the queue decodes it ([`KnownObjects::decode_raw`]) only when it pops it, so
+//! that a list of a hundred thousand objects waits as text, not as objects, and is decoded
+//! once.
+//!
+//! [`ListSink::item_text`]: crate::ListSink::item_text
 //!
 //! [`KnownObjects::decode_raw`]: crate::KnownObjects::decode_raw
 //!
@@ -106,10 +110,13 @@ pub enum Listed<K> {
     /// An object kept as its JSON text until the queue hands it to the processing loop, for a
     /// store that decodes text itself ([`KnownObjects::decodes_raw`]): a complete list then
     /// waits in the queue as text (about a seventh of a decoded Kubernetes object) instead of
-    /// as objects. The reflector decoded it once already (to key it, to check its shard, and
-    /// so that a list with an undecodable item fails as a whole), and dropped the result; the
-    /// queue decodes it again with [`KnownObjects::decode_raw`] when it is popped, so handlers
-    /// still receive one `Arc<K>` per event.
+    /// as objects. A backend that hands items over as text ([`ListSink::takes_text`]) has only
+    /// read its metadata (and checked that it is JSON); otherwise the reflector decoded it once
+    /// (to key it and to check its shard) and dropped the result. The queue decodes it with
+    /// [`KnownObjects::decode_raw`] when it is popped, so handlers still receive one `Arc<K>`
+    /// per event; a text that is JSON but not a `K` is found then (reported, and left out).
+    ///
+    /// [`ListSink::takes_text`]: crate::ListSink::takes_text
     ///
     /// [`KnownObjects::decodes_raw`]: crate::KnownObjects::decodes_raw
     /// [`KnownObjects::decode_raw`]: crate::KnownObjects::decode_raw

@@ -32,6 +32,8 @@ pub(crate) struct ListDecoder<'a, K> {
     bytes: u64,
     /// Whether the sink wants each item's identity before it is decoded (asked once).
     peeks: Option<bool>,
+    /// Whether the sink takes items as text, not decoded (asked once).
+    takes_text: Option<bool>,
     _items: PhantomData<fn() -> K>,
 }
 
@@ -46,6 +48,7 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
             items: 0,
             bytes: 0,
             peeks: None,
+            takes_text: None,
             _items: PhantomData,
         }
     }
@@ -56,6 +59,7 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
     pub(crate) fn feed(&mut self, data: &[u8], sink: &mut dyn ListSink<K>) -> Result<(), Error> {
         if self.peeks.is_none() {
             self.peeks = Some(sink.peeks());
+            self.takes_text = Some(sink.takes_text());
         }
         for slice in data.chunks(SLICE) {
             sink.received(slice.len() as u64)?;
@@ -90,6 +94,24 @@ impl<'a, K: DeserializeOwned> ListDecoder<'a, K> {
             PieceKind::Item => {
                 self.items += 1;
                 let text = item_text(text, self.items, piece.offset, self.context)?;
+                if self.takes_text == Some(true) {
+                    // Read, not decoded: the metadata, and a check that the text is JSON.
+                    let peek = ItemPeek::of(text).map_err(|e| {
+                        let at = crate::decode::error_offset(text.as_bytes(), &e);
+                        item_error(
+                            text.as_bytes(),
+                            self.items,
+                            piece.offset,
+                            self.context,
+                            at,
+                            Box::new(e),
+                        )
+                    })?;
+                    if self.peeks == Some(true) && sink.unchanged(&peek)? {
+                        return Ok(());
+                    }
+                    return sink.item_text(&peek, text);
+                }
                 if self.peeks == Some(true)
                     && let Ok(peek) = ItemPeek::of(text)
                     && sink.unchanged(&peek)?

@@ -198,8 +198,8 @@ impl CompactOptions {
     }
 
     /// Whether lists wait in the informer's queue as JSON text, decoded when popped (default:
-    /// true): a list peaks at about its text instead of its decoded objects, for one more
-    /// decode per listed object. See `informer_store::CompactStoreBuilder::lists_as_text`.
+    /// true): a list peaks at about its text instead of its decoded objects. See
+    /// `informer_store::CompactStoreBuilder::lists_as_text`.
     pub fn lists_as_text(mut self, yes: bool) -> Self {
         self.lists_as_text = yes;
         self

@@ -116,3 +116,62 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     }
     cancel.cancel();
 }
+
+/// A compact store's lists travel as text: the list decodes no item (it reads each one's
+/// metadata), the queue decodes each when it pops it. An item that is JSON but not a Pod is
+/// then found at that decode: reported and left out, while every other pod syncs (with the
+/// default store, such an item fails the whole list).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_pod() {
+    let engine = FakeApiServer::new();
+    seed(
+        &engine,
+        &SeedConfig {
+            namespaces: 2,
+            pods: 60,
+            ..SeedConfig::default()
+        },
+    )
+    .unwrap();
+    let mut rng = rand::rng();
+    let mut bad = fake_apiserver::seed::pod("ns-0", "not-a-pod", &mut rng);
+    bad["spec"]["containers"] = serde_json::json!(5);
+    engine.create("pods", &bad).unwrap();
+    let env = Env::with_engine(engine).await.unwrap();
+    let engine = &env.engine;
+    let informer = SharedIndexInformer::new(
+        Arc::new(KubeListerWatcher::<Pod>::all(env.client.clone())),
+        InformerConfig {
+            name: "pods".into(),
+            store: informer::StoreChoice::compact(informer::CompactOptions::default()),
+            list_watch: informer::reflector::ListWatchConfig {
+                watch_list: WatchListMode::Off,
+                ..informer::reflector::ListWatchConfig::default()
+            },
+            ..InformerConfig::default()
+        },
+    )
+    .unwrap();
+    let cancel = CancellationToken::new();
+    informer.spawn(cancel.clone());
+    synced(&informer).await;
+    let mut expected = server_state(engine, "pods", None);
+    assert!(expected.remove("ns-0/not-a-pod").is_some());
+    assert_eq!(expected.len(), 60);
+    wait_until(
+        "every pod but the one that is not a Pod",
+        None,
+        || cache_state(&informer) == expected,
+        || diff(&cache_state(&informer), &expected),
+    )
+    .await;
+    let stats = informer.stats();
+    let reflector = stats.reflector.unwrap();
+    assert_eq!(reflector.listed_as_text, 61, "{reflector:?}");
+    assert_eq!(
+        reflector.counters.lists, 1,
+        "one list: the bad item did not fail it"
+    );
+    assert!(informer.has_synced());
+    cancel.cancel();
+}

@@ -838,11 +838,11 @@ impl<K> CompactStoreBuilder<K> {
         self
     }
 
-    /// Whether an informer's lists wait in its queue as JSON text, each object decoded again
-    /// when popped (default: true; only with a JSON codec). A list of 100k Kubernetes pods then
-    /// peaks at about its text (0.7 GB) instead of its decoded pods (4.7 GB), and takes about
-    /// one more decode per listed object to sync (`BENCHMARKS.md`). `false` keeps the decoded
-    /// objects in the queue: a faster sync for a memory peak like the default store's.
+    /// Whether an informer's lists wait in its queue as JSON text, each object decoded when
+    /// popped (default: true; only with a JSON codec). A list of 100k Kubernetes pods then
+    /// peaks at about its text (0.7 GB) instead of its decoded pods (4.7 GB); see
+    /// `BENCHMARKS.md` for what it does to the sync time. `false` keeps decoded objects in the
+    /// queue, with a memory peak like the default store's.
     pub fn lists_as_text(mut self, yes: bool) -> Self {
         self.lists_as_text = yes;
         self

@@ -212,7 +212,8 @@ pub struct ReflectorStats {
     pub raw_kept: u64,
     /// Of those, listed objects handed over as their text alone
     /// ([`Listed::Encoded`](informer_core::Listed::Encoded)): the store decodes text itself, so
-    /// the list waited in the queue as text and each object was decoded again when popped.
+    /// the list waited in the queue as text and each object was decoded when popped (and not
+    /// by the list, when the backend handed items over as text: `ListSink::takes_text`).
     pub listed_as_text: u64,
     /// The shard selector and who applies it.
     pub shard: ShardStats,

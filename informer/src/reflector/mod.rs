@@ -45,11 +45,13 @@
 //! [`Queue::update_raw`], [`Listed::Object`]), so that the store never encodes an object
 //! again. Otherwise no text is kept. When the store also decodes text itself
 //! ([`KnownObjects::decodes_raw`]), a listed object travels as its text alone
-//! ([`Listed::Encoded`]): the reflector decodes each item (to key it, check its shard, and fail
-//! the list on an undecodable item), drops the decoded copy, and the queue decodes the text
-//! again when it pops it. A list of a hundred thousand objects then waits in the queue as
-//! text, about a seventh of the memory of decoded Kubernetes objects, for a second decode of
-//! each listed object.
+//! ([`Listed::Encoded`]), and the queue decodes it when it pops it. With `namespace/name` keys
+//! and no shard selector, a backend that reads metadata from the text (informer-kube, the fake
+//! server) hands items over undecoded ([`ListSink::item_text`]): each object is decoded once,
+//! and a text that is JSON but not the object type is found at the pop (reported, left out)
+//! instead of failing the list. Otherwise the reflector decodes each item (to key it and check
+//! its shard) and drops the decoded copy. A list of a hundred thousand objects waits in the
+//! queue as text, about a seventh of the memory of decoded Kubernetes objects.
 //!
 //! # Lists that never end
 //!
@@ -282,6 +284,45 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
             && self.reflector.known_objects.is_some()
             && self.reflector.has_synced()
             && self.reflector.shard_wanted.borrow().is_none()
+    }
+
+    /// When listed objects would travel as text alone anyway ([`Listed::Encoded`]) and
+    /// nothing needs the decoded object: `namespace/name` keys (read from the text) and no
+    /// shard selector (whose client-side check reads the uid).
+    fn takes_text(&self) -> bool {
+        self.reflector.keeps_raw()
+            && self.reflector.keeps_text_only()
+            && self.reflector.config.key_func.is_none()
+            && self.reflector.shard_wanted.borrow().is_none()
+    }
+
+    /// Keyed from its metadata and queued as text; an item without a name is reported and
+    /// skipped, as a decoded one would be.
+    fn item_text(&mut self, peek: &ItemPeek<'_>, raw: &str) -> Result<(), Error> {
+        match peek.key() {
+            Ok(key) => {
+                self.reflector.raw_kept.fetch_add(1, Ordering::Relaxed);
+                self.reflector
+                    .listed_as_text
+                    .fetch_add(1, Ordering::Relaxed);
+                self.items.push(Listed::Encoded {
+                    key,
+                    raw: RawObject::new(raw),
+                });
+            }
+            Err(source) => {
+                let error = Error::InvalidObject {
+                    context: format!(
+                        "{}: item {}",
+                        self.reflector.list_context(self.page),
+                        self.items.len() + 1
+                    ),
+                    source,
+                };
+                self.reflector.report(&error, Stage::ListItem, None);
+            }
+        }
+        Ok(())
     }
 
     fn unchanged(&mut self, peek: &ItemPeek<'_>) -> Result<bool, Error> {
