@@ -213,7 +213,7 @@ impl<K: Object> DeltaFifo<K> {
                     continue;
                 }
                 if let Some(entry) = st.items.get_mut(key) {
-                    // A text that cannot be decoded (a broken store contract) leaves no object
+                    // A text that cannot be decoded (JSON that is not the object type) leaves no object
                     // for the tombstone: the key is dropped below, as if never queued.
                     if decode_entry(entry, st.decoder.as_deref()).is_err() {
                         undecodable.push(key.clone());
@@ -483,7 +483,7 @@ impl<K: Object> State<K> {
             MapEntry::Occupied(mut entry) => {
                 let entry = entry.get_mut();
                 // The listed text first, so that the order of deltas stays; one that cannot be
-                // decoded (a broken store contract) is superseded by this newer delta.
+                // decoded (JSON that is not the object type) is superseded by this newer delta.
                 if decode_entry(entry, self.decoder.as_deref()).is_err() {
                     entry.encoded = None;
                 }
@@ -563,7 +563,7 @@ impl<K: Object> State<K> {
             }
         };
         if let Err(source) = decode_entry(&mut entry, self.decoder.as_deref()) {
-            // A broken store contract: the object cannot be handed over; the pop reports it.
+            // JSON that is not the object type: it cannot be handed over; the pop reports it.
             if entry.initial {
                 self.population.processed_initial();
             }
