@@ -213,8 +213,9 @@ impl<K: Object> DeltaFifo<K> {
                     continue;
                 }
                 if let Some(entry) = st.items.get_mut(key) {
-                    // A text that cannot be decoded (JSON that is not the object type) leaves no object
-                    // for the tombstone: the key is dropped below, as if never queued.
+                    // A text that cannot be decoded (JSON that is not the object type) leaves
+                    // no object for the tombstone (it never reached the cache): the key is
+                    // dropped below, as if never queued.
                     if decode_entry(entry, st.decoder.as_deref()).is_err() {
                         undecodable.push(key.clone());
                         continue;
