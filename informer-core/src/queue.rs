@@ -46,6 +46,20 @@ pub enum QueueError {
     },
 }
 
+/// Decodes a listed object kept as text ([`Listed::Encoded`]) through the store that asked for
+/// it: what a queue that does not keep the text does with such an entry. A failure names the
+/// key ([`QueueError::Decode`]).
+pub fn decode_listed<K>(
+    known: &dyn KnownObjects<K>,
+    key: &ObjectKey,
+    raw: &RawObject,
+) -> Result<Arc<K>, QueueError> {
+    known.decode_raw(raw).map_err(|source| QueueError::Decode {
+        key: key.clone(),
+        source,
+    })
+}
+
 /// The process function given to [`Queue::pop`].
 pub type ProcessFn<'a, K> = dyn FnMut(&[Delta<K>]) -> Result<(), ProcessError> + Send + 'a;
 
@@ -130,11 +144,7 @@ pub trait Queue<K: Object>: Send + Sync {
             match entry {
                 Listed::Object { object, .. } => objects.push(object),
                 Listed::Unchanged(key) => objects.extend(known.get_by_key(key.as_str())),
-                Listed::Encoded { key, raw } => objects.push(
-                    known
-                        .decode_raw(&raw)
-                        .map_err(|source| QueueError::Decode { key, source })?,
-                ),
+                Listed::Encoded { key, raw } => objects.push(decode_listed(known, &key, &raw)?),
             }
         }
         self.replace(objects, resource_version)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use informer_core::{
     Delta, DeltaType, KeyFunc, KnownObjects, Listed, Object, ObjectKey, ProcessFn, Queue,
-    QueueError, RawObject, key_of,
+    QueueError, RawObject, decode_listed, key_of,
 };
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -351,12 +351,7 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
                     if keeps_text {
                         Ok((key, Keyed::Encoded(raw)))
                     } else {
-                        let obj = known
-                            .decode_raw(&raw)
-                            .map_err(|source| QueueError::Decode {
-                                key: key.clone(),
-                                source,
-                            })?;
+                        let obj = decode_listed(known, &key, &raw)?;
                         Ok((key, Keyed::Object(obj, Some(raw))))
                     }
                 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use informer_core::{
     Delta, DeltaType, KeyFunc, KnownObjects, Listed, Object, ObjectKey, ProcessFn, Queue,
-    QueueError, RawObject, key_of,
+    QueueError, RawObject, decode_listed, key_of,
 };
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -370,12 +370,7 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
                 // A relist is one atomic batch here: decoded now (kept as text, the whole
                 // list would be decoded at its one pop anyway).
                 Listed::Encoded { key, raw } => {
-                    let object = known
-                        .decode_raw(&raw)
-                        .map_err(|source| QueueError::Decode {
-                            key: key.clone(),
-                            source,
-                        })?;
+                    let object = decode_listed(known, &key, &raw)?;
                     listed_keys.push(key);
                     keyed.push(Keyed::Object(object, Some(raw)));
                 }

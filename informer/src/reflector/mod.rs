@@ -241,18 +241,21 @@ impl<K: Object> Gather<'_, K> {
         }
         match self.reflector.admit(item, raw, true) {
             Ok((_, entry)) => self.items.push(entry),
-            Err(source) => {
-                let error = Error::InvalidObject {
-                    context: format!(
-                        "{}: item {}",
-                        self.reflector.list_context(self.page),
-                        self.items.len() + 1
-                    ),
-                    source,
-                };
-                self.reflector.report(&error, Stage::ListItem, None);
-            }
+            Err(source) => self.unkeyable(source),
         }
+    }
+
+    /// Reports a list item that cannot be keyed; it is skipped, the rest of the list applied.
+    fn unkeyable(&self, source: KeyError) {
+        let error = Error::InvalidObject {
+            context: format!(
+                "{}: item {}",
+                self.reflector.list_context(self.page),
+                self.items.len() + 1
+            ),
+            source,
+        };
+        self.reflector.report(&error, Stage::ListItem, None);
     }
 }
 
@@ -301,26 +304,10 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
     fn item_text(&mut self, peek: &ItemPeek<'_>, raw: &str) -> Result<(), Error> {
         match peek.key() {
             Ok(key) => {
-                self.reflector.raw_kept.fetch_add(1, Ordering::Relaxed);
-                self.reflector
-                    .listed_as_text
-                    .fetch_add(1, Ordering::Relaxed);
-                self.items.push(Listed::Encoded {
-                    key,
-                    raw: RawObject::new(raw),
-                });
+                let entry = self.reflector.as_text(key, RawObject::new(raw));
+                self.items.push(entry);
             }
-            Err(source) => {
-                let error = Error::InvalidObject {
-                    context: format!(
-                        "{}: item {}",
-                        self.reflector.list_context(self.page),
-                        self.items.len() + 1
-                    ),
-                    source,
-                };
-                self.reflector.report(&error, Stage::ListItem, None);
-            }
+            Err(source) => self.unkeyable(source),
         }
         Ok(())
     }
@@ -989,13 +976,12 @@ impl<K: Object> Reflector<K> {
         }
         let raw = raw.filter(|_| self.keeps_raw()).map(RawObject::new);
         if let Some(raw) = raw {
-            self.raw_kept.fetch_add(1, Ordering::Relaxed);
             if self.keeps_text_only() {
                 // Keyed and checked: the decoded copy goes, the text waits in the queue.
                 drop(obj);
-                self.listed_as_text.fetch_add(1, Ordering::Relaxed);
-                return Ok((key.clone(), Listed::Encoded { key, raw }));
+                return Ok((key.clone(), self.as_text(key, raw)));
             }
+            self.raw_kept.fetch_add(1, Ordering::Relaxed);
             let object = Arc::new(obj);
             return Ok((
                 key,
@@ -1030,6 +1016,13 @@ impl<K: Object> Reflector<K> {
                 .known_objects
                 .as_ref()
                 .is_some_and(|known| known.wants_raw())
+    }
+
+    /// A listed object as its text alone, counted.
+    fn as_text(&self, key: ObjectKey, raw: RawObject) -> Listed<K> {
+        self.raw_kept.fetch_add(1, Ordering::Relaxed);
+        self.listed_as_text.fetch_add(1, Ordering::Relaxed);
+        Listed::Encoded { key, raw }
     }
 
     /// Whether listed objects travel as text alone ([`Listed::Encoded`]): they travel with
