@@ -11,10 +11,33 @@ use crate::support::{Env, cache_state, diff, server_state, synced, wait_until};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
-use informer::{InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer};
+use informer::{
+    CompactOptions, InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer, StoreChoice,
+};
 use informer_kube::KubeListerWatcher;
 use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
+
+/// A pod informer over `lister_watcher` keeping its cache in `store`, with streaming lists off:
+/// the list path is under test (streaming lists have their own tests).
+fn listing_informer(
+    lister_watcher: &KubeListerWatcher<Pod>,
+    store: StoreChoice<Pod>,
+) -> SharedIndexInformer<Pod> {
+    SharedIndexInformer::new(
+        Arc::new(lister_watcher.clone()),
+        InformerConfig {
+            name: "pods".into(),
+            store,
+            list_watch: informer::reflector::ListWatchConfig {
+                watch_list: WatchListMode::Off,
+                ..informer::reflector::ListWatchConfig::default()
+            },
+            ..InformerConfig::default()
+        },
+    )
+    .unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
@@ -31,19 +54,7 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     let env = Env::with_engine(engine).await.unwrap();
     let engine = &env.engine;
     let lister_watcher = KubeListerWatcher::<Pod>::all(env.client.clone());
-    let informer = SharedIndexInformer::new(
-        Arc::new(lister_watcher.clone()),
-        InformerConfig {
-            name: "pods".into(),
-            // The list path is under test: streaming lists (the default) have their own.
-            list_watch: informer::reflector::ListWatchConfig {
-                watch_list: WatchListMode::Off,
-                ..informer::reflector::ListWatchConfig::default()
-            },
-            ..InformerConfig::default()
-        },
-    )
-    .unwrap();
+    let informer = listing_informer(&lister_watcher, StoreChoice::Indexed);
     let cancel = CancellationToken::new();
     informer.spawn(cancel.clone());
     synced(&informer).await;
@@ -139,19 +150,10 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
     engine.create("pods", &bad).unwrap();
     let env = Env::with_engine(engine).await.unwrap();
     let engine = &env.engine;
-    let informer = SharedIndexInformer::new(
-        Arc::new(KubeListerWatcher::<Pod>::all(env.client.clone())),
-        InformerConfig {
-            name: "pods".into(),
-            store: informer::StoreChoice::compact(informer::CompactOptions::default()),
-            list_watch: informer::reflector::ListWatchConfig {
-                watch_list: WatchListMode::Off,
-                ..informer::reflector::ListWatchConfig::default()
-            },
-            ..InformerConfig::default()
-        },
-    )
-    .unwrap();
+    let informer = listing_informer(
+        &KubeListerWatcher::<Pod>::all(env.client.clone()),
+        StoreChoice::compact(CompactOptions::default()),
+    );
     let cancel = CancellationToken::new();
     informer.spawn(cancel.clone());
     synced(&informer).await;
