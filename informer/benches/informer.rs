@@ -25,24 +25,22 @@
 )]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fake_apiserver::{FakeApiServer, seed};
 use futures::StreamExt;
 use informer::{
-    Error, InformerConfig, ListOptions, ListPage, ListerWatcher, SharedIndexInformer, WatchEvent,
-    WatchOptions, WatchStream, handler,
+    InformerConfig, ListerWatcher, SharedIndexInformer, WatchEvent, WatchOptions, handler,
 };
 use informer_testing::JsonObject;
-use parking_lot::Mutex;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::{Value, json};
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::{Done, Scripted};
 
 const OBJECTS: usize = 1_000;
 const UPDATES: usize = 10_000;
@@ -79,29 +77,6 @@ fn server_and_updates() -> (FakeApiServer, Vec<Value>) {
         })
         .collect();
     (server, updates)
-}
-
-/// Counts notifications across handlers and wakes the bench when `target` is reached.
-struct Done {
-    count: AtomicUsize,
-    target: usize,
-    notify: Notify,
-}
-
-impl Done {
-    fn new(target: usize) -> Arc<Self> {
-        Arc::new(Self {
-            count: AtomicUsize::new(0),
-            target,
-            notify: Notify::new(),
-        })
-    }
-
-    fn bump(&self) {
-        if self.count.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
-            self.notify.notify_one();
-        }
-    }
 }
 
 async fn write_all(server: &FakeApiServer, updates: &[Value]) {
@@ -191,31 +166,6 @@ fn pipeline(c: &mut Criterion) {
 
 const IN_MEMORY_EVENTS: usize = 100_000;
 
-/// Answers one list from memory, then one watch streaming pre-built events (and staying open).
-struct InMemory {
-    list: Mutex<Option<Vec<JsonObject>>>,
-    events: Mutex<Option<Vec<WatchEvent<JsonObject>>>>,
-}
-
-#[async_trait]
-impl ListerWatcher<JsonObject> for InMemory {
-    async fn list(&self, _: &ListOptions) -> Result<ListPage<JsonObject>, Error> {
-        Ok(ListPage {
-            items: self.list.lock().take().unwrap_or_default(),
-            resource_version: "1".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
-    }
-
-    async fn watch(&self, _: &WatchOptions) -> Result<WatchStream<JsonObject>, Error> {
-        let events = self.events.lock().take().unwrap_or_default();
-        Ok(Box::pin(
-            futures::stream::iter(events.into_iter().map(Ok)).chain(futures::stream::pending()),
-        ))
-    }
-}
-
 fn in_memory_object(i: usize, rv: usize) -> JsonObject {
     let (ns, n) = name(i);
     JsonObject::new(Some(&ns), &n)
@@ -226,13 +176,10 @@ fn in_memory_object(i: usize, rv: usize) -> JsonObject {
 
 fn in_memory_pipeline(rt: &tokio::runtime::Runtime, handlers: usize) -> Duration {
     let list = (0..OBJECTS).map(|i| in_memory_object(i, 1)).collect();
-    let events = (0..IN_MEMORY_EVENTS)
+    let events: Vec<_> = (0..IN_MEMORY_EVENTS)
         .map(|e| WatchEvent::Modified(in_memory_object(e % OBJECTS, e + 2)))
         .collect();
-    let lw = Arc::new(InMemory {
-        list: Mutex::new(Some(list)),
-        events: Mutex::new(Some(events)),
-    });
+    let lw = Scripted::new(list, Box::pin(futures::stream::iter(events).map(Ok)));
     rt.block_on(async {
         let informer = SharedIndexInformer::new(lw, InformerConfig::default()).unwrap();
         let done = Done::new(handlers * IN_MEMORY_EVENTS);

@@ -23,20 +23,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "benches")]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use futures::StreamExt;
 use informer::reflector::WatchListMode;
-use informer::{
-    Error, InformerConfig, ListOptions, ListPage, ListerWatcher, QueueChoice, SharedIndexInformer,
-    WatchEvent, WatchOptions, WatchStream, handler,
-};
+use informer::{InformerConfig, QueueChoice, SharedIndexInformer, WatchEvent, handler};
 use informer_testing::JsonObject;
-use parking_lot::Mutex;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+
+mod support;
+use support::{Done, Scripted};
 
 const OBJECTS: usize = 1_000;
 
@@ -56,29 +53,6 @@ fn process_cpu_ns() -> u64 {
         .sum()
 }
 
-/// Counts handled events; wakes the waiter at the target.
-struct Done {
-    seen: AtomicUsize,
-    target: usize,
-    notify: Notify,
-}
-
-impl Done {
-    fn new(target: usize) -> Arc<Self> {
-        Arc::new(Self {
-            seen: AtomicUsize::new(0),
-            target,
-            notify: Notify::new(),
-        })
-    }
-
-    fn bump(&self) {
-        if self.seen.fetch_add(1, Ordering::AcqRel) + 1 == self.target {
-            self.notify.notify_one();
-        }
-    }
-}
-
 /// Sends `events` MODIFIED events at `rate` per second into `tx`.
 async fn produce(tx: mpsc::UnboundedSender<WatchEvent<JsonObject>>, events: usize, rate: u32) {
     let templates: Vec<JsonObject> = (0..OBJECTS).map(|i| object(i, 1)).collect();
@@ -92,34 +66,6 @@ async fn produce(tx: mpsc::UnboundedSender<WatchEvent<JsonObject>>, events: usiz
         if tx.send(WatchEvent::Modified(obj)).is_err() {
             return;
         }
-    }
-}
-
-struct Channel {
-    list: Mutex<Option<Vec<JsonObject>>>,
-    events: Mutex<Option<mpsc::UnboundedReceiver<WatchEvent<JsonObject>>>>,
-}
-
-#[async_trait]
-impl ListerWatcher<JsonObject> for Channel {
-    async fn list(&self, _: &ListOptions) -> Result<ListPage<JsonObject>, Error> {
-        Ok(ListPage {
-            items: self.list.lock().take().unwrap_or_default(),
-            resource_version: "1".into(),
-            continue_token: None,
-            remaining_item_count: None,
-        })
-    }
-
-    async fn watch(&self, _: &WatchOptions) -> Result<WatchStream<JsonObject>, Error> {
-        let Some(mut rx) = self.events.lock().take() else {
-            return Ok(Box::pin(futures::stream::pending()));
-        };
-        Ok(Box::pin(
-            futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
-                .map(Ok)
-                .chain(futures::stream::pending()),
-        ))
     }
 }
 
@@ -154,11 +100,11 @@ fn informer(
     rate: u32,
 ) -> f64 {
     rt.block_on(async {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let lw = Arc::new(Channel {
-            list: Mutex::new(Some((0..OBJECTS).map(|i| object(i, 1)).collect())),
-            events: Mutex::new(Some(rx)),
-        });
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let lw = Scripted::new(
+            (0..OBJECTS).map(|i| object(i, 1)).collect(),
+            Box::pin(futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).map(Ok)),
+        );
         // Lists, then watches: the one watch gets the events.
         let mut config = InformerConfig::default();
         config.list_watch.watch_list = WatchListMode::Off;
