@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use fake_apiserver::{FakeApiServer, seed};
 use futures::StreamExt;
+use informer::reflector::WatchListMode;
 use informer::{
     InformerConfig, ListerWatcher, SharedIndexInformer, WatchEvent, WatchOptions, handler,
 };
@@ -181,7 +182,10 @@ fn in_memory_pipeline(rt: &tokio::runtime::Runtime, handlers: usize) -> Duration
         .collect();
     let lw = Scripted::new(list, Box::pin(futures::stream::iter(events).map(Ok)));
     rt.block_on(async {
-        let informer = SharedIndexInformer::new(lw, InformerConfig::default()).unwrap();
+        // The scripted lister-watcher has no streaming list: list, then watch.
+        let mut config = InformerConfig::default();
+        config.list_watch.watch_list = WatchListMode::Off;
+        let informer = SharedIndexInformer::new(lw, config).unwrap();
         let done = Done::new(handlers * IN_MEMORY_EVENTS);
         for _ in 0..handlers {
             let done = Arc::clone(&done);
