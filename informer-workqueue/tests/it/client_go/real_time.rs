@@ -177,9 +177,12 @@ async fn max_of_limiter_in_real_time() {
 async fn rate_limited_queue_end_to_end() {
     let q = rate_limited(ExponentialRateLimiter::new(25 * MS, Duration::from_secs(1)));
     let log = Arc::new(parking_lot::Mutex::new(Vec::<(&str, Instant)>::new()));
+    // Attempts fully handled (requeued or forgotten, then done): the log records an attempt
+    // when it starts, before its key is forgotten.
+    let handled = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let workers: Vec<_> = (0..2)
         .map(|_| {
-            let (q, log) = (q.clone(), Arc::clone(&log));
+            let (q, log, handled) = (q.clone(), Arc::clone(&log), Arc::clone(&handled));
             tokio::spawn(async move {
                 while let Some(key) = q.get().await {
                     log.lock().push((key, Instant::now()));
@@ -189,6 +192,7 @@ async fn rate_limited_queue_end_to_end() {
                         q.forget(&key);
                     }
                     q.done(&key);
+                    handled.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 }
             })
         })
@@ -197,7 +201,7 @@ async fn rate_limited_queue_end_to_end() {
         q.add(key);
     }
     tokio::time::timeout(GUARD, async {
-        while log.lock().len() < 9 {
+        while handled.load(std::sync::atomic::Ordering::SeqCst) < 9 {
             tokio::time::sleep(5 * MS).await;
         }
     })
