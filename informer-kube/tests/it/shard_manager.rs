@@ -295,8 +295,19 @@ async fn a_leave_deletes_the_lease_even_when_a_renewal_it_missed_changed_it() {
         let api: Api<Lease> = Api::namespaced(env.client.clone(), NS);
         let name = a.manager.lease_name().to_owned();
         let version = |lease: &Lease| lease.metadata.resource_version.clone();
+        // The first assignment does not wait for the Lease's creation (the replica writes its
+        // Lease and follows the group's side by side): under load it may land later.
+        let seen = tokio::time::timeout(GUARD, async {
+            loop {
+                match api.get_opt(&name).await.unwrap() {
+                    Some(lease) => return version(&lease),
+                    None => tokio::time::sleep(Duration::from_millis(5)).await,
+                }
+            }
+        })
+        .await
+        .expect("the lease was never created");
         // Just after a renewal: the next one is half a second away.
-        let seen = version(&api.get(&name).await.unwrap());
         let mut lease = tokio::time::timeout(GUARD, async {
             loop {
                 let lease = api.get(&name).await.unwrap();
