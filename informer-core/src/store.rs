@@ -157,14 +157,6 @@ pub trait KnownObjects<K>: Send + Sync {
             source: "this store does not decode objects' text".into(),
         })
     }
-
-    /// [`decode_raw`](KnownObjects::decode_raw) for several texts, each result in the order
-    /// of `raws`: what a queue calls to decode the listed objects it is about to hand over.
-    /// A store may split the work over threads (the compact store does, for enough texts);
-    /// the default decodes one after another.
-    fn decode_raw_many(&self, raws: &[RawObject]) -> Vec<Result<Arc<K>, StoreError>> {
-        raws.iter().map(|raw| self.decode_raw(raw)).collect()
-    }
 }
 
 /// A thread-safe map from key to object, holding each object once as `Arc<K>`.

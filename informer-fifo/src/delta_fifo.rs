@@ -17,11 +17,6 @@ use smallvec::{SmallVec, smallvec};
 
 use crate::wait::{Outcome, Parked, Population, RandomState, verdict, wait_until};
 
-/// How many listed texts one pop decodes at once when the next key to pop is one
-/// ([`DeltaFifo`]'s decode-ahead): enough for a store to split them over four threads of 64,
-/// few enough that the decoded objects waiting in the queue stay a few megabytes.
-const DECODE_AHEAD: usize = 256;
-
 /// How to build a [`DeltaFifo`].
 pub struct DeltaFifoConfig<K> {
     /// Computes each object's key; must be the key function of the store the informer feeds.
@@ -66,13 +61,6 @@ impl<K> fmt::Debug for DeltaFifoConfig<K> {
 ///   key has pending deltas; otherwise nothing is queued for them, since applying the store's
 ///   own version would change nothing. JSON texts given with objects (`add_raw`,
 ///   `update_raw`, [`Listed::Object`]) are kept in their deltas ([`Delta::raw`]).
-/// - With a known-objects store that decodes text ([`KnownObjects::decodes_raw`]), a
-///   [`Listed::Encoded`] entry waits as its text, the key's one pending `Replaced`, and is
-///   decoded through that store when anything touches the key, or when it comes up to be
-///   popped: then with the texts queued right after it, a few hundred in one
-///   [`KnownObjects::decode_raw_many`] call outside the queue's lock (the compact store
-///   decodes them on several threads), so that a list held as text is decoded at the pace of
-///   the cores, not one object per pop.
 /// - `resync` queues `Sync` for every object of the known-objects store whose key has no pending
 ///   delta; `delete` of a key that is neither known nor queued is dropped.
 /// - The batch being processed counts as pending: `resync` skips its key, and `delete` and
@@ -129,52 +117,6 @@ impl<K: Object> DeltaFifo<K> {
             notify: Notify::new(),
             key_func: config.key_func,
             known_objects: config.known_objects,
-        }
-    }
-
-    /// When the next key to pop is a listed object kept as text, decodes it and the texts
-    /// queued right after it ([`DECODE_AHEAD`] keys in all) with one call of
-    /// [`KnownObjects::decode_raw_many`] (the compact store splits it over threads), outside
-    /// the lock: the next pops find them decoded. A key touched meanwhile (decoded by a newer
-    /// delta, popped, listed again) keeps what the queue did with it and the decoded copy is
-    /// dropped; a text that does not decode stays, to be reported when popped.
-    fn decode_ahead(&self) {
-        let (decoder, keys, raws) = {
-            let st = self.state.lock();
-            let head_encoded = st
-                .order
-                .front()
-                .and_then(|key| st.items.get(key))
-                .is_some_and(|entry| entry.encoded.is_some());
-            let Some(decoder) = st.decoder.as_ref().filter(|_| head_encoded).cloned() else {
-                return;
-            };
-            let (keys, raws): (Vec<ObjectKey>, Vec<RawObject>) = st
-                .order
-                .iter()
-                .take(DECODE_AHEAD)
-                .filter_map(|key| {
-                    let raw = st.items.get(key)?.encoded.clone()?;
-                    Some((key.clone(), raw))
-                })
-                .unzip();
-            (decoder, keys, raws)
-        };
-        let decoded = decoder.decode_raw_many(&raws);
-        let mut st = self.state.lock();
-        for ((key, raw), result) in keys.into_iter().zip(raws).zip(decoded) {
-            let Ok(obj) = result else {
-                continue;
-            };
-            if let Some(entry) = st.items.get_mut(&key)
-                && entry
-                    .encoded
-                    .as_ref()
-                    .is_some_and(|queued| same_text(queued, &raw))
-            {
-                entry.encoded = None;
-                install_decoded(entry, obj, raw);
-            }
         }
     }
 
@@ -441,7 +383,6 @@ impl<K: Object> Queue<K> for DeltaFifo<K> {
     }
 
     async fn pop(&self, process: &mut ProcessFn<'_, K>) -> Result<(), QueueError> {
-        self.decode_ahead();
         let batch = wait_until(&self.state, &self.notify, State::take_next).await?;
         // From here on nothing awaits: the batch cannot be lost to cancellation, and the guard
         // puts it back if `process` panics.
@@ -493,8 +434,8 @@ type Deltas<K> = SmallVec<[Delta<K>; 1]>;
 struct Entry<K> {
     deltas: Deltas<K>,
     /// A listed object kept as its text ([`Listed::Encoded`]): the key's one pending delta, a
-    /// `Replaced` not yet decoded (`deltas` is then empty). Decoded when popped (or by the
-    /// decode-ahead of a pop before it), or as soon as anything else touches the key.
+    /// `Replaced` not yet decoded (`deltas` is then empty). Decoded when popped, or as soon as
+    /// anything else touches the key.
     encoded: Option<RawObject>,
     /// Part of the initial population (the first `replace`).
     initial: bool,
@@ -686,7 +627,9 @@ fn decode_entry<K>(
     };
     match decoded {
         Ok(obj) => {
-            install_decoded(entry, obj, raw);
+            entry
+                .deltas
+                .insert(0, Delta::with_raw(DeltaType::Replaced, obj, Some(raw)));
             Ok(())
         }
         Err(e) => {
@@ -694,20 +637,6 @@ fn decode_entry<K>(
             Err(e)
         }
     }
-}
-
-/// Puts a listed text's decoded object where the text was: the entry's first delta, a
-/// `Replaced` that keeps the text for the store.
-fn install_decoded<K>(entry: &mut Entry<K>, obj: Arc<K>, raw: RawObject) {
-    entry
-        .deltas
-        .insert(0, Delta::with_raw(DeltaType::Replaced, obj, Some(raw)));
-}
-
-/// Whether two texts are the same shared buffer (the one a key queued, not an equal one a
-/// later list brought).
-fn same_text(a: &RawObject, b: &RawObject) -> bool {
-    std::ptr::eq(a.as_str(), b.as_str())
 }
 
 /// Appends `delta`, merging two consecutive deletions into one as client-go's `dedupDeltas`

@@ -354,17 +354,6 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
         _resource_version: &str,
         known: &dyn KnownObjects<K>,
     ) -> Result<(), QueueError> {
-        // A relist is one atomic batch here: the texts are decoded now, together (a store
-        // may split them over threads), since the whole list would be decoded at its one pop
-        // anyway.
-        let texts: Vec<RawObject> = entries
-            .iter()
-            .filter_map(|entry| match entry {
-                Listed::Encoded { raw, .. } => Some(raw.clone()),
-                _ => None,
-            })
-            .collect();
-        let mut decoded = known.decode_raw_many(&texts).into_iter();
         // Key everything first: a list with an unkeyable object changes nothing.
         let mut listed_keys = Vec::with_capacity(entries.len());
         let mut keyed = Vec::with_capacity(entries.len());
@@ -378,16 +367,10 @@ impl<K: Object> Queue<K> for InOrderFifo<K> {
                     listed_keys.push(key);
                     keyed.push(Keyed::Unchanged);
                 }
+                // A relist is one atomic batch here: decoded now (kept as text, the whole
+                // list would be decoded at its one pop anyway).
                 Listed::Encoded { key, raw } => {
-                    // One result per text, in order (a store that returned fewer: decoded
-                    // here one by one).
-                    let object = match decoded.next() {
-                        Some(result) => result.map_err(|source| QueueError::Decode {
-                            key: key.clone(),
-                            source,
-                        })?,
-                        None => decode_listed(known, &key, &raw)?,
-                    };
+                    let object = decode_listed(known, &key, &raw)?;
                     listed_keys.push(key);
                     keyed.push(Keyed::Object(object, Some(raw)));
                 }

@@ -203,17 +203,11 @@ fn texts_travel_in_their_deltas() {
     }
 }
 
-/// Runs once, in the middle of a batch decode (as a writer racing with it would).
-type DuringBatch = Box<dyn FnOnce() + Send>;
-
-/// A known-objects store that decodes text ([`Listed::Encoded`]) and counts its decodes,
-/// and the sizes of the batches it was asked to decode ([`KnownObjects::decode_raw_many`]);
+/// A known-objects store that decodes text ([`Listed::Encoded`]) and counts its decodes;
 /// `garbage` is a text it refuses.
 struct Decoding {
     inner: Known,
     decoded: std::sync::atomic::AtomicUsize,
-    batches: std::sync::Mutex<Vec<usize>>,
-    during_batch: std::sync::Mutex<Option<DuringBatch>>,
 }
 
 impl Decoding {
@@ -221,17 +215,11 @@ impl Decoding {
         Arc::new(Self {
             inner,
             decoded: std::sync::atomic::AtomicUsize::new(0),
-            batches: std::sync::Mutex::new(Vec::new()),
-            during_batch: std::sync::Mutex::new(None),
         })
     }
 
     fn decoded(&self) -> usize {
         self.decoded.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    fn batches(&self) -> Vec<usize> {
-        self.batches.lock().unwrap().clone()
     }
 }
 
@@ -257,16 +245,6 @@ impl KnownObjects<JsonObject> for Decoding {
                 context: "decoding".to_owned(),
                 source: Box::new(e),
             })
-    }
-
-    fn decode_raw_many(&self, raws: &[RawObject]) -> Vec<Result<Arc<JsonObject>, StoreError>> {
-        self.batches.lock().unwrap().push(raws.len());
-        let decoded = raws.iter().map(|raw| self.decode_raw(raw)).collect();
-        let during = self.during_batch.lock().unwrap().take();
-        if let Some(during) = during {
-            during();
-        }
-        decoded
     }
 }
 
@@ -440,90 +418,4 @@ fn a_text_the_store_cannot_decode_is_refused_with_its_key() {
     assert!(!q.has_synced());
     assert_eq!(pop(&q), ["a:Replaced@5"]);
     assert!(q.has_synced());
-}
-
-/// `DeltaFifo` decodes a list kept as text a batch at a time: the pop that finds a text next
-/// decodes it with the texts queued after it (256 keys) in one `decode_raw_many` call, the
-/// pops after it find them decoded, and the pop that reaches the rest decodes them; each text
-/// once, in list order. The in-order queue decodes the whole list in one call at its replace.
-#[test]
-fn listed_texts_are_decoded_in_batches_each_once_in_order() {
-    let names: Vec<String> = (0..300).map(|i| format!("p{i:03}")).collect();
-    let listed = || -> Vec<Listed<JsonObject>> { names.iter().map(|n| encoded(n, "5")).collect() };
-    let known = Decoding::new(store(&[]));
-    let q = delta_fifo(Some(Arc::clone(&known) as _));
-    q.replace_listed(listed(), "9", known.as_ref()).unwrap();
-    assert!(known.batches().is_empty(), "the replace decoded nothing");
-    let mut popped = Vec::new();
-    popped.extend(pop(&q));
-    assert_eq!(
-        known.batches(),
-        [256],
-        "the first pop decoded the first 256"
-    );
-    assert_eq!(known.decoded(), 256);
-    for _ in 1..256 {
-        popped.extend(pop(&q));
-    }
-    assert_eq!(known.batches(), [256], "decoded already");
-    popped.extend(pop(&q));
-    assert_eq!(known.batches(), [256, 44], "the 257th pop decoded the rest");
-    while !q.is_empty() {
-        popped.extend(pop(&q));
-    }
-    assert_eq!(known.decoded(), 300, "one decode per text");
-    let wanted: Vec<String> = names.iter().map(|n| format!("{n}:Replaced@5")).collect();
-    assert_eq!(popped, wanted);
-    assert!(q.has_synced());
-
-    let known = Decoding::new(store(&[]));
-    let q = in_order(Some(Arc::clone(&known) as _), 1000);
-    q.replace_listed(listed(), "9", known.as_ref()).unwrap();
-    assert_eq!(
-        known.batches(),
-        [300],
-        "in-order: the whole list in one call"
-    );
-    assert_eq!(drain(&q), wanted, "in-order");
-}
-
-/// A key touched while its text is being decoded ahead keeps what the queue did with it, and
-/// the batch's decoded copy is dropped: a key popped meanwhile and listed again as a newer
-/// text pops with the newer text (not the batch's copy of the older one); keys decoded and
-/// queued behind meanwhile are not given the listed object twice.
-#[test]
-fn a_key_touched_during_a_batch_decode_keeps_what_the_queue_did() {
-    let known = Decoding::new(store(&[]));
-    let q = Arc::new(delta_fifo(Some(Arc::clone(&known) as _)));
-    q.replace_listed(
-        vec![encoded("a", "5"), encoded("b", "5"), encoded("c", "5")],
-        "9",
-        known.as_ref(),
-    )
-    .unwrap();
-    let writer = Arc::clone(&q);
-    let relister = Arc::clone(&known);
-    *known.during_batch.lock().unwrap() = Some(Box::new(move || {
-        // Another pop takes `a` (decoding the three again, its own batch).
-        assert_eq!(pop(writer.as_ref()), ["a:Replaced@5"]);
-        writer.update(obj("b", "6")).unwrap();
-        writer
-            .replace_listed(
-                vec![encoded("a", "8"), encoded("b", "5"), encoded("c", "7")],
-                "10",
-                relister.as_ref(),
-            )
-            .unwrap();
-    }));
-    assert_eq!(
-        pop(q.as_ref()),
-        ["b:Replaced@5", "b:Updated@6", "b:Replaced@5"],
-        "b: the listed object once, the event, the relist's object"
-    );
-    assert_eq!(
-        drain(q.as_ref()),
-        ["c:Replaced@5", "c:Replaced@7", "a:Replaced@8"],
-        "a: the newer text, listed after it was popped"
-    );
-    assert_eq!(known.batches(), [3, 3, 1]);
 }

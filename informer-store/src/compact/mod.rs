@@ -33,9 +33,9 @@ pub use error::{CompactError, DecodeError};
 /// The default number of decoded objects a [`CompactStore`] keeps.
 pub const DEFAULT_CACHE_CAPACITY: usize = 1_024;
 
-/// A scan (or a queue's batch of listed texts, [`KnownObjects::decode_raw_many`]) splits its
-/// decoding over threads only when each thread gets at least this many objects to decode:
-/// below that, starting a thread (and its decompression context) costs more than it saves.
+/// A scan splits its decoding over threads only when each thread gets at least this many
+/// objects to decode: below that, starting a thread (and its decompression context) costs
+/// more than it saves.
 const PARALLEL_DECODE_MIN: usize = 64;
 
 /// The most threads a scan decodes on, by default.
@@ -553,12 +553,38 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             .filter(|p| matches!(p, Pick::Encoded(..)))
             .count();
         let threads = self.decode_threads.min(to_decode / PARALLEL_DECODE_MIN);
-        map_on_threads(&picks, threads, |pick| match pick {
-            Pick::Cached(obj) => Ok(Arc::clone(obj)),
-            Pick::Encoded(key, encoded) => Ok(Arc::new(self.decode(key, encoded)?)),
+        if threads <= 1 {
+            return self.decode_picks(&picks);
+        }
+        let part = picks.len().div_ceil(threads);
+        let mut parts = picks.chunks(part);
+        let first = parts.next().unwrap_or_default();
+        std::thread::scope(|scope| {
+            let others: Vec<_> = parts
+                .map(|rest| scope.spawn(move || self.decode_picks(rest)))
+                .collect();
+            let mut all = self.decode_picks(first)?;
+            all.reserve(picks.len() - all.len());
+            for handle in others {
+                match handle.join() {
+                    Ok(decoded) => all.extend(decoded?),
+                    // A `Deserialize` impl (user code) panicked: panic here as a sequential
+                    // decode would have.
+                    Err(payload) => std::panic::resume_unwind(payload),
+                }
+            }
+            Ok(all)
         })
-        .into_iter()
-        .collect()
+    }
+
+    fn decode_picks(&self, picks: &[Pick<K>]) -> Result<Vec<Arc<K>>, CompactError> {
+        picks
+            .iter()
+            .map(|pick| match pick {
+                Pick::Cached(obj) => Ok(Arc::clone(obj)),
+                Pick::Encoded(key, encoded) => Ok(Arc::new(self.decode(key, encoded)?)),
+            })
+            .collect()
     }
 
     /// Picks the objects of the slots in `ids` (every slot an index files is occupied).
@@ -947,44 +973,6 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
                 source: Box::new(e),
             })
     }
-
-    /// As a scan does: split over up to [`CompactStoreBuilder::decode_threads`] scoped
-    /// threads when each gets at least 64 texts.
-    fn decode_raw_many(&self, raws: &[RawObject]) -> Vec<Result<Arc<K>, StoreError>> {
-        let threads = self.decode_threads.min(raws.len() / PARALLEL_DECODE_MIN);
-        map_on_threads(raws, threads, |raw| self.decode_raw(raw))
-    }
-}
-
-/// Maps `items` in order, split into contiguous parts over up to `threads` scoped threads
-/// (the caller's thread maps the first part and waits for the others). A panic in `f` (a
-/// `Deserialize` impl is user code) panics here, as mapping on one thread would have.
-fn map_on_threads<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    if threads <= 1 || items.len() < 2 {
-        return items.iter().map(f).collect();
-    }
-    let part = items.len().div_ceil(threads);
-    let mut parts = items.chunks(part);
-    let first = parts.next().unwrap_or_default();
-    let f = &f;
-    std::thread::scope(|scope| {
-        let others: Vec<_> = parts
-            .map(|rest| scope.spawn(move || rest.iter().map(f).collect::<Vec<R>>()))
-            .collect();
-        let mut all: Vec<R> = first.iter().map(f).collect();
-        all.reserve(items.len() - all.len());
-        for handle in others {
-            match handle.join() {
-                Ok(mapped) => all.extend(mapped),
-                Err(payload) => std::panic::resume_unwind(payload),
-            }
-        }
-        all
-    })
 }
 
 impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use informer_core::{
-    Indexer, KnownObjects, NAMESPACE_INDEX, Object, RawObject, Store, StoreError, label_index_func,
+    Indexer, KnownObjects, NAMESPACE_INDEX, Object, Store, StoreError, label_index_func,
     namespace_indexers,
 };
 use informer_store::{
@@ -550,53 +550,6 @@ fn scans_decoded_on_several_threads_equal_one_thread() {
     let (a, b) = (sorted(one.list()), sorted(three.list()));
     assert_eq!(a.len(), 700);
     assert_eq!(a, b);
-}
-
-/// A `JsonObject` that notes the threads it is decoded on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(transparent)]
-struct Threaded(JsonObject);
-
-static DECODED_ON: std::sync::Mutex<Vec<std::thread::ThreadId>> = std::sync::Mutex::new(Vec::new());
-
-impl<'de> Deserialize<'de> for Threaded {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        DECODED_ON.lock().unwrap().push(std::thread::current().id());
-        JsonObject::deserialize(d).map(Threaded)
-    }
-}
-
-delegate_object!(Threaded);
-
-/// A queue's batch of listed texts (`decode_raw_many`, what `DeltaFifo` asks when a list
-/// waits as text) is decoded on several threads, into what `decode_raw` gives for each text,
-/// in order, a text that does not decode failing in its place.
-#[test]
-fn listed_texts_decoded_on_several_threads_equal_one_by_one() {
-    let store: CompactStore<Threaded> = CompactStore::builder().decode_threads(3).build();
-    let mut raws: Vec<RawObject> = (0..300)
-        .map(|i| {
-            let o = obj("ns", &format!("o-{i}"), "web");
-            RawObject::from(serde_json::to_string(&*o).unwrap())
-        })
-        .collect();
-    raws[150] = RawObject::new("{not json");
-    let many = store.decode_raw_many(&raws);
-    let threads: std::collections::HashSet<_> = DECODED_ON.lock().unwrap().drain(..).collect();
-    assert_eq!(threads.len(), 3, "300 texts over 3 threads");
-    assert_eq!(many.len(), 300);
-    for (i, (raw, got)) in raws.iter().zip(&many).enumerate() {
-        match (store.decode_raw(raw), got) {
-            (Ok(one), Ok(got)) => assert_eq!(one, *got, "{i}"),
-            (Err(_), Err(_)) => assert_eq!(i, 150),
-            (one, got) => panic!("{i}: {one:?} against {got:?}"),
-        }
-    }
-    // Below 64 texts a thread, one thread.
-    DECODED_ON.lock().unwrap().clear();
-    store.decode_raw_many(&raws[..100]);
-    let threads: std::collections::HashSet<_> = DECODED_ON.lock().unwrap().drain(..).collect();
-    assert_eq!(threads.len(), 1);
 }
 
 /// A MessagePack store encodes the object itself: JSON handed in is not kept (so the store
