@@ -2,8 +2,10 @@
 //!
 //! `cargo test` runs one test binary after another. Ours are few (one per crate, plus unit
 //! tests) and uneven: informer-kube's spends most of its time waiting on real-time timers and
-//! child processes, while the others are short and busy. Here `cargo test --no-run` builds
-//! every test binary exactly as `cargo test` would (same command, same features), and then:
+//! child processes, while the others are short and busy. Here one `cargo build --tests`
+//! builds every test binary exactly as `cargo test` would (same features, same artifacts),
+//! with the examples the tests start ([`PROGRAMS`]; `cargo test` would also link the other
+//! examples, which clippy checks and the tests compile in), and then:
 //!
 //! - two lanes run the test binaries, integration-test binaries first and informer-kube's
 //!   first of all (the longest), each binary as cargo runs it (its package directory as the
@@ -55,6 +57,13 @@ const SLOW_FIRST: &[&str] = &[
 /// its run on two threads (58 s of CPU in 111 s); on four, the other lanes fill the waits and
 /// a clean CI run took 336 s instead of 364 s.
 const WAITING: &[(&str, &str, usize)] = &[("informer-kube", "it", 4)];
+
+/// The examples the tests start as programs (informer-kube's process tests: `build("...")`
+/// finds them in the build's messages and fails if they are missing), built beside the test
+/// binaries. The other examples are not built here: clippy checks and lints them, `cargo doc`
+/// documents them, and the tests compile their logic into informer-kube's test binary; linking
+/// them too cost about 27 s of CPU per run.
+const PROGRAMS: &[&str] = &["leader-elected", "sharded-controller"];
 
 /// One test binary of the build.
 #[derive(Debug, Clone)]
@@ -180,13 +189,19 @@ fn cargo_path() -> String {
     std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned())
 }
 
-/// `cargo test --workspace --all-features --no-run`, its messages kept in `messages`; the
-/// test binaries it built, in the order they should start.
+/// `cargo build --workspace --all-features --tests` with the [`PROGRAMS`] (every test binary
+/// as `cargo test` builds it, the same features, so the doc-tests after it find everything up
+/// to date, and the programs the tests start), its messages kept in `messages`; the test
+/// binaries, in the order they should start.
 fn build(root: &Path, messages: &Path) -> Result<Vec<TestBinary>, String> {
+    let mut args = vec!["build", "--workspace", "--all-features", "--tests"];
+    for program in PROGRAMS {
+        args.extend(["--example", program]);
+    }
     let mut command = Command::new(cargo_path());
     without_package_env(&mut command);
     let output = command
-        .args(["test", "--workspace", "--all-features", "--no-run"])
+        .args(&args)
         .arg("--message-format=json-render-diagnostics")
         .current_dir(root)
         .stderr(Stdio::inherit())
@@ -194,7 +209,8 @@ fn build(root: &Path, messages: &Path) -> Result<Vec<TestBinary>, String> {
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !output.status.success() {
         return Err(format!(
-            "`cargo test --workspace --all-features --no-run` failed ({})",
+            "`cargo {}` failed ({})",
+            args.join(" "),
             output.status
         ));
     }
