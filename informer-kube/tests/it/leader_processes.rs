@@ -34,12 +34,14 @@ const NS: &str = "default";
 /// The executable of a program of the workspace (a binary or an example, by target name),
 /// built by cargo as the README's test command builds it (also used by `shard_processes`).
 ///
-/// One `cargo test --workspace --all-features --no-run` serves every caller: the command the
-/// tests run under in CI (`cargo xtask ci`), so there it finds everything up to date (about a
-/// second), where any narrower `cargo build` resolves the dependencies' features differently
-/// and compiles dozens of crates again, in place of the test build's (and the next `cargo
-/// test` compiles them back). Run from a narrower `cargo test`, it builds the workspace's
-/// tests once.
+/// One `cargo test --workspace --all-features --no-run` serves every caller: it resolves
+/// features as the README's test command does, so it finds everything up to date after a
+/// `cargo test` (about a second), where a narrower `cargo build` resolves the dependencies'
+/// features differently and compiles dozens of crates again, in place of the test build's
+/// (and the next `cargo test` compiles them back). Run from a narrower `cargo test`, it
+/// builds the workspace's tests once. Under `cargo xtask ci` nothing is built here: xtask's
+/// own build (`cargo build --tests` with these programs, the same features) hands over its
+/// messages.
 pub(crate) fn build(name: &str) -> PathBuf {
     static BUILT: std::sync::OnceLock<Vec<(String, PathBuf)>> = std::sync::OnceLock::new();
     BUILT
