@@ -15,6 +15,18 @@
 //!   `shard-bench replica` process.
 //!
 //! Linux only (`/proc`, `kill -STOP`). Not part of the published crates.
+//!
+//! Every contender allocates with the system allocator (glibc malloc), unless the feature
+//! `mimalloc` is on (`cargo xtask bench --allocator mimalloc`): then this crate's programs (the
+//! orchestrator, every contender, the sharding replicas) use mimalloc, the same for all
+//! contenders, and the report says so ([`machine::allocator`]); the `fake-apiserver` binary
+//! keeps the system allocator. The allocator is the application's choice, not the library's;
+//! the feature measures how much of a figure is the allocator's.
+
+/// The `mimalloc` feature's global allocator, for every program linking this library.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 pub mod contender;
 pub mod error;

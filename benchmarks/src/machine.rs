@@ -17,6 +17,27 @@ pub struct Machine {
     pub kernel: String,
     /// `rustc --version`.
     pub rustc: String,
+    /// The global allocator every process of the run used (feature `mimalloc`, or the system
+    /// allocator); runs recorded before this field existed used the system allocator.
+    #[serde(default = "system_allocator")]
+    pub allocator: String,
+}
+
+/// How the report names the system allocator.
+pub const SYSTEM_ALLOCATOR: &str = "the system allocator (glibc malloc)";
+
+fn system_allocator() -> String {
+    SYSTEM_ALLOCATOR.to_owned()
+}
+
+/// The global allocator of this build's benchmark programs (the orchestrator and the
+/// contenders are built together, with the same features).
+pub fn allocator() -> &'static str {
+    if cfg!(feature = "mimalloc") {
+        "mimalloc (the `mimalloc` feature, `cargo xtask bench --allocator mimalloc`)"
+    } else {
+        SYSTEM_ALLOCATOR
+    }
 }
 
 impl Machine {
@@ -45,6 +66,7 @@ impl Machine {
             memory_bytes,
             kernel,
             rustc,
+            allocator: allocator().to_owned(),
         }
     }
 }

@@ -406,7 +406,8 @@ fn verdict(check: &TargetCheck) -> &'static str {
 }
 
 /// A target's value in its unit.
-fn value_text(unit: Unit, value: Option<f64>) -> String {
+/// `measured` as the report shows it (`1.23×`, `52 µs`, `30.3 ms`; `–` when not measured).
+pub fn value_text(unit: Unit, value: Option<f64>) -> String {
     match unit {
         Unit::Ratio => times(value),
         Unit::Micros => value.map_or_else(|| "–".to_owned(), micros),
@@ -460,7 +461,10 @@ pub fn render(results: &SuiteResults, context: &ReportContext) -> String {
         s.namespaces
     );
     out.push('\n');
-    out.push_str(SETUP);
+    out.push_str(&SETUP.replace(
+        "the system allocator (glibc malloc) for all",
+        &format!("{} for all", context.machine.allocator),
+    ));
     let _ = writeln!(
         out,
         "\nPhases in this run: steady writes at {} for {} s; a backlog of {} writes; lookups timed \
@@ -953,6 +957,7 @@ mod tests {
                     memory_bytes: 8 << 30,
                     kernel: "6.0".into(),
                     rustc: "rustc 1.95.0".into(),
+                    allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
                 },
                 date: "2026-01-01 00:00 UTC".into(),
                 command: "cargo xtask bench".into(),
@@ -966,6 +971,36 @@ mod tests {
     }
 
     #[test]
+    fn the_report_names_the_allocator_of_the_run() {
+        let mut context = ReportContext {
+            machine: Machine {
+                cpu: "Test CPU".into(),
+                cores: 2,
+                memory_bytes: 8 << 30,
+                kernel: "6.0".into(),
+                rustc: "rustc 1.95.0".into(),
+                allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
+            },
+            date: "2026-01-01 00:00 UTC".into(),
+            command: "cargo xtask bench".into(),
+            analysis: None,
+        };
+        let results = SuiteResults {
+            settings: sample().settings,
+            sizes: Vec::new(),
+        };
+        let text = render(&results, &context);
+        assert!(
+            text.contains("the system allocator (glibc malloc) for all"),
+            "{text}"
+        );
+        context.machine.allocator = "mimalloc (test)".into();
+        let text = render(&results, &context);
+        assert!(text.contains("mimalloc (test) for all"), "{text}");
+        assert!(!text.contains("glibc"), "{text}");
+    }
+
+    #[test]
     fn the_report_has_every_section_and_the_analysis() {
         let context = ReportContext {
             machine: Machine {
@@ -974,6 +1009,7 @@ mod tests {
                 memory_bytes: 8 << 30,
                 kernel: "6.0".into(),
                 rustc: "rustc 1.95.0".into(),
+                allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
             },
             date: "2026-01-01 00:00 UTC".into(),
             command: "cargo xtask bench".into(),

@@ -7,6 +7,9 @@
 //! BENCHMARKS.md at the workspace root; with `--quick` (2,000 pods, short phases)
 //! `BENCHMARKS-quick.md` in the target directory. Other options go to the orchestrator
 //! unchanged (`--sizes 10000`, `--contenders informer,kube-runtime`, `--json PATH`, `--help`).
+//! `--allocator mimalloc` builds and runs every program with mimalloc as the global allocator
+//! instead of the system allocator (feature `mimalloc` of `informer-benchmarks`; the report
+//! names it); `--allocator system` is the default. Not taken with `--sharding`.
 //!
 //! `cargo xtask bench --sharding [--pods N] [--shards S] ...` builds and runs `shard-bench`
 //! instead: N pods over S sharded informers with server-side and with client-side filtering,
@@ -21,7 +24,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     if args.iter().any(|a| a == "--sharding") {
         return sharding(args);
     }
-    cargo(&[
+    let (allocator, args) = allocator(args)?;
+    let features: &[&str] = match allocator {
+        Allocator::System => &[],
+        Allocator::Mimalloc => &["--features", "informer-benchmarks/mimalloc"],
+    };
+    let mut build = vec![
         "build",
         "--release",
         "--package",
@@ -31,17 +39,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "fake-apiserver",
         "--bin",
         "fake-apiserver",
-    ])?;
+    ];
+    build.extend(features);
+    cargo(&build)?;
     let quick = args.iter().any(|a| a == "--quick");
-    let command = if quick {
-        "cargo xtask bench --quick"
-    } else {
-        "cargo xtask bench"
+    let command = match (quick, allocator) {
+        (true, Allocator::System) => "cargo xtask bench --quick",
+        (true, Allocator::Mimalloc) => "cargo xtask bench --quick --allocator mimalloc",
+        (false, Allocator::System) => "cargo xtask bench",
+        (false, Allocator::Mimalloc) => "cargo xtask bench --allocator mimalloc",
     };
-    let mut run: Vec<&str> = vec![
-        "run",
-        "--release",
-        "--quiet",
+    let mut run: Vec<&str> = vec!["run", "--release", "--quiet"];
+    run.extend(features);
+    run.extend([
         "--package",
         "informer-benchmarks",
         "--bin",
@@ -49,9 +59,40 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--",
         "--command",
         command,
-    ];
+    ]);
     run.extend(args.iter().map(String::as_str));
     cargo(&run)
+}
+
+/// The global allocator of the benchmark programs (`--allocator system|mimalloc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Allocator {
+    System,
+    Mimalloc,
+}
+
+/// Takes `--allocator NAME` out of `args`.
+fn allocator(args: &[String]) -> Result<(Allocator, Vec<String>), String> {
+    let mut rest = Vec::new();
+    let mut chosen = Allocator::System;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg != "--allocator" {
+            rest.push(arg.clone());
+            continue;
+        }
+        chosen = match iter.next().map(String::as_str) {
+            Some("system") => Allocator::System,
+            Some("mimalloc") => Allocator::Mimalloc,
+            other => {
+                return Err(format!(
+                    "--allocator takes system or mimalloc, not {}",
+                    other.unwrap_or("nothing")
+                ));
+            }
+        };
+    }
+    Ok((chosen, rest))
 }
 
 /// `cargo xtask bench --sharding [options]`: builds `shard-bench` and `fake-apiserver` in
@@ -93,4 +134,38 @@ fn sharding(args: &[String]) -> Result<(), String> {
     ];
     run.extend(rest);
     cargo(&run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| (*a).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_allocator_option_is_taken_out_of_the_orchestrators_arguments() {
+        let (chosen, rest) = allocator(&strings(&[
+            "--sizes",
+            "10000",
+            "--allocator",
+            "mimalloc",
+            "--quick",
+        ]))
+        .unwrap();
+        assert_eq!(chosen, Allocator::Mimalloc);
+        assert_eq!(rest, strings(&["--sizes", "10000", "--quick"]));
+        let (chosen, rest) = allocator(&strings(&["--sizes", "10000"])).unwrap();
+        assert_eq!(chosen, Allocator::System);
+        assert_eq!(rest, strings(&["--sizes", "10000"]));
+        assert_eq!(
+            allocator(&strings(&["--allocator", "system"])).unwrap().0,
+            Allocator::System
+        );
+        let error = allocator(&strings(&["--allocator", "jemalloc"])).unwrap_err();
+        assert!(error.contains("not jemalloc"), "{error}");
+        let error = allocator(&strings(&["--allocator"])).unwrap_err();
+        assert!(error.contains("not nothing"), "{error}");
+    }
 }

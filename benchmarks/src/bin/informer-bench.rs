@@ -223,8 +223,7 @@ fn run(args: Args) -> Result<(), HarnessError> {
                 "  {:>7} pods  {:<58} {:>8}  {verdict}  ({})",
                 t.pods,
                 t.target,
-                t.measured
-                    .map_or_else(|| "–".to_owned(), |m| format!("{m:.2}×")),
+                informer_benchmarks::report::value_text(t.unit, t.measured),
                 t.detail
             );
         }
