@@ -92,7 +92,8 @@
 //! - `Deleted`: the cache drops the key and handlers get `on_delete` with the final object,
 //!   or a [`Tombstone`] when the deletion was noticed only by a relist. A deletion of a key
 //!   the cache does not hold is not delivered.
-//! - A delta the cache refuses (or whose key or index function panics) is logged, counted
+//! - A delta the cache refuses (or whose key or index function panics), and a listed object
+//!   kept as text that the store cannot decode, is logged, counted
 //!   ([`InformerStats::apply_errors`]) and skipped; errors never stop the loop.
 //!
 //! # Handlers

@@ -121,7 +121,8 @@ pub struct InformerStats {
     pub batches: u64,
     /// Deltas applied to the cache.
     pub deltas: u64,
-    /// Deltas the cache refused (reported and skipped).
+    /// Deltas the cache refused, and listed objects kept as text that the store could not
+    /// decode when the queue handed them over (each reported and skipped).
     pub apply_errors: u64,
     /// Objects in the cache.
     pub cached: usize,
@@ -608,6 +609,17 @@ impl<K: Object> SharedIndexInformer<K> {
             match popped {
                 Ok(()) => {}
                 Err(QueueError::Closed) => return,
+                Err(QueueError::Decode { key, source }) => {
+                    // A listed text the store cannot decode (JSON, but not the object type):
+                    // left out, and counted like a delta the cache refuses.
+                    inner.apply_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::error!(
+                        informer = %inner.name,
+                        %key,
+                        error = %source,
+                        "a listed object cannot be decoded; it is left out of the cache"
+                    );
+                }
                 Err(error) => tracing::warn!(informer = %inner.name, %error, "pop failed"),
             }
             // A long backlog must not monopolise the runtime thread.

@@ -174,6 +174,10 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
         reflector.counters.lists, 1,
         "one list: the bad item did not fail it"
     );
+    assert_eq!(
+        stats.apply_errors, 1,
+        "the item left out is counted as a refused delta"
+    );
     assert!(informer.has_synced());
     cancel.cancel();
 }
