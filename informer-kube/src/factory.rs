@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+#[cfg(feature = "compact")]
+use informer::reflector::WatchListMode;
 use informer::{
     CacheSyncError, FactoryConfig, FactoryShutdownReport, InformerConfig, InformerFactory,
     InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError, SharedIndexInformer,
@@ -248,7 +250,12 @@ impl KubeInformerFactory {
     ///
     /// With the `compact` feature, `StoreKind::Compact(options)` keeps every object encoded
     /// and decodes it on access: a cache of 100,000 pods in well under a gigabyte instead of
-    /// several, lookups that miss its cache of decoded objects paying a decode.
+    /// several, lookups that miss its cache of decoded objects paying a decode. When such a
+    /// store is handed lists as text (`options.takes_lists_as_text()`: the default options),
+    /// the informer's first list is also a paginated list instead of a streaming one
+    /// (`list_watch.watch_list` starts as `WatchListMode::Off`): the store then syncs in about
+    /// half the time (see `CompactOptions::takes_lists_as_text`). A configure closure of
+    /// [`informer_with`](Self::informer_with) sees that setting and may turn streaming back on.
     ///
     /// ```no_run
     /// # #[cfg(feature = "compact")]
@@ -344,7 +351,16 @@ impl KubeInformerFactory {
         if self.provider.drop_managed_fields.load(Ordering::Relaxed) {
             config.transform = Some(drop_managed_fields());
         }
-        config.store = StoreChoice::from_kind(&self.provider.store.lock());
+        let store = self.provider.store.lock().clone();
+        // A store handed lists as text syncs twice as fast from a paginated list as from a
+        // streaming one (`CompactOptions::takes_lists_as_text`); `informer_with` can undo it.
+        #[cfg(feature = "compact")]
+        if let StoreKind::Compact(options) = &store
+            && options.takes_lists_as_text()
+        {
+            config.list_watch.watch_list = WatchListMode::Off;
+        }
+        config.store = StoreChoice::from_kind(&store);
     }
 
     /// The lister of the shared informer for `K` in this view (the informer is created if

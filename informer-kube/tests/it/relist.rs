@@ -13,8 +13,9 @@ use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
 use informer::{
     CompactOptions, InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer, StoreChoice,
+    StoreKind,
 };
-use informer_kube::KubeListerWatcher;
+use informer_kube::{KubeInformerFactory, KubeListerWatcher};
 use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
@@ -180,4 +181,81 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
     );
     assert!(informer.has_synced());
     cancel.cancel();
+}
+
+/// The kube factory lists first (a paginated list, items handed over as text) for a store that
+/// takes lists as text, since a streaming list's initial events arrive decoded, are dropped and
+/// decoded again at the pop (about twice the sync time at 100k pods); a configure closure can
+/// turn streaming back on, and a store that cannot decode text keeps streaming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_factory_with_a_text_store_lists_first_unless_told_to_stream() {
+    let engine = FakeApiServer::new();
+    seed(
+        &engine,
+        &SeedConfig {
+            namespaces: 2,
+            pods: 40,
+            ..SeedConfig::default()
+        },
+    )
+    .unwrap();
+    let env = Env::with_engine(engine).await.unwrap();
+    let message_pack = CompactOptions::default().codec(informer::Codec::MessagePack);
+    // (store, stream anyway, the mode the factory presets, list requests expected)
+    let cases = [
+        (
+            StoreKind::Compact(CompactOptions::default()),
+            false,
+            WatchListMode::Off,
+            1,
+        ),
+        (
+            StoreKind::Compact(CompactOptions::default()),
+            true,
+            WatchListMode::Off,
+            0,
+        ),
+        (
+            StoreKind::Compact(message_pack),
+            false,
+            WatchListMode::On,
+            0,
+        ),
+        (
+            StoreKind::Compact(CompactOptions::default().lists_as_text(false)),
+            false,
+            WatchListMode::On,
+            0,
+        ),
+        (StoreKind::Indexed, false, WatchListMode::On, 0),
+    ];
+    for (store, stream, preset, list_requests) in cases {
+        let case = format!("{store:?}, stream anyway: {stream}");
+        let factory = KubeInformerFactory::new(env.client.clone());
+        factory.set_store(store);
+        let informer = factory
+            .informer_with::<Pod>(|config| {
+                assert_eq!(config.list_watch.watch_list, preset, "{case}");
+                if stream {
+                    config.list_watch.watch_list = WatchListMode::On;
+                }
+            })
+            .unwrap();
+        factory.start();
+        synced(&informer).await;
+        assert_eq!(
+            cache_state(&informer),
+            server_state(&env.engine, "pods", None),
+            "{case}"
+        );
+        let reflector = informer.stats().reflector.unwrap();
+        assert_eq!(
+            reflector.counters.list_requests, list_requests,
+            "{case}: {reflector:?}"
+        );
+        if list_requests > 0 {
+            assert_eq!(reflector.listed_as_text, 40, "{case}: {reflector:?}");
+        }
+        factory.shutdown().await;
+    }
 }
