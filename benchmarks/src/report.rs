@@ -723,15 +723,17 @@ lately: on a virtual machine, memory the guest has not touched lately costs host
 too, and without this the cold sync of whichever contender followed a small process took twice \
 as long. The server has also answered one full list both ways before the first run.
 - **informer-rs (default).** `KubeInformerFactory::new(client).informer::<Pod>()`: DeltaFifo, \
-indexed store with the namespace index, one closure handler. Its first list asks for \
-`resourceVersion=0&limit=500` (client-go's choice: any state, from the watch cache); the server, \
-like the API server's watch cache, answers that in one response. Relists after a 410 are \
-consistent paginated lists. The extra row drops `managedFields` as each object is decoded \
-(`set_drop_managed_fields(true)`); it is not the headline.
+indexed store with the namespace index, one closure handler. Its lists, the first and those \
+after a 410, are streaming lists (a watch with `sendInitialEvents=true`, the informer's default), \
+which the server answers from its history as the API server's watch cache does. The extra row \
+drops `managedFields` as each object is decoded (`set_drop_managed_fields(true)`); it is not the \
+headline.
 - **informer-rs, compact store.** The same factory with `set_store(StoreKind::Compact(\
 CompactOptions::default()))`: every pod kept as its JSON, compressed with a zstd dictionary \
 trained on the first 512, a cache of 1,024 decoded pods; objects arrive with their JSON text, \
-which the store compresses as received (no re-encoding); full objects (`managedFields` kept).
+which the store compresses as received (no re-encoding); full objects (`managedFields` kept). \
+Since the store takes lists as text, the factory gives it paginated lists instead of streaming \
+ones (`CompactOptions::takes_lists_as_text`; runs before 2026-11-26 19:20 UTC streamed).
 - **kube-runtime 5.** `reflector(writer, watcher(api, watcher::Config::default()).default_backoff())` \
 consumed by one task (its documented use), and the same with `.streaming_lists()`. Its default \
 lists are consistent (no resourceVersion) in pages of 500. Namespace lookups use \
