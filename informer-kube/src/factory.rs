@@ -252,9 +252,9 @@ impl KubeInformerFactory {
     /// and decodes it on access: a cache of 100,000 pods in well under a gigabyte instead of
     /// several, lookups that miss its cache of decoded objects paying a decode. When such a
     /// store is handed lists as text (`options.takes_lists_as_text()`: the default options),
-    /// the informer's first list is also a paginated list instead of a streaming one
-    /// (`list_watch.watch_list` starts as `WatchListMode::Off`): the store then syncs in about
-    /// half the time (see `CompactOptions::takes_lists_as_text`). A configure closure of
+    /// the informer's lists (the first and any relist) are also paginated lists instead of
+    /// streaming ones (`list_watch.watch_list` starts as `WatchListMode::Off`): the store then
+    /// syncs in about half the time (see `CompactOptions::takes_lists_as_text`). A configure closure of
     /// [`informer_with`](Self::informer_with) sees that setting and may turn streaming back on.
     ///
     /// ```no_run
