@@ -351,11 +351,11 @@ impl KubeInformerFactory {
         if self.provider.drop_managed_fields.load(Ordering::Relaxed) {
             config.transform = Some(drop_managed_fields());
         }
-        let store = self.provider.store.lock().clone();
+        let store = self.provider.store.lock();
         // A store handed lists as text syncs twice as fast from a paginated list as from a
         // streaming one (`CompactOptions::takes_lists_as_text`); `informer_with` can undo it.
         #[cfg(feature = "compact")]
-        if let StoreKind::Compact(options) = &store
+        if let StoreKind::Compact(options) = &*store
             && options.takes_lists_as_text()
         {
             config.list_watch.watch_list = WatchListMode::Off;

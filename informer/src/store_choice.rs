@@ -225,7 +225,7 @@ impl CompactOptions {
     /// `list_watch.watch_list` to [`WatchListMode::Off`](crate::reflector::WatchListMode::Off)
     /// yourself.
     pub fn takes_lists_as_text(&self) -> bool {
-        self.lists_as_text && matches!(self.codec, Codec::Json | Codec::ZstdDictionary(_))
+        self.lists_as_text && self.codec.keeps_json()
     }
 }
 

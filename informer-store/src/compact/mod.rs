@@ -954,7 +954,7 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
     /// With a JSON codec, yes: the text as received saves encoding each object. A MessagePack
     /// codec encodes the object itself, so the text would be carried for nothing.
     fn wants_raw(&self) -> bool {
-        self.codec.format() == Format::Json
+        self.codec.keeps_json()
     }
 
     /// With a JSON codec, unless [`CompactStoreBuilder::lists_as_text`] turned it off: a list
