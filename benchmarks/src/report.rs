@@ -461,10 +461,7 @@ pub fn render(results: &SuiteResults, context: &ReportContext) -> String {
         s.namespaces
     );
     out.push('\n');
-    out.push_str(&SETUP.replace(
-        "the system allocator (glibc malloc) for all",
-        &format!("{} for all", context.machine.allocator),
-    ));
+    out.push_str(&SETUP.replace("{allocator}", &context.machine.allocator));
     let _ = writeln!(
         out,
         "\nPhases in this run: steady writes at {} for {} s; a backlog of {} writes; lookups timed \
@@ -703,7 +700,8 @@ fn micros_fine(us: f64) -> String {
     }
 }
 
-/// How the run is set up (the same for every run).
+/// How the run is set up (the same for every run but the allocator, which replaces
+/// `{allocator}`).
 const SETUP: &str = "\
 How it is measured (benchmarks/src, `informer-benchmarks`):
 
@@ -713,8 +711,8 @@ identical objects), then runs each contender in fresh `bench-contender` processe
 another: a *memory run* (cold sync, RSS after sync, forced relist) and a *watch run* (cold sync \
 again, steady writes, backlog, lookups). RSS is `VmRSS`/`VmHWM` from `/proc/<pid>/status`; \
 `VmHWM` is reset (`clear_refs`) before the relist and `VmRSS` is also sampled every 5 ms.
-- **Same conditions.** One tokio multi-thread runtime with 2 workers per contender, the system \
-allocator (glibc malloc) for all, the same kube-client `Client` configuration for all \
+- **Same conditions.** One tokio multi-thread runtime with 2 workers per contender, {allocator} \
+for all, the same kube-client `Client` configuration for all \
 (`informer_kube::client_for_informers`: kube-client's retry layer for 429/503/504 off; no such \
 answer occurs here, so the layer would only add the same small overhead to everyone), page size \
 500 for all, typed k8s-openapi `Pod`s for all. Before every run the orchestrator writes and \
@@ -953,14 +951,7 @@ mod tests {
                 sizes: vec![size],
             },
             &ReportContext {
-                machine: Machine {
-                    cpu: "Test CPU".into(),
-                    cores: 2,
-                    memory_bytes: 8 << 30,
-                    kernel: "6.0".into(),
-                    rustc: "rustc 1.95.0".into(),
-                    allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
-                },
+                machine: test_machine(),
                 date: "2026-01-01 00:00 UTC".into(),
                 command: "cargo xtask bench".into(),
                 analysis: None,
@@ -972,17 +963,22 @@ mod tests {
         );
     }
 
+    /// The machine the tests' reports name.
+    fn test_machine() -> Machine {
+        Machine {
+            cpu: "Test CPU".into(),
+            cores: 2,
+            memory_bytes: 8 << 30,
+            kernel: "6.0".into(),
+            rustc: "rustc 1.95.0".into(),
+            allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
+        }
+    }
+
     #[test]
     fn the_report_names_the_allocator_of_the_run() {
         let mut context = ReportContext {
-            machine: Machine {
-                cpu: "Test CPU".into(),
-                cores: 2,
-                memory_bytes: 8 << 30,
-                kernel: "6.0".into(),
-                rustc: "rustc 1.95.0".into(),
-                allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
-            },
+            machine: test_machine(),
             date: "2026-01-01 00:00 UTC".into(),
             command: "cargo xtask bench".into(),
             analysis: None,
@@ -1005,14 +1001,7 @@ mod tests {
     #[test]
     fn the_report_has_every_section_and_the_analysis() {
         let context = ReportContext {
-            machine: Machine {
-                cpu: "Test CPU".into(),
-                cores: 2,
-                memory_bytes: 8 << 30,
-                kernel: "6.0".into(),
-                rustc: "rustc 1.95.0".into(),
-                allocator: crate::machine::SYSTEM_ALLOCATOR.into(),
-            },
+            machine: test_machine(),
             date: "2026-01-01 00:00 UTC".into(),
             command: "cargo xtask bench".into(),
             analysis: Some("## Analysis\n\nWhy.\n".into()),
