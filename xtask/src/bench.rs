@@ -42,13 +42,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ];
     build.extend(features);
     cargo(&build)?;
-    let quick = args.iter().any(|a| a == "--quick");
-    let command = match (quick, allocator) {
-        (true, Allocator::System) => "cargo xtask bench --quick",
-        (true, Allocator::Mimalloc) => "cargo xtask bench --quick --allocator mimalloc",
-        (false, Allocator::System) => "cargo xtask bench",
-        (false, Allocator::Mimalloc) => "cargo xtask bench --allocator mimalloc",
-    };
+    let mut command = String::from("cargo xtask bench");
+    if args.iter().any(|a| a == "--quick") {
+        command.push_str(" --quick");
+    }
+    if allocator == Allocator::Mimalloc {
+        command.push_str(" --allocator mimalloc");
+    }
     let mut run: Vec<&str> = vec!["run", "--release", "--quiet"];
     run.extend(features);
     run.extend([
@@ -58,7 +58,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "informer-bench",
         "--",
         "--command",
-        command,
+        &command,
     ]);
     run.extend(args.iter().map(String::as_str));
     cargo(&run)
