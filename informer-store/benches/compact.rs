@@ -20,9 +20,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // bench
 #![allow(missing_docs)]
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/pods.rs"]
 mod pods;
 
+use cpu::cpu_ns;
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,14 +38,6 @@ use k8s_openapi::api::core::v1::Pod;
 const PODS: usize = 100_000;
 const SEED: u64 = 42;
 const COLD_PROBES: usize = 10_000;
-
-/// Nanoseconds this thread has run on a CPU.
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 /// Resident memory of this process, in bytes.
 fn rss() -> u64 {

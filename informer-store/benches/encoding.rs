@@ -11,9 +11,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // bench
 #![allow(missing_docs)]
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/pods.rs"]
 mod pods;
 
+use cpu::cpu_ns;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -43,14 +46,6 @@ struct Codec {
     encode: Encode,
     unpack: Unpack,
     decode: Decode,
-}
-
-/// Nanoseconds this thread has run on a CPU.
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// CPU µs per item of `f`: best of three rounds after a warm-up pass, each round repeating

@@ -21,9 +21,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // bench
 #![allow(missing_docs)]
 
+#[path = "support/cpu.rs"]
+mod cpu;
 #[path = "support/pods.rs"]
 mod pods;
 
+use cpu::cpu_ns;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,14 +36,6 @@ use informer_store::IndexedStore;
 use k8s_openapi::api::core::v1::Pod;
 
 const SEED: u64 = 7;
-
-/// Nanoseconds this thread has run on a CPU.
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 fn env_list(name: &str, default: &[usize]) -> Vec<usize> {
     std::env::var(name).map_or_else(
