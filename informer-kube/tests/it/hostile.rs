@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::hostile::{Behaviour, Hostile, Kind};
-use crate::support::{self, GUARD, State, cache_state, diff, server_state, wait_until};
+use crate::support::{self, GUARD, State, cache_state, diff, seed_pods, server_state, wait_until};
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
-use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::{BackoffConfig, Jitter, ListLimits, Stage, WatchListMode};
 use informer::{
     ErrorClass, InformerConfig, Limit, ListOptions, ListerWatcher, SharedIndexInformer,
@@ -66,15 +65,7 @@ impl Rig {
         configure: impl FnOnce(&mut InformerConfig<Pod>),
     ) -> Self {
         let engine = FakeApiServer::new();
-        seed(
-            &engine,
-            &SeedConfig {
-                namespaces: 2,
-                pods: 40,
-                ..SeedConfig::default()
-            },
-        )
-        .unwrap();
+        seed_pods(&engine, 2, 40);
         let http = FakeHttpServer::start(engine.clone(), HttpConfig::default())
             .await
             .unwrap();

@@ -7,9 +7,8 @@
 
 use std::sync::Arc;
 
-use crate::support::{Env, cache_state, diff, server_state, synced, wait_until};
+use crate::support::{Env, cache_state, diff, seed_pods, server_state, synced, wait_until};
 use fake_apiserver::FakeApiServer;
-use fake_apiserver::seed::{SeedConfig, seed};
 use informer::reflector::WatchListMode;
 use informer::{
     CompactOptions, InformerConfig, ListOptions, ListerWatcher, SharedIndexInformer, StoreChoice,
@@ -43,15 +42,7 @@ fn listing_informer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
     let engine = FakeApiServer::new();
-    seed(
-        &engine,
-        &SeedConfig {
-            namespaces: 4,
-            pods: 2000,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
+    seed_pods(&engine, 4, 2000);
     let env = Env::with_engine(engine).await.unwrap();
     let engine = &env.engine;
     let lister_watcher = KubeListerWatcher::<Pod>::all(env.client.clone());
@@ -136,15 +127,7 @@ async fn a_relist_is_one_unpaginated_request_decoded_item_by_item() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_pod() {
     let engine = FakeApiServer::new();
-    seed(
-        &engine,
-        &SeedConfig {
-            namespaces: 2,
-            pods: 60,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
+    seed_pods(&engine, 2, 60);
     let mut rng = rand::rng();
     let mut bad = fake_apiserver::seed::pod("ns-0", "not-a-pod", &mut rng);
     bad["spec"]["containers"] = serde_json::json!(5);
@@ -190,15 +173,7 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_factory_with_a_text_store_lists_first_unless_told_to_stream() {
     let engine = FakeApiServer::new();
-    seed(
-        &engine,
-        &SeedConfig {
-            namespaces: 2,
-            pods: 40,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
+    seed_pods(&engine, 2, 40);
     let env = Env::with_engine(engine).await.unwrap();
     let message_pack = CompactOptions::default().codec(informer::Codec::MessagePack);
     // (store, stream anyway, the mode the factory presets, list requests expected)

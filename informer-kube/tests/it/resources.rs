@@ -3,8 +3,7 @@
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
-use crate::support::{Env, GUARD, State, cache_state, converge, synced, wait_until};
-use fake_apiserver::seed::{SeedConfig, seed};
+use crate::support::{Env, GUARD, State, cache_state, converge, seed_pods, synced, wait_until};
 use informer::LabelSelector;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -124,15 +123,7 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_only_and_selector_views() {
     let env = Env::start().await;
-    seed(
-        &env.engine,
-        &SeedConfig {
-            namespaces: 4,
-            pods: 400,
-            ..SeedConfig::default()
-        },
-    )
-    .unwrap();
+    seed_pods(&env.engine, 4, 400);
     let factory = env.factory();
     let meta = factory.informer::<PartialObjectMeta<Pod>>().unwrap();
     let web_in_ns1 = factory

@@ -76,6 +76,20 @@ impl Env {
 /// key → (resourceVersion, uid).
 pub type State = BTreeMap<String, (String, String)>;
 
+/// Seeds `engine` with `pods` realistic pods over `namespaces` namespaces (the seed's other
+/// settings at their defaults).
+pub fn seed_pods(engine: &FakeApiServer, namespaces: usize, pods: usize) {
+    fake_apiserver::seed::seed(
+        engine,
+        &fake_apiserver::seed::SeedConfig {
+            namespaces,
+            pods,
+            ..fake_apiserver::seed::SeedConfig::default()
+        },
+    )
+    .expect("seeding the fake server");
+}
+
 /// The objects of `resource` in `namespace` that `engine` holds, as key → (resourceVersion,
 /// uid).
 pub fn server_state(engine: &FakeApiServer, resource: &str, namespace: Option<&str>) -> State {
