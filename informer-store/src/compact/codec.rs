@@ -55,13 +55,13 @@ pub(crate) enum Format {
 }
 
 impl Codec {
-    /// The serialized form objects are kept in.
     /// Whether the codec keeps JSON (compressed or not): a store with such a codec can store
     /// an object's text as received and decode text it is handed.
     pub fn keeps_json(&self) -> bool {
         self.format() == Format::Json
     }
 
+    /// The serialized form objects are kept in.
     pub(crate) fn format(&self) -> Format {
         match self {
             Self::Json | Self::ZstdDictionary(_) => Format::Json,
