@@ -175,7 +175,8 @@
 //! 1. **Equal, and identical while cached.** Every lookup returns an object equal to the one
 //!    stored (its encoding decoded). The object is the very `Arc` that was stored while it is in the
 //!    cache of decoded objects (every write caches the object written; `get_by_key` caches what
-//!    it decodes); otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
+//!    it decodes while the cache has room, and once full, on the key's second miss: see 2);
+//!    otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
 //!    pass with the default cache because their stores hold fewer objects than it, and
 //!    `tests/it/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
@@ -186,7 +187,14 @@
 //!    is a setting ([`CompactStoreBuilder::cache_capacity`], default
 //!    [`DEFAULT_CACHE_CAPACITY`], 0 disables it); eviction is CLOCK over 16 shards at most.
 //!    Scans (`list`, `by_index`, `index`, `add_indexers`) use cached objects but do not fill
-//!    the cache, so one listing does not evict the hot keys. A scan with at least 64 objects
+//!    the cache, so one listing does not evict the hot keys. Nor does a lookup of a cold key:
+//!    once the cache is full, a read that misses is cached only on its key's second miss within
+//!    the recent past (a doorkeeper of recently missed keys per shard); until then its object
+//!    waits in the shard's one probation slot (replacing the object there, which is not counted
+//!    in the capacity). Freeing an object decoded long ago is what made such a lookup slow:
+//!    measured at 100k realistic pods (`informer-bench`, two pairs in the same hour), a cold
+//!    `get` took 72-82 µs at the median (p99 175-222 µs) when it evicted one, 27-30 µs (p99
+//!    66-71 µs) when it did not. A scan with at least 64 objects
 //!    to decode per thread splits them over scoped threads
 //!    ([`CompactStoreBuilder::decode_threads`]); it returns the same objects in the same order.
 //! 3. **Encoding and decoding outside the lock.** `Serialize`, compression, the round-trip
@@ -196,8 +204,9 @@
 //!    decodes it (or finds it in the cache) before taking the write lock and goes ahead only if
 //!    it is still the stored version; after four lost races it decodes under the lock.
 //! 4. **At most one decode per informer event.** The processing loop reads the old object and
-//!    then writes the new one: the read decodes and caches it (or finds it cached, which it is
-//!    when the key was written or read recently), and the write takes it from the cache.
+//!    then writes the new one: the read decodes and caches it or leaves it on probation (or
+//!    finds it cached, which it is when the key was written or read recently), and the write
+//!    takes it from there.
 //!    [`CompactStore::insert`] and [`CompactStore::remove`] never decode.
 //! 5. **Objects that do not survive their encoding are refused.** A sample of writes (the first
 //!    64, then one in 1,024: [`RoundTripCheck`]) decodes the bytes about to be stored (JSON or

@@ -513,7 +513,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     // --- Reads ----------------------------------------------------------------------------
 
     /// The stamp and object stored under `key`: from the cache, or decoded outside the lock
-    /// (and cached if `fill`).
+    /// (and, if `fill`, cached when the cache admits a read: see `cache`).
     fn current(&self, key: &str, fill: bool) -> Result<Option<(u64, Arc<K>)>, CompactError> {
         let (stored_key, stamp, encoded) = {
             let state = self.state.read();
@@ -530,7 +530,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         if fill {
             let mut evicted = Evicted::new();
             self.cache
-                .insert(&stored_key, stamp, obj.clone(), &mut evicted);
+                .insert_read(&stored_key, stamp, obj.clone(), &mut evicted);
         }
         Ok(Some((stamp, obj)))
     }
@@ -818,6 +818,9 @@ impl<K> CompactStoreBuilder<K> {
 
     /// How many decoded objects to keep for hot keys (default [`DEFAULT_CACHE_CAPACITY`]; 0
     /// disables the cache). The cache changes what a lookup costs, never what it returns.
+    /// Every write caches the object written; once the cache is full, a lookup that misses
+    /// caches its object only on the key's second miss (until then it waits in one probation
+    /// slot per shard, beyond this capacity), so lookups of cold keys do not evict hot ones.
     pub fn cache_capacity(mut self, objects: usize) -> Self {
         self.cache_capacity = objects;
         self

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use informer_core::{
-    Indexer, KnownObjects, NAMESPACE_INDEX, Object, Store, StoreError, label_index_func,
+    Indexer, KnownObjects, NAMESPACE_INDEX, Object, Store, StoreError, key_of, label_index_func,
     namespace_indexers,
 };
 use informer_store::{
@@ -302,6 +302,47 @@ fn scans_do_not_fill_the_cache() {
         Arc::ptr_eq(&store.get_by_key("ns/o-0").unwrap(), &hot),
         "a listing did not evict the hot object"
     );
+}
+
+/// A read of a cold key does not evict a hot object (freeing an object decoded long ago is
+/// most of such a read's cost); the key's second miss caches it.
+#[test]
+fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
+    let store: CompactStore<JsonObject> = CompactStore::builder()
+        .codec(Codec::Json)
+        .cache_capacity(2)
+        .build();
+    let written: Vec<_> = (0..10)
+        .map(|i| obj("ns", &format!("o-{i}"), "web"))
+        .collect();
+    for o in &written {
+        store.add(Arc::clone(o)).unwrap();
+    }
+    let hot_still_cached = || {
+        written[8..].iter().all(|o| {
+            store
+                .shared_by_key(key_of(o.as_ref()).unwrap().as_str())
+                .is_some_and(|cached| Arc::ptr_eq(&cached, o))
+        })
+    };
+    assert!(hot_still_cached());
+    let cold = store.get_by_key("ns/o-0").unwrap();
+    assert_eq!(*cold, *written[0]);
+    assert!(hot_still_cached(), "a first miss evicts nothing");
+    assert_eq!(store.stats().cached_objects, 2);
+    // Read again at once (what an informer's write does after its read): not decoded again.
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-0").unwrap(), &cold));
+    // Another cold read takes its place; o-0's second miss caches it.
+    store.get_by_key("ns/o-1").unwrap();
+    let admitted = store.get_by_key("ns/o-0").unwrap();
+    assert!(!Arc::ptr_eq(&admitted, &cold), "decoded again");
+    assert!(!hot_still_cached(), "one hot object made room");
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-0").unwrap(), &admitted));
+    assert!(Arc::ptr_eq(
+        &store.shared_by_key("ns/o-0").unwrap(),
+        &admitted
+    ));
+    assert_eq!(store.stats().cached_objects, 2);
 }
 
 /// A `JsonObject` that counts how often it is decoded.
