@@ -42,13 +42,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ];
     build.extend(features);
     cargo(&build)?;
-    let mut command = String::from("cargo xtask bench");
-    if args.iter().any(|a| a == "--quick") {
-        command.push_str(" --quick");
-    }
-    if allocator == Allocator::Mimalloc {
-        command.push_str(" --allocator mimalloc");
-    }
+    let command = named_command(&args, allocator);
     let mut run: Vec<&str> = vec!["run", "--release", "--quiet"];
     run.extend(features);
     run.extend([
@@ -93,6 +87,33 @@ fn allocator(args: &[String]) -> Result<(Allocator, Vec<String>), String> {
         };
     }
     Ok((chosen, rest))
+}
+
+/// Options that say where results go, each followed by its value: left out of the command
+/// the report names, which says what was measured.
+const OUTPUT_OPTIONS: &[&str] = &["--out", "--json", "--analysis"];
+
+/// The command the report names: `cargo xtask bench` with every option given that shapes the
+/// run (`--quick`, `--sizes`, `--contenders`, phase lengths, `--allocator mimalloc`), in the
+/// order given, and without the output paths.
+fn named_command(args: &[String], allocator: Allocator) -> String {
+    let mut command = String::from("cargo xtask bench");
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let flag = arg.split_once('=').map_or(arg.as_str(), |(flag, _)| flag);
+        if OUTPUT_OPTIONS.contains(&flag) {
+            if flag == arg {
+                args.next();
+            }
+            continue;
+        }
+        command.push(' ');
+        command.push_str(arg);
+    }
+    if allocator == Allocator::Mimalloc {
+        command.push_str(" --allocator mimalloc");
+    }
+    command
 }
 
 /// `cargo xtask bench --sharding [options]`: builds `shard-bench` and `fake-apiserver` in
@@ -167,5 +188,29 @@ mod tests {
         assert!(error.contains("not jemalloc"), "{error}");
         let error = allocator(&strings(&["--allocator"])).unwrap_err();
         assert!(error.contains("not nothing"), "{error}");
+    }
+
+    #[test]
+    fn the_named_command_keeps_what_shapes_the_run_and_drops_output_paths() {
+        let args = strings(&[
+            "--sizes",
+            "10000,100000",
+            "--json",
+            "benchmarks/last-run.json",
+            "--contenders",
+            "informer,floor",
+            "--out=/tmp/x.md",
+            "--burst",
+            "500",
+        ]);
+        assert_eq!(
+            named_command(&args, Allocator::System),
+            "cargo xtask bench --sizes 10000,100000 --contenders informer,floor --burst 500"
+        );
+        assert_eq!(
+            named_command(&strings(&["--quick"]), Allocator::Mimalloc),
+            "cargo xtask bench --quick --allocator mimalloc"
+        );
+        assert_eq!(named_command(&[], Allocator::System), "cargo xtask bench");
     }
 }
