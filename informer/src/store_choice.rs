@@ -139,15 +139,19 @@ fn build_compact<K: Object + Serialize + DeserializeOwned>(
     wiring: StoreWiring<K>,
     options: CompactOptions,
 ) -> Box<dyn Indexer<K>> {
+    let builder = CompactStore::builder()
+        .key_func(wiring.key_func)
+        .indexers(wiring.indexers)
+        .codec(options.codec)
+        .cache_capacity(options.cache_capacity)
+        .round_trip_check(options.round_trip)
+        .lists_as_text(options.lists_as_text);
     Box::new(
-        CompactStore::builder()
-            .key_func(wiring.key_func)
-            .indexers(wiring.indexers)
-            .codec(options.codec)
-            .cache_capacity(options.cache_capacity)
-            .round_trip_check(options.round_trip)
-            .lists_as_text(options.lists_as_text)
-            .build(),
+        match options.decode_threads {
+            Some(threads) => builder.decode_threads(threads),
+            None => builder,
+        }
+        .build(),
     )
 }
 
@@ -160,6 +164,8 @@ pub struct CompactOptions {
     codec: Codec,
     round_trip: RoundTripCheck,
     lists_as_text: bool,
+    /// `None`: the store's default.
+    decode_threads: Option<usize>,
 }
 
 #[cfg(feature = "compact")]
@@ -170,6 +176,7 @@ impl Default for CompactOptions {
             codec: Codec::default(),
             round_trip: RoundTripCheck::default(),
             lists_as_text: true,
+            decode_threads: None,
         }
     }
 }
@@ -202,6 +209,14 @@ impl CompactOptions {
     /// `informer_store::CompactStoreBuilder::lists_as_text`.
     pub fn lists_as_text(mut self, yes: bool) -> Self {
         self.lists_as_text = yes;
+        self
+    }
+
+    /// The most threads a scan of the store (`Lister::list`, `by_index`, ...) decodes on
+    /// (default: the machine's parallelism, at most 4; 1 decodes on the caller's thread only).
+    /// See `informer_store::CompactStoreBuilder::decode_threads`.
+    pub fn decode_threads(mut self, threads: usize) -> Self {
+        self.decode_threads = Some(threads.max(1));
         self
     }
 

@@ -10,8 +10,8 @@ use fake_apiserver::FakeApiServer;
 use informer::reflector::WatchListMode;
 use informer::{
     Codec, CompactOptions, Indexer, Indexers, InformerConfig, InformerError, KeyFunc, KnownObjects,
-    NAMESPACE_INDEX, Object, ObjectKey, Store, StoreChoice, StoreError, StoreWiring,
-    ZstdDictionary, key_of, label_index_func,
+    NAMESPACE_INDEX, Object, ObjectKey, RoundTripCheck, Store, StoreChoice, StoreError,
+    StoreWiring, ZstdDictionary, key_of, label_index_func,
 };
 use informer_testing::JsonObject;
 use informer_testing::conformance::indexer;
@@ -442,5 +442,79 @@ async fn relists_skip_unchanged_objects_and_texts_reach_only_a_json_compact_stor
         let as_text = if lists_as_text { 21 } else { 0 };
         assert_eq!(stats.listed_as_text, as_text, "case {n}: {stats:?}");
         running.stop().await;
+    }
+}
+
+/// A `JsonObject` that records, by name, which thread decoded it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(transparent)]
+struct Traced(JsonObject);
+
+static DECODED_ON: std::sync::Mutex<Vec<(String, std::thread::ThreadId)>> =
+    std::sync::Mutex::new(Vec::new());
+
+impl<'de> serde::Deserialize<'de> for Traced {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let obj = <JsonObject as serde::Deserialize>::deserialize(d)?;
+        let name = obj.object_name().unwrap_or_default().to_owned();
+        DECODED_ON
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((name, std::thread::current().id()));
+        Ok(Self(obj))
+    }
+}
+
+impl Object for Traced {
+    fn object_name(&self) -> Option<&str> {
+        self.0.object_name()
+    }
+    fn object_namespace(&self) -> Option<&str> {
+        self.0.object_namespace()
+    }
+    fn object_uid(&self) -> Option<&str> {
+        self.0.object_uid()
+    }
+    fn object_resource_version(&self) -> Option<&str> {
+        self.0.object_resource_version()
+    }
+    fn object_labels(&self) -> &BTreeMap<String, String> {
+        self.0.object_labels()
+    }
+    fn object_annotations(&self) -> &BTreeMap<String, String> {
+        self.0.object_annotations()
+    }
+}
+
+/// `CompactOptions::decode_threads` reaches the store an informer builds: a scan of 256
+/// objects to decode runs on the caller's thread alone with 1, on two threads with 2.
+#[test]
+fn compact_options_set_how_many_threads_a_scan_decodes_on() {
+    for (threads, prefix) in [(1, "one"), (2, "two")] {
+        let key_func: KeyFunc<Traced> = Arc::new(|o: &Traced| key_of(o));
+        let options = CompactOptions::default()
+            .cache_capacity(0)
+            .codec(Codec::Json)
+            .round_trip_check(RoundTripCheck::Never)
+            .decode_threads(threads);
+        let store =
+            StoreChoice::compact(options).build(StoreWiring::new(key_func, Indexers::new()));
+        for i in 0..256 {
+            let obj = JsonObject::new(Some("ns"), &format!("{prefix}-{i}"));
+            store.add(Arc::new(Traced(obj))).unwrap();
+        }
+        assert_eq!(store.list().len(), 256);
+        let seen: std::collections::HashSet<std::thread::ThreadId> = DECODED_ON
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(name, _)| name.starts_with(&format!("{prefix}-")))
+            .map(|(_, thread)| *thread)
+            .collect();
+        assert_eq!(seen.len(), threads, "{prefix}: decoded on {seen:?}");
+        assert!(
+            seen.contains(&std::thread::current().id()),
+            "{prefix}: the caller decodes too"
+        );
     }
 }
