@@ -364,12 +364,17 @@ impl ShardManager {
             .map_err(informer_error)?;
         let leases_stop = CancellationToken::new();
         let leases_task = leases.spawn(leases_stop.clone());
+        let (registered, registered_rx) = watch::channel(false);
         let mut writer = Writer {
             manager: self,
             written: None,
             acquired: None,
+            registered,
         };
-        tokio::join!(writer.renew_until(&stop), self.follow(&leases, rx, &stop));
+        tokio::join!(
+            writer.renew_until(&stop),
+            self.follow(&leases, rx, registered_rx, &stop)
+        );
         leases_stop.cancel();
         // The informer's result says nothing more than its own logs.
         let _ = leases_task.await;
@@ -392,6 +397,7 @@ impl ShardManager {
         &self,
         leases: &SharedIndexInformer<Lease>,
         mut rx: mpsc::UnboundedReceiver<Seen>,
+        mut registered: watch::Receiver<bool>,
         stop: &CancellationToken,
     ) {
         let inner = &self.inner;
@@ -403,6 +409,12 @@ impl ShardManager {
         tokio::select! {
             () = stop.cancelled() => return,
             synced = leases.wait_for_sync() => if !synced { return },
+        }
+        // Nor before this replica's own Lease exists: until then the others do not count it,
+        // and whoever reads its Lease (an operator, a test) finds none.
+        tokio::select! {
+            () = stop.cancelled() => return,
+            written = registered.wait_for(|written| *written) => if written.is_err() { return },
         }
         let mut collecting: BTreeMap<String, String> = BTreeMap::new();
         loop {
@@ -550,6 +562,9 @@ struct Writer<'a> {
     written: Option<Lease>,
     /// `acquireTime` of the first write.
     acquired: Option<String>,
+    /// Set once the Lease is known to exist (created, found or renewed): the first
+    /// assignment waits for it.
+    registered: watch::Sender<bool>,
 }
 
 impl Writer<'_> {
@@ -562,6 +577,10 @@ impl Writer<'_> {
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = self.renew() => {}
+            }
+            if self.written.is_some() {
+                self.registered
+                    .send_if_modified(|registered| !std::mem::replace(registered, true));
             }
             tokio::select! {
                 () = stop.cancelled() => return,

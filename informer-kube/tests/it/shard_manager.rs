@@ -282,6 +282,39 @@ async fn driven_informers_partition_the_objects_and_rebalance_when_a_replica_joi
     .expect("the test ran past its bound");
 }
 
+/// The first assignment waits for the replica's own Lease: while the Lease cannot be created
+/// (the server fails the first three writes to Leases, one per renewal), the replica has no
+/// assignment; once it has one, its Lease is there to read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_assignment_waits_for_the_replicas_own_lease() {
+    tokio::time::timeout(Duration::from_secs(120), async {
+        let env = env().await;
+        env.engine.faults().fail_writes(
+            "leases",
+            3,
+            fake_apiserver::status::internal_error("etcd is down"),
+        );
+        let a = Replica::start(&env, "a");
+        let assignment = tokio::time::timeout(GUARD, a.manager.wait_for_assignment())
+            .await
+            .expect("no assignment once the Lease could be written");
+        let api: Api<Lease> = Api::namespaced(env.client.clone(), NS);
+        assert!(
+            api.get_opt(a.manager.lease_name()).await.unwrap().is_some(),
+            "assigned before its Lease existed"
+        );
+        assert!(
+            env.engine.faults().pending().is_empty(),
+            "every failure was met"
+        );
+        assert!(a.manager.stats().failures >= 3, "{:?}", a.manager.stats());
+        assert_eq!((assignment.rank, assignment.count), (0, 1));
+        a.leave().await;
+    })
+    .await
+    .expect("the test ran past its bound");
+}
+
 /// A stop that cuts a renewal short after the server applied it leaves the replica with an
 /// older resourceVersion than its Lease's: the guarded delete conflicts, and the replica reads
 /// its Lease again and deletes it (here the Lease is changed behind its back just after a
@@ -295,18 +328,8 @@ async fn a_leave_deletes_the_lease_even_when_a_renewal_it_missed_changed_it() {
         let api: Api<Lease> = Api::namespaced(env.client.clone(), NS);
         let name = a.manager.lease_name().to_owned();
         let version = |lease: &Lease| lease.metadata.resource_version.clone();
-        // The first assignment does not wait for the Lease's creation (the replica writes its
-        // Lease and follows the group's side by side): under load it may land later.
-        let seen = tokio::time::timeout(GUARD, async {
-            loop {
-                match api.get_opt(&name).await.unwrap() {
-                    Some(lease) => return version(&lease),
-                    None => tokio::time::sleep(Duration::from_millis(5)).await,
-                }
-            }
-        })
-        .await
-        .expect("the lease was never created");
+        // The first assignment waits for the replica's Lease: it is there.
+        let seen = version(&api.get(&name).await.unwrap());
         // Just after a renewal: the next one is half a second away.
         let mut lease = tokio::time::timeout(GUARD, async {
             loop {
