@@ -46,8 +46,10 @@ struct Shard<K> {
     /// The CLOCK ring: every cached key once, possibly also keys since removed (skipped and
     /// dropped when the hand reaches them; the ring is compacted when they pile up).
     ring: VecDeque<ObjectKey>,
-    /// Hashes of keys a read missed lately (direct-mapped; 0 is an empty slot).
-    doorkeeper: Box<[u64]>,
+    /// Hashes of the keys reads missed lately, oldest first, at most
+    /// [`DOORKEEPER_PER_OBJECT`] per object the shard holds (exact: a key is forgotten only
+    /// when that many other misses came after it).
+    doorkeeper: VecDeque<u64>,
     /// The object the last read that was not admitted decoded.
     probation: Option<(ObjectKey, Cached<K>)>,
 }
@@ -73,7 +75,7 @@ impl<K> DecodedCache<K> {
                 Mutex::new(Shard {
                     map: Map::default(),
                     ring: VecDeque::new(),
-                    doorkeeper: vec![0; per_shard * DOORKEEPER_PER_OBJECT].into_boxed_slice(),
+                    doorkeeper: VecDeque::new(),
                     probation: None,
                 })
             })
@@ -161,7 +163,7 @@ impl<K> DecodedCache<K> {
         }
         if shard.map.len() >= self.per_shard
             && !shard.map.contains_key(key.as_str())
-            && !shard.missed_before(hash)
+            && !shard.missed_before(hash, self.per_shard)
         {
             let waiting = Cached {
                 stamp,
@@ -205,6 +207,7 @@ impl<K> DecodedCache<K> {
             evicted.extend(shard.map.drain().map(|(_, c)| c.obj));
             evicted.extend(shard.probation.take().map(|(_, c)| c.obj));
             shard.ring.clear();
+            shard.doorkeeper.clear();
         }
     }
 }
@@ -259,20 +262,18 @@ impl<K> Shard<K> {
         }
     }
 
-    /// Whether the key with `hash` missed lately (forgetting it if so); else remembers it.
-    fn missed_before(&mut self, hash: u64) -> bool {
-        // 0 marks an empty slot; the slot is picked by the hash's high half, the shard by its
-        // low half.
-        let tag = hash | 1;
-        let len = self.doorkeeper.len();
-        let slot = &mut self.doorkeeper[((hash >> 32) as usize) % len];
-        if *slot == tag {
-            *slot = 0;
-            true
-        } else {
-            *slot = tag;
-            false
+    /// Whether the key with `hash` missed lately (forgetting it if so); else remembers it,
+    /// forgetting the oldest miss once `capacity` objects' worth are remembered.
+    fn missed_before(&mut self, hash: u64, capacity: usize) -> bool {
+        if let Some(at) = self.doorkeeper.iter().position(|&seen| seen == hash) {
+            self.doorkeeper.remove(at);
+            return true;
         }
+        if self.doorkeeper.len() >= capacity * DOORKEEPER_PER_OBJECT {
+            self.doorkeeper.pop_front();
+        }
+        self.doorkeeper.push_back(hash);
+        false
     }
 
     /// Evicts until one more object fits.
