@@ -148,7 +148,8 @@
 //! assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
 //! assert!(stats.encoded_bytes * 4 < stats.serialized_bytes);
 //!
-//! // The object just written is cached: the same Arc comes back.
+//! // The object just written is cached (or, in a full cache shard, on probation): the same
+//! // Arc comes back.
 //! let last = Arc::new(JsonObject::new(Some("prod"), "web-1000"));
 //! store.add(last.clone())?;
 //! assert!(Arc::ptr_eq(&store.get_by_key("prod/web-1000").expect("stored"), &last));
@@ -174,9 +175,9 @@
 //!
 //! 1. **Equal, and identical while cached.** Every lookup returns an object equal to the one
 //!    stored (its encoding decoded). The object is the very `Arc` that was stored while it is in the
-//!    cache of decoded objects (every write caches the object written; `get_by_key` caches what
-//!    it decodes while the cache has room, and once full, on the key's second miss: see 2);
-//!    otherwise it is a freshly decoded `Arc`. This is where `CompactStore` differs
+//!    cache of decoded objects (while the cache has room, every write caches the object
+//!    written and `get_by_key` what it decodes; once it is full, see 2); otherwise it is a
+//!    freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
 //!    pass with the default cache because their stores hold fewer objects than it, and
 //!    `tests/it/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
@@ -187,14 +188,21 @@
 //!    is a setting ([`CompactStoreBuilder::cache_capacity`], default
 //!    [`DEFAULT_CACHE_CAPACITY`], 0 disables it); eviction is CLOCK over 16 shards at most.
 //!    Scans (`list`, `by_index`, `index`, `add_indexers`) use cached objects but do not fill
-//!    the cache, so one listing does not evict the hot keys. Nor does a lookup of a cold key:
-//!    once the cache is full, a read that misses is cached only on its key's second miss within
-//!    the recent past (a doorkeeper of recently missed keys per shard); until then its object
-//!    waits in the shard's one probation slot (replacing the object there, which is not counted
-//!    in the capacity). Freeing an object decoded long ago is what made such a lookup slow:
-//!    measured at 100k realistic pods (`informer-bench`, two pairs in the same hour), a cold
-//!    `get` took 72-82 µs at the median (p99 175-222 µs) when it evicted one, 27-30 µs (p99
-//!    66-71 µs) when it did not. A scan with at least 64 objects
+//!    the cache, so one listing does not evict the hot keys. Nor does a lookup of a cold key,
+//!    nor a write of a key nobody read lately: once the cache is full, an object read or
+//!    written is cached only if its key is cached already or missed a read within the recent
+//!    past (a doorkeeper of recently missed keys per shard); otherwise it waits, a read's
+//!    object in the shard's one read slot and a written one in its probation queue (a quarter
+//!    of the shard's capacity; neither counted in it; the oldest is pushed out), from which a
+//!    read of the same version is served. An informer's update reads the old
+//!    object, then writes the new one, so updates of any key are cached; adds and the items
+//!    of a first list wait on probation and are freed at most a few hundred writes later, still
+//!    warm.
+//!    Freeing objects decoded long ago is what made the alternative slow: measured at 100k
+//!    realistic pods (`informer-bench`, same-hour pairs), a cold `get` took 72-82 µs at the
+//!    median (p99 175-222 µs) when it evicted one, 27-30 µs (p99 66-71 µs) when it did not;
+//!    a compact informer's cold sync took 8.2-9.7 s when it cached every listed pod (evicting
+//!    one cached a thousand pods before), 6.3-7.6 s when they waited on probation. A scan with at least 64 objects
 //!    to decode per thread splits them over scoped threads
 //!    ([`CompactStoreBuilder::decode_threads`]); it returns the same objects in the same order.
 //! 3. **Encoding and decoding outside the lock.** `Serialize`, compression, the round-trip
@@ -205,7 +213,7 @@
 //!    it is still the stored version; after four lost races it decodes under the lock.
 //! 4. **At most one decode per informer event.** The processing loop reads the old object and
 //!    then writes the new one: the read decodes and caches it or leaves it on probation (or
-//!    finds it cached, which it is when the key was written or read recently), and the write
+//!    finds it there, which it is when the key was written or read recently), and the write
 //!    takes it from there.
 //!    [`CompactStore::insert`] and [`CompactStore::remove`] never decode.
 //! 5. **Objects that do not survive their encoding are refused.** A sample of writes (the first

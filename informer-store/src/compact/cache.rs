@@ -9,15 +9,26 @@
 //! Eviction is CLOCK (second chance) per shard; shards keep readers of different keys off each
 //! other's mutex.
 //!
-//! Writes always cache the object written (the likeliest next read). A read that misses is
-//! admitted into a full shard only on its key's second miss within the recent past (a
-//! doorkeeper of the hashes of recently missed keys); until then its object waits in the
-//! shard's one probation slot, replacing the one there, so that a read followed by a write of
-//! the same key (what an informer does per event) still decodes once. A lookup of a cold key
-//! then neither displaces a hot object nor pays for freeing one decoded long ago, which is
-//! what made such a lookup slow: measured at 100k realistic pods with a full cache
-//! (`informer-bench`, two pairs in the same hour), a cold `get` took 72-82 µs at the median
-//! when it evicted an object decoded long before, against 27-30 µs when it did not.
+//! Admission: an object a read decoded, or a write stored, enters a full shard only if its key
+//! is cached already (the new version replaces the old) or missed lately (a doorkeeper of the
+//! hashes of recently missed keys; only a read's miss is remembered). Otherwise the object
+//! waits: a read's in the shard's one read slot, pushing out the previous read's; a write's
+//! in the shard's probation queue (a quarter of the shard's capacity, at least one object),
+//! pushing out the oldest there. Both are served to reads of the same version. So a read
+//! followed by a write of the same key (what an informer does per update) still decodes
+//! once, and the write is cached (the read's miss admits it); a lookup of a cold key neither
+//! displaces a hot object nor pays for freeing one decoded long ago (the read it pushes out
+//! was the previous one, still warm); and a write of a key nobody read lately (an add, an
+//! item of the first list) does not evict either: the object it pushes out was written a few
+//! hundred writes before at most, and is freed by the writer's thread while still warm, its
+//! handlers (on other threads) most likely done with it (a single slot was too short: a
+//! handler's last reference, dropped on another thread, made the sync slower than caching).
+//! Freeing objects decoded long ago is what made both slow: measured at 100k realistic pods
+//! (`informer-bench`, same-hour pairs), a cold `get` took 72-82 µs at the median when it
+//! evicted such an object, against 27-30 µs when it did not; a compact informer's cold sync
+//! took 8.2-9.7 s when every listed pod was cached (each evicting one cached about a thousand
+//! pods before), 6.3-7.6 s with written objects on probation (12.0-12.3 s with a single
+//! slot).
 
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
@@ -35,6 +46,11 @@ const MAX_SHARDS: usize = 16;
 /// Each shard's doorkeeper remembers this many missed keys per object it can hold.
 const DOORKEEPER_PER_OBJECT: usize = 4;
 
+/// Each shard's probation holds one object per this many it can cache (at least one): deep
+/// enough that an object's last reference is usually the store's, not a handler's still at
+/// work on another thread, when it leaves.
+const PROBATION_SHARE: usize = 4;
+
 struct Cached<K> {
     stamp: u64,
     obj: Arc<K>,
@@ -50,8 +66,20 @@ struct Shard<K> {
     /// [`DOORKEEPER_PER_OBJECT`] per object the shard holds (exact: a key is forgotten only
     /// when that many other misses came after it).
     doorkeeper: VecDeque<u64>,
-    /// The object the last read that was not admitted decoded.
-    probation: Option<(ObjectKey, Cached<K>)>,
+    /// The objects last written without being admitted, oldest first, at most
+    /// `DecodedCache::probation` of them.
+    probation: VecDeque<(ObjectKey, Cached<K>)>,
+    /// The object the last read that was not admitted decoded. A key is at most once in
+    /// `probation` and `last_read` together, and never there while cached.
+    last_read: Option<(ObjectKey, Cached<K>)>,
+}
+
+/// What asks [`DecodedCache::admit`] to cache an object: a key becomes hot by being read,
+/// so only a read's miss is remembered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    Read,
+    Write,
 }
 
 /// What a cache operation took out: dropped by the caller after it released its locks (a
@@ -61,6 +89,8 @@ pub(crate) type Evicted<K> = Vec<Arc<K>>;
 pub(crate) struct DecodedCache<K> {
     shards: Box<[Mutex<Shard<K>>]>,
     per_shard: usize,
+    /// Objects on probation per shard, at most.
+    probation: usize,
     hasher: RandomState,
 }
 
@@ -76,23 +106,25 @@ impl<K> DecodedCache<K> {
                     map: Map::default(),
                     ring: VecDeque::new(),
                     doorkeeper: VecDeque::new(),
-                    probation: None,
+                    probation: VecDeque::new(),
+                    last_read: None,
                 })
             })
             .collect();
         Self {
             shards,
             per_shard,
+            probation: (per_shard / PROBATION_SHARE).max(1),
             hasher: RandomState::default(),
         }
     }
 
-    /// The most objects it holds, probation slots left out (one per shard).
+    /// The most objects it holds, probation left out (a quarter more at most).
     pub(crate) fn capacity(&self) -> usize {
         self.per_shard * self.shards.len()
     }
 
-    /// How many objects it holds now, probation slots left out.
+    /// How many objects it holds now, probation left out.
     pub(crate) fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
     }
@@ -118,12 +150,10 @@ impl<K> DecodedCache<K> {
             cached.referenced = true;
             return Some(cached.obj.clone());
         }
-        match &shard.probation {
-            Some((k, cached)) if k.as_str() == key && cached.stamp == stamp => {
-                Some(cached.obj.clone())
-            }
-            _ => None,
-        }
+        shard
+            .waiting()
+            .find(|(k, cached)| k.as_str() == key && cached.stamp == stamp)
+            .map(|(_, cached)| cached.obj.clone())
     }
 
     /// Caches `obj` as the version of `key` with `stamp`, unless a newer version is cached.
@@ -141,16 +171,17 @@ impl<K> DecodedCache<K> {
         shard.insert(self.per_shard, key, stamp, obj, evicted);
     }
 
-    /// Caches `obj`, which a read that missed decoded, as [`insert`](Self::insert) does, unless
-    /// its shard is full and `key` is not cached (in any version) nor was missed lately: the key
-    /// is then remembered, so that its next miss caches it, and `obj` takes the shard's
-    /// probation slot (unless a newer version of `key` holds it). Returns whether it was
-    /// cached.
-    pub(crate) fn insert_read(
+    /// Caches `obj` (decoded by a read that missed, or just written: `by`) as
+    /// [`insert`](Self::insert) does, unless its shard is full and `key` is not cached (in any
+    /// version) nor was missed lately: `obj` then joins the shard's probation queue (unless a
+    /// newer version of `key` waits there), and a read's key is remembered, so that its next miss
+    /// caches it. Returns whether it was cached.
+    pub(crate) fn admit(
         &self,
         key: &ObjectKey,
         stamp: u64,
         obj: Arc<K>,
+        by: Access,
         evicted: &mut Evicted<K>,
     ) -> bool {
         if self.per_shard == 0 {
@@ -158,20 +189,40 @@ impl<K> DecodedCache<K> {
         }
         let hash = self.hasher.hash_one(key.as_str());
         let mut shard = self.shard_of(hash).lock();
-        if matches!(&shard.probation, Some((k, waiting)) if k == key && waiting.stamp > stamp) {
+        if shard
+            .waiting()
+            .any(|(k, waiting)| k == key && waiting.stamp > stamp)
+        {
             return false;
         }
         if shard.map.len() >= self.per_shard
             && !shard.map.contains_key(key.as_str())
-            && !shard.missed_before(hash, self.per_shard)
+            && !shard.missed_before(hash, by, self.per_shard)
         {
             let waiting = Cached {
                 stamp,
                 obj,
                 referenced: false,
             };
-            if let Some((_, out)) = shard.probation.replace((key.clone(), waiting)) {
-                evicted.push(out.obj);
+            if let Some(older) = shard.take_probation(key.as_str()) {
+                evicted.push(older.obj);
+            }
+            match by {
+                // A read's object is freed by the next read's, while still warm: a lookup
+                // should not pay for freeing an object decoded many lookups before.
+                Access::Read => {
+                    if let Some((_, out)) = shard.last_read.replace((key.clone(), waiting)) {
+                        evicted.push(out.obj);
+                    }
+                }
+                // A written object may still be in a handler's hands on another thread: it
+                // waits longer, so that the store's reference is usually the last.
+                Access::Write => {
+                    if shard.probation.len() >= self.probation {
+                        evicted.extend(shard.probation.pop_front().map(|(_, c)| c.obj));
+                    }
+                    shard.probation.push_back((key.clone(), waiting));
+                }
             }
             return false;
         }
@@ -205,7 +256,8 @@ impl<K> DecodedCache<K> {
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
             evicted.extend(shard.map.drain().map(|(_, c)| c.obj));
-            evicted.extend(shard.probation.take().map(|(_, c)| c.obj));
+            evicted.extend(shard.probation.drain(..).map(|(_, c)| c.obj));
+            evicted.extend(shard.last_read.take().map(|(_, c)| c.obj));
             shard.ring.clear();
             shard.doorkeeper.clear();
         }
@@ -224,15 +276,14 @@ impl<K> Shard<K> {
     ) {
         // A key is never both cached and on probation: a newer version waiting there wins,
         // an older one leaves.
-        if let Some((k, waiting)) = &self.probation
-            && k == key
+        if self
+            .waiting()
+            .any(|(k, waiting)| k == key && waiting.stamp > stamp)
         {
-            if waiting.stamp > stamp {
-                return;
-            }
-            if let Some(waiting) = self.take_probation(key.as_str()) {
-                evicted.push(waiting.obj);
-            }
+            return;
+        }
+        if let Some(waiting) = self.take_probation(key.as_str()) {
+            evicted.push(waiting.obj);
         }
         if let Some(cached) = self.map.get_mut(key.as_str()) {
             if cached.stamp <= stamp {
@@ -254,20 +305,29 @@ impl<K> Shard<K> {
         );
     }
 
-    /// Takes the probation slot's object if it is `key`'s.
-    fn take_probation(&mut self, key: &str) -> Option<Cached<K>> {
-        match &self.probation {
-            Some((k, _)) if k.as_str() == key => self.probation.take().map(|(_, c)| c),
-            _ => None,
-        }
+    /// The objects waiting to be admitted: the last read's, then the written ones.
+    fn waiting(&self) -> impl Iterator<Item = &(ObjectKey, Cached<K>)> {
+        self.last_read.iter().chain(self.probation.iter())
     }
 
-    /// Whether the key with `hash` missed lately (forgetting it if so); else remembers it,
-    /// forgetting the oldest miss once `capacity` objects' worth are remembered.
-    fn missed_before(&mut self, hash: u64, capacity: usize) -> bool {
+    /// Takes `key`'s object off probation, if it is there.
+    fn take_probation(&mut self, key: &str) -> Option<Cached<K>> {
+        if matches!(&self.last_read, Some((k, _)) if k.as_str() == key) {
+            return self.last_read.take().map(|(_, c)| c);
+        }
+        let at = self.probation.iter().position(|(k, _)| k.as_str() == key)?;
+        self.probation.remove(at).map(|(_, c)| c)
+    }
+
+    /// Whether the key with `hash` missed lately (forgetting it if so); else, for a read,
+    /// remembers it, forgetting the oldest miss once `capacity` objects' worth are remembered.
+    fn missed_before(&mut self, hash: u64, by: Access, capacity: usize) -> bool {
         if let Some(at) = self.doorkeeper.iter().position(|&seen| seen == hash) {
             self.doorkeeper.remove(at);
             return true;
+        }
+        if by == Access::Write {
+            return false;
         }
         if self.doorkeeper.len() >= capacity * DOORKEEPER_PER_OBJECT {
             self.doorkeeper.pop_front();
@@ -379,7 +439,7 @@ mod tests {
     fn a_cold_read_waits_in_probation_until_its_keys_second_miss() {
         let (cache, mut evicted) = full_cache();
         let x = Arc::new(10);
-        assert!(!cache.insert_read(&key("x"), 1, x.clone(), &mut evicted));
+        assert!(!cache.admit(&key("x"), 1, x.clone(), Access::Read, &mut evicted));
         assert!(evicted.is_empty(), "nothing evicted for a cold read");
         assert_eq!(cache.len(), 4);
         assert!(
@@ -388,26 +448,85 @@ mod tests {
         );
         assert!(cache.get("x", 2).is_none(), "only its own version");
         // Another cold read takes the slot.
-        assert!(!cache.insert_read(&key("y"), 1, Arc::new(11), &mut evicted));
+        assert!(!cache.admit(&key("y"), 1, Arc::new(11), Access::Read, &mut evicted));
         assert_eq!(evicted.len(), 1);
         assert!(Arc::ptr_eq(&evicted[0], &x));
         assert!(cache.get("x", 1).is_none());
         // x's second miss admits it, evicting one written object.
         evicted.clear();
         let x2 = Arc::new(10);
-        assert!(cache.insert_read(&key("x"), 1, x2.clone(), &mut evicted));
+        assert!(cache.admit(&key("x"), 1, x2.clone(), Access::Read, &mut evicted));
         assert_eq!(evicted.len(), 1);
         assert!(Arc::ptr_eq(&cache.get("x", 1).unwrap(), &x2));
         assert_eq!(cache.len(), 4);
         // Reads are admitted at once while there is room.
         let roomy = DecodedCache::new(4);
-        assert!(roomy.insert_read(&key("z"), 1, Arc::new(1), &mut evicted));
+        assert!(roomy.admit(&key("z"), 1, Arc::new(1), Access::Read, &mut evicted));
+    }
+
+    #[test]
+    fn a_write_is_cached_only_if_its_key_is_or_was_read_lately() {
+        let (cache, mut evicted) = full_cache();
+        // Nobody read "a": it waits on probation, and is not remembered.
+        let a = Arc::new(10);
+        assert!(!cache.admit(&key("a"), 1, a.clone(), Access::Write, &mut evicted));
+        assert!(evicted.is_empty());
+        assert!(Arc::ptr_eq(&cache.get("a", 1).unwrap(), &a));
+        assert!(!cache.admit(&key("a"), 2, Arc::new(11), Access::Write, &mut evicted));
+        assert!(
+            !cache.admit(&key("a"), 2, Arc::new(11), Access::Read, &mut evicted),
+            "a first miss"
+        );
+        // Read (and missed), then written: cached, as an informer's update is.
+        evicted.clear();
+        assert!(!cache.admit(&key("b"), 1, Arc::new(20), Access::Read, &mut evicted));
+        let b = Arc::new(21);
+        assert!(cache.admit(&key("b"), 2, b.clone(), Access::Write, &mut evicted));
+        assert!(Arc::ptr_eq(&cache.get("b", 2).unwrap(), &b));
+        // A cached key's new version replaces the old (b's admission evicted k0, the first
+        // unreferenced one).
+        let k3 = Arc::new(100);
+        assert!(cache.admit(&key("k3"), 2, k3.clone(), Access::Write, &mut evicted));
+        assert!(Arc::ptr_eq(&cache.get("k3", 2).unwrap(), &k3));
+        assert_eq!(cache.len(), 4);
+    }
+
+    #[test]
+    fn written_objects_wait_a_quarter_of_a_shards_capacity_deep_reads_one() {
+        let cache = DecodedCache::new(64);
+        let mut evicted = Vec::new();
+        for i in 0..64 {
+            cache.insert(&key(&format!("k{i}")), 1, Arc::new(i), &mut evicted);
+        }
+        let waiting: Vec<Arc<usize>> = (0..16).map(|i| Arc::new(100 + i)).collect();
+        for (i, w) in waiting.iter().enumerate() {
+            let k = key(&format!("w{i}"));
+            assert!(!cache.admit(&k, 1, w.clone(), Access::Write, &mut evicted));
+        }
+        assert!(evicted.is_empty(), "sixteen wait without evicting");
+        // A read's object waits apart, alone: two cold reads push out only the first of them.
+        assert!(!cache.admit(&key("r0"), 1, Arc::new(200), Access::Read, &mut evicted));
+        assert!(!cache.admit(&key("r1"), 1, Arc::new(201), Access::Read, &mut evicted));
+        assert_eq!(evicted.len(), 1);
+        assert_eq!(*evicted[0], 200);
+        evicted.clear();
+        for (i, w) in waiting.iter().enumerate() {
+            assert!(Arc::ptr_eq(&cache.get(&format!("w{i}"), 1).unwrap(), w));
+        }
+        assert!(!cache.admit(&key("w16"), 1, Arc::new(116), Access::Write, &mut evicted));
+        assert_eq!(evicted.len(), 1);
+        assert!(
+            Arc::ptr_eq(&evicted[0], &waiting[0]),
+            "the oldest leaves first"
+        );
+        assert!(cache.get("w0", 1).is_none());
+        assert_eq!(cache.len(), 64);
     }
 
     #[test]
     fn a_write_or_remove_takes_the_keys_probation_object() {
         let (cache, mut evicted) = full_cache();
-        assert!(!cache.insert_read(&key("x"), 1, Arc::new(10), &mut evicted));
+        assert!(!cache.admit(&key("x"), 1, Arc::new(10), Access::Read, &mut evicted));
         let newer = Arc::new(20);
         cache.insert(&key("x"), 2, newer.clone(), &mut evicted);
         assert!(
@@ -419,20 +538,20 @@ mod tests {
 
         let (cache, mut evicted) = full_cache();
         let y = Arc::new(11);
-        assert!(!cache.insert_read(&key("y"), 3, y.clone(), &mut evicted));
+        assert!(!cache.admit(&key("y"), 3, y.clone(), Access::Read, &mut evicted));
         // A reader that decoded an older version does not displace it.
-        assert!(!cache.insert_read(&key("y"), 2, Arc::new(9), &mut evicted));
+        assert!(!cache.admit(&key("y"), 2, Arc::new(9), Access::Read, &mut evicted));
         assert!(Arc::ptr_eq(&cache.get("y", 3).unwrap(), &y));
         assert!(Arc::ptr_eq(
             &cache.remove("y", 3, &mut evicted).unwrap(),
             &y
         ));
         assert!(cache.get("y", 3).is_none());
-        assert!(!cache.insert_read(&key("w"), 1, Arc::new(12), &mut evicted));
+        assert!(!cache.admit(&key("w"), 1, Arc::new(12), Access::Read, &mut evicted));
         cache.clear(&mut evicted);
         assert!(
             cache.get("w", 1).is_none(),
-            "clear empties the probation slot"
+            "clear empties the probation queue"
         );
     }
 

@@ -24,7 +24,7 @@ use crate::slots::{
     Content, FreshValues, Funcs, NamedIndexFunc, Slot, file_new, fresh_values, refile,
     sorted_funcs, unfile,
 };
-use cache::{DecodedCache, Evicted};
+use cache::{Access, DecodedCache, Evicted};
 use codec::{Dictionary, Encoded, Format};
 
 pub use codec::{Codec, RoundTripCheck, ZstdDictionary};
@@ -530,7 +530,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         if fill {
             let mut evicted = Evicted::new();
             self.cache
-                .insert_read(&stored_key, stamp, obj.clone(), &mut evicted);
+                .admit(&stored_key, stamp, obj.clone(), Access::Read, &mut evicted);
         }
         Ok(Some((stamp, obj)))
     }
@@ -694,9 +694,11 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
                     },
                 );
             }
-            // The object just written is the likeliest next read (an informer reads the
-            // cached object before each update): cache it, replacing the older version.
-            self.cache.insert(&key, stamp, obj, &mut evicted);
+            // The object just written is a likely next read: cached if the key is (the new
+            // version replaces the old) or was read lately (an informer reads the old object
+            // before each update), else left on probation rather than evicting a hot object.
+            self.cache
+                .admit(&key, stamp, obj, Access::Write, &mut evicted);
             break previous;
         };
         drop(evicted);
@@ -818,9 +820,10 @@ impl<K> CompactStoreBuilder<K> {
 
     /// How many decoded objects to keep for hot keys (default [`DEFAULT_CACHE_CAPACITY`]; 0
     /// disables the cache). The cache changes what a lookup costs, never what it returns.
-    /// Every write caches the object written; once the cache is full, a lookup that misses
-    /// caches its object only on the key's second miss (until then it waits in one probation
-    /// slot per shard, beyond this capacity), so lookups of cold keys do not evict hot ones.
+    /// Once the cache is full, an object read or written is cached only if its key is cached
+    /// already or missed a read lately (until then it waits in a read slot or a probation queue
+    /// per shard: a quarter more objects than this capacity at most, plus one per shard), so lookups of cold keys and writes of keys nobody reads do not
+    /// evict hot ones; an informer's updates (a read, then a write) are cached.
     pub fn cache_capacity(mut self, objects: usize) -> Self {
         self.cache_capacity = objects;
         self

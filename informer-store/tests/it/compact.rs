@@ -304,8 +304,9 @@ fn scans_do_not_fill_the_cache() {
     );
 }
 
-/// A read of a cold key does not evict a hot object (freeing an object decoded long ago is
-/// most of such a read's cost); the key's second miss caches it.
+/// Neither a read of a cold key nor a write of a key nobody read lately evicts a hot object
+/// (freeing an object decoded long ago is most of such an operation's cost); a key's second
+/// miss caches it.
 #[test]
 fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
     let store: CompactStore<JsonObject> = CompactStore::builder()
@@ -318,28 +319,35 @@ fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
     for o in &written {
         store.add(Arc::clone(o)).unwrap();
     }
+    // The first two writes found room; the others waited on probation, each displacing the
+    // one before.
     let hot_still_cached = || {
-        written[8..].iter().all(|o| {
+        written[..2].iter().all(|o| {
             store
                 .shared_by_key(key_of(o.as_ref()).unwrap().as_str())
                 .is_some_and(|cached| Arc::ptr_eq(&cached, o))
         })
     };
     assert!(hot_still_cached());
-    let cold = store.get_by_key("ns/o-0").unwrap();
-    assert_eq!(*cold, *written[0]);
+    assert!(Arc::ptr_eq(
+        &store.shared_by_key("ns/o-9").unwrap(),
+        &written[9]
+    ));
+    assert!(store.shared_by_key("ns/o-8").is_none());
+    let cold = store.get_by_key("ns/o-5").unwrap();
+    assert_eq!(*cold, *written[5]);
     assert!(hot_still_cached(), "a first miss evicts nothing");
     assert_eq!(store.stats().cached_objects, 2);
     // Read again at once (what an informer's write does after its read): not decoded again.
-    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-0").unwrap(), &cold));
-    // Another cold read takes its place; o-0's second miss caches it.
-    store.get_by_key("ns/o-1").unwrap();
-    let admitted = store.get_by_key("ns/o-0").unwrap();
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-5").unwrap(), &cold));
+    // Another cold read takes its place; o-5's second miss caches it.
+    store.get_by_key("ns/o-6").unwrap();
+    let admitted = store.get_by_key("ns/o-5").unwrap();
     assert!(!Arc::ptr_eq(&admitted, &cold), "decoded again");
     assert!(!hot_still_cached(), "one hot object made room");
-    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-0").unwrap(), &admitted));
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-5").unwrap(), &admitted));
     assert!(Arc::ptr_eq(
-        &store.shared_by_key("ns/o-0").unwrap(),
+        &store.shared_by_key("ns/o-5").unwrap(),
         &admitted
     ));
     assert_eq!(store.stats().cached_objects, 2);
@@ -404,16 +412,17 @@ fn one_event_costs_at_most_one_decode() {
         store.add(counted(&format!("o-{i}"), "1")).unwrap();
     }
     let decodes = || DECODES.load(Ordering::SeqCst);
-    // A cold key: the read decodes once, the write reuses it.
+    // A cold key (the cache holds the first two written, the last waits on probation): the
+    // read decodes once, the write reuses it.
     let start = decodes();
-    let old = store.get_by_key("ns/o-0").unwrap();
-    let previous = store.update(counted("o-0", "2")).unwrap().unwrap();
+    let old = store.get_by_key("ns/o-3").unwrap();
+    let previous = store.update(counted("o-3", "2")).unwrap().unwrap();
     assert!(Arc::ptr_eq(&old, &previous));
     assert_eq!(decodes() - start, 1);
-    // A hot key (just written): no decode at all.
+    // A hot key (just written after a read): no decode at all.
     let start = decodes();
-    store.get_by_key("ns/o-0").unwrap();
-    store.update(counted("o-0", "3")).unwrap();
+    store.get_by_key("ns/o-3").unwrap();
+    store.update(counted("o-3", "3")).unwrap();
     assert_eq!(decodes(), start);
     // Writes that do not want the previous object never decode it.
     let start = decodes();
@@ -429,7 +438,7 @@ fn one_event_costs_at_most_one_decode() {
     assert_eq!(store.resource_version_of("ns/o-6"), None);
     assert!(store.shared_by_key("ns/o-7").is_none());
     assert_eq!(decodes(), start);
-    // A cached key is shared: the very Arc written.
+    // A key just written is shared (cached or on probation): the very Arc written.
     let hot = counted("o-8", "2");
     store.add(Arc::clone(&hot)).unwrap();
     assert!(Arc::ptr_eq(&store.shared_by_key("ns/o-8").unwrap(), &hot));
