@@ -173,9 +173,10 @@ impl<K> DecodedCache<K> {
 
     /// Caches `obj` (decoded by a read that missed, or just written: `by`) as
     /// [`insert`](Self::insert) does, unless its shard is full and `key` is not cached (in any
-    /// version) nor was missed lately: `obj` then joins the shard's probation queue (unless a
-    /// newer version of `key` waits there), and a read's key is remembered, so that its next miss
-    /// caches it. Returns whether it was cached.
+    /// version) nor was missed lately: `obj` then waits (a read's in the shard's read slot, a
+    /// write's in its probation queue) unless a newer version of `key` waits already, and a
+    /// read's key is remembered, so that its next miss caches it. Returns whether it was
+    /// cached.
     pub(crate) fn admit(
         &self,
         key: &ObjectKey,
