@@ -22,3 +22,7 @@ pub mod metrics;
 mod object;
 
 pub use object::{JsonMeta, JsonObject};
+
+/// What [`delegate_object!`] names; not part of the API.
+#[doc(hidden)]
+pub use informer_core as __core;

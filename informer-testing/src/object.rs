@@ -212,6 +212,54 @@ impl Object for JsonObject {
     }
 }
 
+/// Implements `informer_core::Object` for a newtype around [`JsonObject`] (`struct W(JsonObject)`),
+/// every method answered by the wrapped object: for a test whose wrapper changes only how the
+/// object decodes, encodes or is dropped (counting decodes, recording the decoding thread).
+///
+/// ```
+/// use informer_core::Object;
+/// use informer_testing::{JsonObject, delegate_object};
+///
+/// struct Wrapped(JsonObject);
+/// delegate_object!(Wrapped);
+///
+/// let wrapped = Wrapped(JsonObject::new(Some("ns"), "a").with_label("app", "web"));
+/// assert_eq!(wrapped.object_name(), Some("a"));
+/// assert_eq!(wrapped.object_labels()["app"], "web");
+/// ```
+#[macro_export]
+macro_rules! delegate_object {
+    ($wrapper:ty) => {
+        impl $crate::__core::Object for $wrapper {
+            fn object_name(&self) -> ::std::option::Option<&str> {
+                $crate::__core::Object::object_name(&self.0)
+            }
+            fn object_namespace(&self) -> ::std::option::Option<&str> {
+                $crate::__core::Object::object_namespace(&self.0)
+            }
+            fn object_uid(&self) -> ::std::option::Option<&str> {
+                $crate::__core::Object::object_uid(&self.0)
+            }
+            fn object_resource_version(&self) -> ::std::option::Option<&str> {
+                $crate::__core::Object::object_resource_version(&self.0)
+            }
+            fn object_labels(
+                &self,
+            ) -> &::std::collections::BTreeMap<::std::string::String, ::std::string::String> {
+                $crate::__core::Object::object_labels(&self.0)
+            }
+            fn object_annotations(
+                &self,
+            ) -> &::std::collections::BTreeMap<::std::string::String, ::std::string::String> {
+                $crate::__core::Object::object_annotations(&self.0)
+            }
+            fn object_owners(&self) -> ::std::vec::Vec<$crate::__core::OwnerRef<'_>> {
+                $crate::__core::Object::object_owners(&self.0)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

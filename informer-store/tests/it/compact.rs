@@ -14,7 +14,7 @@ use informer_store::{
     Codec, CompactError, CompactStore, DEFAULT_CACHE_CAPACITY, DecodeError, DictionaryState,
     RoundTripCheck, ZstdDictionary,
 };
-use informer_testing::JsonObject;
+use informer_testing::{JsonObject, delegate_object};
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -367,30 +367,6 @@ impl<'de> Deserialize<'de> for Counted {
     }
 }
 
-macro_rules! delegate_object {
-    ($t:ty) => {
-        impl Object for $t {
-            fn object_name(&self) -> Option<&str> {
-                self.0.object_name()
-            }
-            fn object_namespace(&self) -> Option<&str> {
-                self.0.object_namespace()
-            }
-            fn object_uid(&self) -> Option<&str> {
-                self.0.object_uid()
-            }
-            fn object_resource_version(&self) -> Option<&str> {
-                self.0.object_resource_version()
-            }
-            fn object_labels(&self) -> &BTreeMap<String, String> {
-                self.0.object_labels()
-            }
-            fn object_annotations(&self) -> &BTreeMap<String, String> {
-                self.0.object_annotations()
-            }
-        }
-    };
-}
 delegate_object!(Counted);
 
 fn counted(name: &str, rv: &str) -> Arc<Counted> {

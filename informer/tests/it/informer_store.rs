@@ -465,26 +465,7 @@ impl<'de> serde::Deserialize<'de> for Traced {
     }
 }
 
-impl Object for Traced {
-    fn object_name(&self) -> Option<&str> {
-        self.0.object_name()
-    }
-    fn object_namespace(&self) -> Option<&str> {
-        self.0.object_namespace()
-    }
-    fn object_uid(&self) -> Option<&str> {
-        self.0.object_uid()
-    }
-    fn object_resource_version(&self) -> Option<&str> {
-        self.0.object_resource_version()
-    }
-    fn object_labels(&self) -> &BTreeMap<String, String> {
-        self.0.object_labels()
-    }
-    fn object_annotations(&self) -> &BTreeMap<String, String> {
-        self.0.object_annotations()
-    }
-}
+informer_testing::delegate_object!(Traced);
 
 /// `CompactOptions::decode_threads` reaches the store an informer builds: a scan of 256
 /// objects to decode runs on the caller's thread alone with 1, on two threads with 2.
