@@ -42,7 +42,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ];
     build.extend(features);
     cargo(&build)?;
-    let command = named_command(&args, allocator);
+    let mut command = named_command("cargo xtask bench", args.iter().map(String::as_str));
+    if allocator == Allocator::Mimalloc {
+        command.push_str(" --allocator mimalloc");
+    }
     let mut run: Vec<&str> = vec!["run", "--release", "--quiet"];
     run.extend(features);
     run.extend([
@@ -93,14 +96,14 @@ fn allocator(args: &[String]) -> Result<(Allocator, Vec<String>), String> {
 /// the report names, which says what was measured.
 const OUTPUT_OPTIONS: &[&str] = &["--out", "--json", "--analysis"];
 
-/// The command the report names: `cargo xtask bench` with every option given that shapes the
-/// run (`--quick`, `--sizes`, `--contenders`, phase lengths, `--allocator mimalloc`), in the
-/// order given, and without the output paths.
-fn named_command(args: &[String], allocator: Allocator) -> String {
-    let mut command = String::from("cargo xtask bench");
-    let mut args = args.iter();
+/// The command a report names: `base` with every option given that shapes the run (`--quick`,
+/// `--sizes`, `--contenders`, phase lengths, `--pods`...), in the order given, and without the
+/// output paths.
+fn named_command<'a>(base: &str, args: impl IntoIterator<Item = &'a str>) -> String {
+    let mut command = String::from(base);
+    let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let flag = arg.split_once('=').map_or(arg.as_str(), |(flag, _)| flag);
+        let flag = arg.split_once('=').map_or(arg, |(flag, _)| flag);
         if OUTPUT_OPTIONS.contains(&flag) {
             if flag == arg {
                 args.next();
@@ -109,9 +112,6 @@ fn named_command(args: &[String], allocator: Allocator) -> String {
         }
         command.push(' ');
         command.push_str(arg);
-    }
-    if allocator == Allocator::Mimalloc {
-        command.push_str(" --allocator mimalloc");
     }
     command
 }
@@ -137,10 +137,7 @@ fn sharding(args: &[String]) -> Result<(), String> {
         .map(String::as_str)
         .filter(|a| *a != "--sharding")
         .collect();
-    let command = std::iter::once("cargo xtask bench --sharding")
-        .chain(rest.iter().copied())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let command = named_command("cargo xtask bench --sharding", rest.iter().copied());
     let mut run: Vec<&str> = vec![
         "run",
         "--release",
@@ -204,13 +201,16 @@ mod tests {
             "500",
         ]);
         assert_eq!(
-            named_command(&args, Allocator::System),
+            named_command("cargo xtask bench", args.iter().map(String::as_str)),
             "cargo xtask bench --sizes 10000,100000 --contenders informer,floor --burst 500"
         );
         assert_eq!(
-            named_command(&strings(&["--quick"]), Allocator::Mimalloc),
-            "cargo xtask bench --quick --allocator mimalloc"
+            named_command(
+                "cargo xtask bench --sharding",
+                ["--pods", "20000", "--json", "x"]
+            ),
+            "cargo xtask bench --sharding --pods 20000"
         );
-        assert_eq!(named_command(&[], Allocator::System), "cargo xtask bench");
+        assert_eq!(named_command("cargo xtask bench", []), "cargo xtask bench");
     }
 }
