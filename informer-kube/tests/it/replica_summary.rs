@@ -19,9 +19,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fake_apiserver::{FakeApiServer, status};
+use informer::Lister;
 use informer_controller::{Context, ControllerConfig, ControllerHandle};
 use informer_kube::KubeInformerFactory;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -73,6 +75,8 @@ async fn scenario(failed_watches: usize) {
     };
     let (controller, summaries) = controller(&factory, settings).unwrap();
     let handle = controller.handle();
+    // The controller's own cache of its summaries (each step ends when it has caught up).
+    let cached = summaries.summaries.clone();
     // Every attempt: the key and how often it had failed before (the rate limiter's count).
     let attempts: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
     let seen = Arc::clone(&attempts);
@@ -84,7 +88,13 @@ async fn scenario(failed_watches: usize) {
     let run = tokio::spawn(controller.run(recording, summaries, stop.clone()));
 
     // 1. Initial sync through three failed writes.
-    converge(&server, &handle, "initial sync through failed writes").await;
+    converge(
+        &server,
+        &handle,
+        &cached,
+        "initial sync through failed writes",
+    )
+    .await;
     faults.assert_all_used();
     let stats = handle.stats();
     assert_eq!(
@@ -114,7 +124,7 @@ async fn scenario(failed_watches: usize) {
     faults.fail_writes("configmaps", 1, status::internal_error("etcd blinked"));
     ready(&server, "api-9f8e-1");
     create_pod(&server, "api-9f8e-1b", "api-9f8e", true);
-    converge(&server, &handle, "one more failed write").await;
+    converge(&server, &handle, &cached, "one more failed write").await;
     faults.assert_all_used();
     let most = most_retries(&attempts.lock());
     assert_eq!(most.get("prod/api"), Some(&1), "{most:?}");
@@ -133,6 +143,7 @@ async fn scenario(failed_watches: usize) {
     converge(
         &server,
         &handle,
+        &cached,
         "a ready pod deleted during a watch outage",
     )
     .await;
@@ -142,7 +153,7 @@ async fn scenario(failed_watches: usize) {
     // 3. A Deployment deleted: its summary goes (no finalizer, no garbage collector).
     let deletions = handle.stats().deletions;
     server.delete("deployments", Some("prod"), "api").unwrap();
-    converge(&server, &handle, "a Deployment deleted").await;
+    converge(&server, &handle, &cached, "a Deployment deleted").await;
     assert_eq!(summary(&server, "api"), None);
     assert!(handle.stats().deletions > deletions);
 
@@ -328,17 +339,34 @@ fn actual(server: &FakeApiServer) -> BTreeMap<String, (usize, usize)> {
 /// Waits until the summaries are what the server's objects say they should be, re-checking
 /// after every reconcile (at most [`STEP_GUARD`] without one), then until every reconcile
 /// started has finished (the server shows a write before its reconcile returns, and the key
-/// is forgotten and counted after that).
-async fn converge(server: &FakeApiServer, handle: &ControllerHandle, step: &str) {
+/// is forgotten and counted after that), then until the controller's cache of summaries
+/// (`cached`) has seen the last write: otherwise the next step's first reconcile could replace
+/// a summary at a resourceVersion already gone and fail with a conflict the step does not
+/// expect (a controller retries such a conflict; a step that counts failures would miscount).
+async fn converge(
+    server: &FakeApiServer,
+    handle: &ControllerHandle,
+    cached: &Lister<ConfigMap>,
+    step: &str,
+) {
     let mut stats = handle.subscribe();
     loop {
         let (want, have) = (expected(server), actual(server));
         if want == have {
             let idle = stats.wait_for(|s| s.started == s.reconciles);
             match tokio::time::timeout(STEP_GUARD, idle).await {
-                Ok(Ok(_)) => return,
+                Ok(Ok(_)) => {}
                 _ => panic!("{step}: reconciles still running after {STEP_GUARD:?}"),
             }
+            let caught_up = async {
+                while versions(cached) != server_versions(server) {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            };
+            tokio::time::timeout(STEP_GUARD, caught_up)
+                .await
+                .unwrap_or_else(|_| panic!("{step}: the summaries' cache lags the server"));
+            return;
         }
         match tokio::time::timeout(STEP_GUARD, stats.changed()).await {
             Ok(Ok(())) => {}
@@ -351,4 +379,29 @@ async fn converge(server: &FakeApiServer, handle: &ControllerHandle, step: &str)
             ),
         }
     }
+}
+
+/// The summaries in the controller's cache: name → resourceVersion.
+fn versions(cached: &Lister<ConfigMap>) -> BTreeMap<String, String> {
+    let summaries = cached.list_all();
+    let version = |cm: &ConfigMap| {
+        let meta = &cm.metadata;
+        Some((meta.name.clone()?, meta.resource_version.clone()?))
+    };
+    summaries.iter().filter_map(|cm| version(cm)).collect()
+}
+
+/// The summaries on the server: name → resourceVersion.
+fn server_versions(server: &FakeApiServer) -> BTreeMap<String, String> {
+    objects(server, "configmaps")
+        .iter()
+        .filter(|cm| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER)
+        .filter_map(|cm| {
+            let meta = &cm["metadata"];
+            Some((
+                meta["name"].as_str()?.to_owned(),
+                meta["resourceVersion"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
 }
