@@ -143,7 +143,9 @@
 //!         .with_field("spec", serde_json::json!({"image": "registry.example.com/web:1.4"}));
 //!     store.add(Arc::new(pod))?;
 //! }
-//! // After 512 objects a dictionary was trained and every object compressed.
+//! // The 512th object started training a dictionary (on a thread of its own); once it is
+//! // applied every object is compressed. Wait for it here:
+//! store.finish_training();
 //! let stats = store.stats();
 //! assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
 //! assert!(stats.encoded_bytes * 4 < stats.serialized_bytes);
@@ -229,9 +231,13 @@
 //!    [`CompactStore::try_get_by_key`] reports instead of panicking.
 //! 7. **One dictionary per store, trained once.** Until it exists objects are stored
 //!    uncompressed and their serialized bytes are kept as training samples (at most 512
-//!    objects or 8 MiB); the write that completes the samples trains the dictionary (tens of
-//!    milliseconds, outside the store's lock) and compresses the objects stored so far. If
-//!    training fails the store keeps them uncompressed.
+//!    objects or 8 MiB); the write that completes the samples starts training the dictionary
+//!    on a thread of its own (about 0.2 s for 512 realistic pods) and returns without waiting:
+//!    the first write (or [`CompactStore::stats`]) after the training has finished applies the
+//!    dictionary and compresses the objects stored uncompressed so far;
+//!    [`CompactStore::finish_training`] waits for it. If training fails the store keeps them
+//!    uncompressed. (An object encoded by a concurrent writer while the dictionary is applied
+//!    may stay uncompressed until it is next written: memory, never content.)
 //!
 //! `list` decodes every object at once: on a large store it costs the decoded size of the
 //! whole store, for the lifetime of the returned `Vec`. Prefer `by_index`, or `list_keys` and

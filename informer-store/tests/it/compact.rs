@@ -72,6 +72,11 @@ fn trains_once_then_compresses_what_was_stored_before() {
     );
 
     store.add(obj("ns-0", "o-39", "web")).unwrap();
+    // The 40th object started the training on a thread of its own; the store serves reads
+    // meanwhile (its objects still uncompressed, or already compressed if it has finished).
+    let key = "ns-0/o-39";
+    assert_eq!(*store.get_by_key(key).unwrap(), *obj("ns-0", "o-39", "web"));
+    store.finish_training();
     let after = store.stats();
     assert!(
         matches!(after.dictionary, DictionaryState::Trained { bytes } if bytes > 0),
@@ -108,6 +113,7 @@ fn replace_trains_on_its_own_objects() {
         .map(|i| obj("ns", &format!("o-{i}"), "web"))
         .collect();
     store.replace(objects.clone(), "1").unwrap();
+    store.finish_training();
     let stats = store.stats();
     assert!(
         matches!(stats.dictionary, DictionaryState::Trained { .. }),
@@ -131,6 +137,7 @@ fn training_that_fails_keeps_json() {
         CompactStore::builder().codec(small_dictionary(2)).build();
     store.add(Arc::new(JsonObject::new(None, "a"))).unwrap();
     store.add(Arc::new(JsonObject::new(None, "b"))).unwrap();
+    store.finish_training();
     let stats = store.stats();
     assert!(
         matches!(stats.dictionary, DictionaryState::Failed { .. }),
@@ -155,6 +162,7 @@ fn memory_follows_the_encoded_bytes() {
     for i in 0..PODS {
         store.insert(Arc::new(pods::pod(7, i))).unwrap();
     }
+    store.finish_training();
     let stats = store.stats();
     assert_eq!(stats.objects, PODS);
     assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
@@ -832,6 +840,7 @@ fn a_deserialize_that_reenters_the_store_works() {
     for i in 0..40 {
         store.insert(hooked(&format!("o-{i}"), "1")).unwrap();
     }
+    store.finish_training();
     assert!(matches!(
         store.stats().dictionary,
         DictionaryState::Trained { .. }

@@ -431,6 +431,7 @@ fn check<K: Subject>(cases: u32) {
                     .and_then(|()| compare_state(&compact, &reference))
                     .map_err(|e| TestCaseError::fail(format!("[{name}] step {i} ({op:?}): {e}")))?;
             }
+            compact.finish_training();
             match compact.stats().dictionary {
                 DictionaryState::Trained { .. } => {
                     trained.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
