@@ -129,6 +129,12 @@ impl<K> DecodedCache<K> {
         self.shards.iter().map(|s| s.lock().map.len()).sum()
     }
 
+    /// How many objects wait outside it now (in the shards' read slots and probation queues):
+    /// at most a quarter of the capacity plus one per shard.
+    pub(crate) fn waiting(&self) -> usize {
+        self.shards.iter().map(|s| s.lock().waiting().count()).sum()
+    }
+
     fn shard(&self, key: &str) -> &Mutex<Shard<K>> {
         self.shard_of(self.hasher.hash_one(key))
     }

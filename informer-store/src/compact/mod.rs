@@ -119,6 +119,11 @@ pub struct CompactStats {
     pub dictionary: DictionaryState,
     /// Decoded objects in the cache.
     pub cached_objects: usize,
+    /// Decoded objects waiting outside the cache, once it is full: the last object each
+    /// shard's reads decoded without caching it, and the objects written lately without being
+    /// cached (served to reads like cached ones; at most a quarter of the capacity plus one
+    /// per shard).
+    pub waiting_objects: usize,
     /// The most decoded objects the cache holds.
     pub cache_capacity: usize,
 }
@@ -336,6 +341,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
                 + dictionary_memory,
             dictionary,
             cached_objects: self.cache.len(),
+            waiting_objects: self.cache.waiting(),
             cache_capacity: self.cache.capacity(),
         }
     }

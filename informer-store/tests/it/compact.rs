@@ -345,7 +345,12 @@ fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
     let cold = store.get_by_key("ns/o-5").unwrap();
     assert_eq!(*cold, *written[5]);
     assert!(hot_still_cached(), "a first miss evicts nothing");
-    assert_eq!(store.stats().cached_objects, 2);
+    let stats = store.stats();
+    assert_eq!(stats.cached_objects, 2);
+    assert_eq!(
+        stats.waiting_objects, 2,
+        "o-9 on probation, o-5 in the read slot: {stats:?}"
+    );
     // Read again at once (what an informer's write does after its read): not decoded again.
     assert!(Arc::ptr_eq(&store.get_by_key("ns/o-5").unwrap(), &cold));
     // Another cold read takes its place; o-5's second miss caches it.
@@ -358,7 +363,12 @@ fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
         &store.shared_by_key("ns/o-5").unwrap(),
         &admitted
     ));
-    assert_eq!(store.stats().cached_objects, 2);
+    let stats = store.stats();
+    assert_eq!(stats.cached_objects, 2);
+    assert_eq!(
+        stats.waiting_objects, 2,
+        "o-9 on probation, o-6 in the read slot: {stats:?}"
+    );
 }
 
 /// A `JsonObject` that counts how often it is decoded.
