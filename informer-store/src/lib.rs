@@ -243,6 +243,31 @@
 //! whole store, for the lifetime of the returned `Vec`. Prefer `by_index`, or `list_keys` and
 //! `get_by_key`.
 
+/// The builder methods both stores share, for a builder with fields `key_func: KeyFunc<K>` and
+/// `indexers: Indexers<K>` (the expanding module imports `KeyFunc`, `IndexFunc`, `Indexers`
+/// and `key_of`).
+macro_rules! key_and_index_setters {
+    () => {
+        /// Uses `key_func` instead of [`key_of`]. Queues feeding this store must use the same one.
+        pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
+            self.key_func = key_func;
+            self
+        }
+
+        /// Adds one index (replacing an earlier one of the same name given to this builder).
+        pub fn indexer(mut self, name: impl Into<String>, func: IndexFunc<K>) -> Self {
+            self.indexers.insert(name.into(), func);
+            self
+        }
+
+        /// Adds several indices (replacing earlier ones of the same names given to this builder).
+        pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+            self.indexers.extend(indexers);
+            self
+        }
+    };
+}
+
 #[cfg(feature = "compact")]
 mod compact;
 mod index;

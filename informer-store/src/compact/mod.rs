@@ -883,23 +883,7 @@ fn undecodable(error: CompactError) -> ! {
 }
 
 impl<K> CompactStoreBuilder<K> {
-    /// Uses `key_func` instead of [`key_of`]. Queues feeding this store must use the same one.
-    pub fn key_func(mut self, key_func: KeyFunc<K>) -> Self {
-        self.key_func = key_func;
-        self
-    }
-
-    /// Adds one index (replacing an earlier one of the same name given to this builder).
-    pub fn indexer(mut self, name: impl Into<String>, func: IndexFunc<K>) -> Self {
-        self.indexers.insert(name.into(), func);
-        self
-    }
-
-    /// Adds several indices (replacing earlier ones of the same names given to this builder).
-    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
-        self.indexers.extend(indexers);
-        self
-    }
+    key_and_index_setters!();
 
     /// How objects are kept (default: [`Codec::ZstdDictionary`] with its defaults).
     pub fn codec(mut self, codec: Codec) -> Self {
