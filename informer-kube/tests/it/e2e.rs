@@ -11,7 +11,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::support::{
-    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, synced, wait_until, watching,
+    Env, Errors, GUARD, Model, ModelHandler, cache_state, converge, handler_synced, synced,
+    wait_until, watching,
 };
 use fake_apiserver::seed::{Churn, ChurnConfig, SeedConfig, seed};
 use fake_apiserver::{RawLine, status};
@@ -77,9 +78,10 @@ async fn pod_informer(config: SeedConfig) -> Watched {
         .informer_with::<Pod>(|c| c.watch_error_handler = Some(errors.handler()))
         .unwrap();
     let (handler, model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
+    let registration = pods.add_handler(handler).unwrap();
     factory.start();
     synced(&pods).await;
+    handler_synced(&registration).await;
     Watched {
         env,
         errors,
@@ -165,9 +167,12 @@ async fn churn_converges_to_the_server() {
     let factory = env.factory();
     let pods = factory.informer::<Pod>().unwrap();
     let (handler, model, changes) = ModelHandler::new();
-    pods.add_handler(handler).unwrap();
+    let registration = pods.add_handler(handler).unwrap();
     factory.start();
     synced(&pods).await;
+    // Every initial add handled, so that the changes counted below are the churn's (under
+    // load the handler could still be catching up with the list and count those instead).
+    handler_synced(&registration).await;
 
     let churn = Churn::start(
         env.engine.clone(),

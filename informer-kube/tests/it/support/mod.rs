@@ -126,6 +126,17 @@ pub async fn synced<K: Object>(informer: &SharedIndexInformer<K>) {
     );
 }
 
+/// Waits (at most [`GUARD`]) until a handler has handled every initial-list notification:
+/// what it hears after that is live. (The informer's own sync does not wait for handlers.)
+pub async fn handler_synced(registration: &informer::Registration) {
+    let synced = tokio::time::timeout(GUARD, registration.wait_for_sync()).await;
+    assert!(
+        matches!(synced, Ok(true)),
+        "handler {} did not sync",
+        registration.name()
+    );
+}
+
 /// The state handlers were told about, rebuilt from notifications, and every notification that
 /// contradicts it (an update or delete of an unknown object, an add of a live one).
 #[derive(Debug, Default)]
