@@ -359,7 +359,10 @@ async fn scenario(server_exe: &Path, candidate_exe: &Path) {
     assert!(refused["counter"].as_u64().unwrap() <= first_new.0);
 
     // The server's request log: every PUT of the fence was reported (written, refused or
-    // failed), except at most one sent as the follower was terminated.
+    // failed), except at most one sent as the follower was terminated; and every write
+    // answered (written or refused) was a PUT. A write reported as failed may not have
+    // reached the server at all: its time limit (what is left of the term) can run out
+    // before the request is sent, as happens on a loaded machine.
     let log = client
         .request_text(
             http::Request::get("/_fake/requests")
@@ -377,17 +380,17 @@ async fn scenario(server_exe: &Path, candidate_exe: &Path) {
             r["method"] == "PUT" && r["path"] == "/api/v1/namespaces/default/configmaps/fence"
         })
         .count();
-    let reported: usize = [leader, follower]
-        .iter()
-        .map(|c| {
-            c.events("wrote").len()
-                + c.events("write-refused").len()
-                + c.events("write-failed").len()
-        })
-        .sum();
+    let count = |events: &[&str]| -> usize {
+        [leader, follower]
+            .iter()
+            .map(|c| events.iter().map(|e| c.events(e).len()).sum::<usize>())
+            .sum()
+    };
+    let answered = count(&["wrote", "write-refused"]);
+    let reported = answered + count(&["write-failed"]);
     assert!(
-        fence_puts == reported || fence_puts == reported + 1,
-        "{fence_puts} PUTs, {reported} reported"
+        answered <= fence_puts && fence_puts <= reported + 1,
+        "{fence_puts} PUTs, {answered} answered, {reported} reported"
     );
     server.kill().await.unwrap();
 }
