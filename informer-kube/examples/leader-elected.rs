@@ -34,6 +34,9 @@
 //! binary, pauses the leader with SIGSTOP and checks that the fence's history never
 //! interleaves two leaders.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,13 +75,13 @@ pub struct Args {
     #[arg(long)]
     pub identity: Option<String>,
     /// How long others wait after the lease last changed (whole seconds).
-    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "15s")]
     pub lease_duration: Duration,
     /// How long the leader keeps leading without a successful renewal.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "10s")]
     pub renew_deadline: Duration,
     /// Between renewals, acquisition attempts (jittered) and fenced writes.
-    #[arg(long, value_parser = parse_duration, default_value = "2s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "2s")]
     pub retry_period: Duration,
     /// Hand the lease back on SIGTERM / Ctrl-C.
     #[arg(long)]
@@ -87,25 +90,6 @@ pub struct Args {
     /// alone stops a stale leader. For tests and demonstrations only.
     #[arg(long)]
     pub zombie_writes: bool,
-}
-
-/// Parses `3s`, `500ms`, `1.5s`, `2m`, or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (try 3s, 500ms, 2m)"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        other => return Err(format!("unknown unit {other:?} in {text:?} (ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// What can stop the program.
@@ -121,24 +105,11 @@ pub enum AppError {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_logging("warn");
     let args = Args::parse();
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("leader-elected: {error}");
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => common::failed("leader-elected", &error),
     }
 }
 

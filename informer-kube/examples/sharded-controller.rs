@@ -36,6 +36,9 @@
 //! `fake-apiserver` binary over 20,000 churning pods, kills one with SIGKILL, and starts it
 //! again.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -75,16 +78,16 @@ struct Args {
     #[arg(long, default_value = "uid", value_parser = parse_field)]
     field: ShardField,
     /// How long the others wait after this replica's Lease last changed (whole seconds).
-    #[arg(long, value_parser = parse_duration, default_value = "15s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "15s")]
     lease_duration: Duration,
     /// How often this replica renews its Lease.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "5s")]
     renew_period: Duration,
     /// How long a range handed over is kept.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "10s")]
     handover: Duration,
     /// How often to print a status line.
-    #[arg(long, value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_parser = common::parse_duration, default_value = "1s")]
     status_interval: Duration,
     /// Where to write the cache's keys on SIGUSR1.
     #[arg(long, value_name = "PATH")]
@@ -102,25 +105,6 @@ fn parse_field(text: &str) -> Result<ShardField, String> {
     }
 }
 
-/// Parses `3s`, `500ms`, `1.5s`, `2m`, or plain seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (try 3s, 500ms, 2m)"))?;
-    let seconds = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1000.0,
-        "m" => value * 60.0,
-        other => return Err(format!("unknown unit {other:?} in {text:?} (ms, s or m)")),
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
-}
-
 /// What can stop the program.
 #[derive(Debug, thiserror::Error)]
 enum AppError {
@@ -134,23 +118,10 @@ enum AppError {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_logging("warn");
     match run(Args::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("sharded-controller: {error}");
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => common::failed("sharded-controller", &error),
     }
 }
 

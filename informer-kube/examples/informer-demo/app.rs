@@ -7,6 +7,9 @@
 //! compact` keeps the cache encoded. Pods come from the embedded fake API server
 //! over HTTP (seeded, with steady churn) or from a real cluster.
 
+#[path = "../common/mod.rs"]
+pub mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use clap::Parser;
+use common::parse_duration;
 use fake_apiserver::FakeApiServer;
 use fake_apiserver::http::{FakeHttpServer, HttpConfig};
 use fake_apiserver::seed::{Churn, ChurnConfig, ChurnStats, SeedConfig, seed};
@@ -146,30 +150,6 @@ impl Rss {
 /// Bytes as MiB, for people.
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// Parses `20s`, `1.5s`, `500ms`, `2m`, `1h`, or plain seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration (try 20s, 500ms, 2m)"))?;
-    let seconds = match unit.trim() {
-        "" | "s" | "sec" | "secs" => value,
-        "ms" => value / 1000.0,
-        "m" | "min" => value * 60.0,
-        "h" => value * 3600.0,
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?} (use ms, s, m or h)"
-            ));
-        }
-    };
-    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{text:?}: {e}"))
 }
 
 /// What can stop the demo.
@@ -890,20 +870,4 @@ fn print_summary(s: &Summary) {
             ""
         }
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("20s"), Ok(Duration::from_secs(20)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5 parsecs").is_err());
-    }
 }

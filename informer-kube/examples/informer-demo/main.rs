@@ -13,14 +13,12 @@ mod app;
 
 use std::process::ExitCode;
 
+// The programs' shared set-up (`examples/common/mod.rs`), which `app.rs` includes.
+use app::common;
+
 #[tokio::main]
 async fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_logging("warn");
     // Ctrl-C stops the run (the program logic itself never listens for signals).
     let stop = tokio_util::sync::CancellationToken::new();
     let on_ctrl_c = stop.clone();
@@ -31,14 +29,6 @@ async fn main() -> ExitCode {
     });
     match app::run(std::env::args_os(), stop).await {
         Ok(_) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("informer-demo: {error}");
-            let mut source = std::error::Error::source(&error);
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => common::failed("informer-demo", &error),
     }
 }

@@ -13,6 +13,9 @@
 
 mod controller;
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -54,23 +57,10 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    common::init_logging("info");
     match run(Args::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            eprintln!("replica-summary: {error}");
-            let mut source = error.source();
-            while let Some(cause) = source {
-                eprintln!("  caused by: {cause}");
-                source = cause.source();
-            }
-            ExitCode::FAILURE
-        }
+        Err(error) => common::failed("replica-summary", &*error),
     }
 }
 
