@@ -162,7 +162,8 @@ impl<K> DecodedCache<K> {
             .map(|(_, cached)| cached.obj.clone())
     }
 
-    /// Caches `obj` as the version of `key` with `stamp`, unless a newer version is cached.
+    /// Caches `obj` as the version of `key` with `stamp`, unless a newer version is cached
+    /// or waits.
     pub(crate) fn insert(
         &self,
         key: &ObjectKey,
@@ -174,7 +175,10 @@ impl<K> DecodedCache<K> {
             return;
         }
         let mut shard = self.shard(key.as_str()).lock();
-        shard.insert(self.per_shard, key, stamp, obj, evicted);
+        // A key is never both cached and waiting: a newer version waiting wins.
+        if !shard.newer_waits(key, stamp) {
+            shard.place(self.per_shard, key, stamp, obj, evicted);
+        }
     }
 
     /// Caches `obj` (decoded by a read that missed, or just written: `by`) as
@@ -196,10 +200,7 @@ impl<K> DecodedCache<K> {
         }
         let hash = self.hasher.hash_one(key.as_str());
         let mut shard = self.shard_of(hash).lock();
-        if shard
-            .waiting()
-            .any(|(k, waiting)| k == key && waiting.stamp > stamp)
-        {
+        if shard.newer_waits(key, stamp) {
             return false;
         }
         if shard.map.len() >= self.per_shard
@@ -211,7 +212,7 @@ impl<K> DecodedCache<K> {
                 obj,
                 referenced: false,
             };
-            if let Some(older) = shard.take_probation(key.as_str()) {
+            if let Some(older) = shard.take_waiting(key.as_str()) {
                 evicted.push(older.obj);
             }
             match by {
@@ -233,7 +234,7 @@ impl<K> DecodedCache<K> {
             }
             return false;
         }
-        shard.insert(self.per_shard, key, stamp, obj, evicted);
+        shard.place(self.per_shard, key, stamp, obj, evicted);
         true
     }
 
@@ -248,7 +249,7 @@ impl<K> DecodedCache<K> {
                 shard.compact_ring();
                 cached
             }
-            None => shard.take_probation(key)?,
+            None => shard.take_waiting(key)?,
         };
         if cached.stamp == stamp {
             Some(cached.obj)
@@ -272,8 +273,15 @@ impl<K> DecodedCache<K> {
 }
 
 impl<K> Shard<K> {
-    /// [`DecodedCache::insert`] within this self.
-    fn insert(
+    /// Whether a newer version of `key` than `stamp` waits (in the read slot or probation).
+    fn newer_waits(&self, key: &ObjectKey, stamp: u64) -> bool {
+        self.waiting()
+            .any(|(k, waiting)| k == key && waiting.stamp > stamp)
+    }
+
+    /// Caches `obj` as the version of `key` with `stamp` unless a newer version is cached;
+    /// an older version waiting leaves (the caller checked that no newer one waits).
+    fn place(
         &mut self,
         capacity: usize,
         key: &ObjectKey,
@@ -281,15 +289,7 @@ impl<K> Shard<K> {
         obj: Arc<K>,
         evicted: &mut Evicted<K>,
     ) {
-        // A key is never both cached and on probation: a newer version waiting there wins,
-        // an older one leaves.
-        if self
-            .waiting()
-            .any(|(k, waiting)| k == key && waiting.stamp > stamp)
-        {
-            return;
-        }
-        if let Some(waiting) = self.take_probation(key.as_str()) {
+        if let Some(waiting) = self.take_waiting(key.as_str()) {
             evicted.push(waiting.obj);
         }
         if let Some(cached) = self.map.get_mut(key.as_str()) {
@@ -317,8 +317,8 @@ impl<K> Shard<K> {
         self.last_read.iter().chain(self.probation.iter())
     }
 
-    /// Takes `key`'s object off probation, if it is there.
-    fn take_probation(&mut self, key: &str) -> Option<Cached<K>> {
+    /// Takes `key`'s waiting object (from the read slot or probation), if there is one.
+    fn take_waiting(&mut self, key: &str) -> Option<Cached<K>> {
         if matches!(&self.last_read, Some((k, _)) if k.as_str() == key) {
             return self.last_read.take().map(|(_, c)| c);
         }
@@ -443,7 +443,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cold_read_waits_in_probation_until_its_keys_second_miss() {
+    fn a_cold_read_waits_in_the_read_slot_until_its_keys_second_miss() {
         let (cache, mut evicted) = full_cache();
         let x = Arc::new(10);
         assert!(!cache.admit(&key("x"), 1, x.clone(), Access::Read, &mut evicted));
@@ -451,7 +451,7 @@ mod tests {
         assert_eq!(cache.len(), 4);
         assert!(
             Arc::ptr_eq(&cache.get("x", 1).unwrap(), &x),
-            "read back from probation"
+            "read back from the read slot"
         );
         assert!(cache.get("x", 2).is_none(), "only its own version");
         // Another cold read takes the slot.
