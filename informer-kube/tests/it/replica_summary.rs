@@ -323,11 +323,17 @@ fn expected(server: &FakeApiServer) -> BTreeMap<String, (usize, usize)> {
     expected
 }
 
+/// The summaries on the server (the ConfigMaps labelled as this controller's), as JSON.
+fn summaries(server: &FakeApiServer) -> Vec<Value> {
+    let mut configmaps = objects(server, "configmaps");
+    configmaps.retain(|cm| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER);
+    configmaps
+}
+
 /// What the summaries on the server say: Deployment name → (pods, ready).
 fn actual(server: &FakeApiServer) -> BTreeMap<String, (usize, usize)> {
-    objects(server, "configmaps")
+    summaries(server)
         .iter()
-        .filter(|cm| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER)
         .filter_map(|cm| {
             let name = cm["metadata"]["name"].as_str()?.strip_suffix("-replicas")?;
             let count = |field: &str| cm["data"][field].as_str()?.parse().ok();
@@ -393,9 +399,8 @@ fn versions(cached: &Lister<ConfigMap>) -> BTreeMap<String, String> {
 
 /// The summaries on the server: name → resourceVersion.
 fn server_versions(server: &FakeApiServer) -> BTreeMap<String, String> {
-    objects(server, "configmaps")
+    summaries(server)
         .iter()
-        .filter(|cm| cm["metadata"]["labels"][MANAGED_BY_LABEL] == MANAGER)
         .filter_map(|cm| {
             let meta = &cm["metadata"];
             Some((
