@@ -232,9 +232,12 @@
 //! 7. **One dictionary per store, trained once.** Until it exists objects are stored
 //!    uncompressed and their serialized bytes are kept as training samples (at most 512
 //!    objects or 8 MiB); the write that completes the samples starts training the dictionary
-//!    on a thread of its own (0.1-0.2 s for 512 realistic pods) and returns without waiting:
-//!    the first write (or [`CompactStore::stats`]) after the training has finished applies the
-//!    dictionary and compresses the objects stored uncompressed so far;
+//!    on a thread of its own (0.1-0.2 s for 512 realistic pods) and returns without waiting,
+//!    and so do later writes until they have stored as many bytes again as the samples
+//!    uncompressed; past that a write waits for the training (a bound on the uncompressed
+//!    objects, whose memory the process would keep after they are compressed). The first write
+//!    (or [`CompactStore::stats`]) after the training has finished applies the dictionary and
+//!    compresses the objects stored uncompressed so far;
 //!    [`CompactStore::finish_training`] waits for it. If training fails the store keeps them
 //!    uncompressed. (An object encoded by a concurrent writer while the dictionary is applied
 //!    may stay uncompressed until it is next written: memory, never content.)

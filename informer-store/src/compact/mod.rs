@@ -67,6 +67,12 @@ pub struct CompactStore<K> {
     next_stamp: AtomicU64,
     dictionary: OnceLock<Dictionary>,
     trainer: Mutex<Trainer>,
+    /// Bytes of the objects stored uncompressed because the dictionary did not exist yet
+    /// (counted only for a codec that trains one).
+    plain_bytes: AtomicU64,
+    /// While a training runs: the `plain_bytes` beyond which writers wait for it (the bytes
+    /// stored before it started plus as many again as its samples); `u64::MAX` otherwise.
+    plain_limit: AtomicU64,
 }
 
 /// Builds a [`CompactStore`].
@@ -313,7 +319,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     /// What the store holds now. Applies a dictionary whose training has finished first (see
     /// [`CompactStore::finish_training`]).
     pub fn stats(&self) -> CompactStats {
-        self.advance_training();
+        self.advance_training(false);
         let dictionary = self.dictionary_state();
         let dictionary_bytes = self.dictionary.get().map_or(0, Dictionary::size);
         let state = self.state.read();
@@ -415,6 +421,10 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         match self.dictionary.get() {
             Some(dictionary) => codec::compress(key, raw, dictionary),
             None => {
+                if self.codec.dictionary().is_some() {
+                    self.plain_bytes
+                        .fetch_add(raw.len() as u64, Ordering::Relaxed);
+                }
                 self.offer_sample(raw);
                 codec::plain(key, raw)
             }
@@ -437,20 +447,28 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     }
 
     /// Starts training the dictionary, on a thread of its own, once enough samples are in;
-    /// applies its outcome once the training has finished (without waiting for it). Called
-    /// after every write and by [`CompactStore::stats`]. Training a 64 KiB dictionary on 512
-    /// realistic pods takes 0.1-0.2 s: the writer that completed the samples does not wait
-    /// for it, and the objects written meanwhile stay uncompressed until it is applied.
-    fn advance_training(&self) {
+    /// applies its outcome once the training has finished. Called after every write (`write`)
+    /// and by [`CompactStore::stats`]. Training a 64 KiB dictionary on 512 realistic pods
+    /// takes 0.1-0.2 s: the writer that completed the samples does not wait for it, and the
+    /// objects written meanwhile stay uncompressed until it is applied, but only up to as many
+    /// bytes again as the samples: past that a writer waits for the training (so a fast writer,
+    /// such as an informer's first list, cannot pile up uncompressed objects whose freed
+    /// memory the process would keep).
+    fn advance_training(&self, write: bool) {
         if self.dictionary.get().is_some() || self.codec.dictionary().is_none() {
             return;
         }
-        // Whoever holds the trainer is collecting a sample or applying a dictionary: nothing
-        // for this call to do (the next one will see where it stands).
-        let Some(mut trainer) = self.trainer.try_lock() else {
-            return;
+        let over = write
+            && self.plain_bytes.load(Ordering::Relaxed) > self.plain_limit.load(Ordering::Relaxed);
+        let mut trainer = match self.trainer.try_lock() {
+            Some(trainer) => trainer,
+            // Over the limit: wait for the holder (who may be waiting for the training).
+            None if over => self.trainer.lock(),
+            // Whoever holds the trainer is collecting a sample or applying a dictionary:
+            // nothing for this call to do (the next one will see where it stands).
+            None => return,
         };
-        self.step_training(&mut trainer, false);
+        self.step_training(&mut trainer, over);
     }
 
     /// Waits until a dictionary training in progress has finished and applies its outcome
@@ -499,6 +517,11 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
                 // Matched just above.
                 return;
             };
+            // Writers may store as many bytes again uncompressed before they wait for it.
+            self.plain_limit.store(
+                self.plain_bytes.load(Ordering::Relaxed) + samples.len() as u64,
+                Ordering::Relaxed,
+            );
             let samples = Arc::new((samples, sizes));
             let given = Arc::clone(&samples);
             let owned = settings.clone();
@@ -539,6 +562,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         trainer: &mut Trainer,
         outcome: std::thread::Result<std::io::Result<Dictionary>>,
     ) {
+        self.plain_limit.store(u64::MAX, Ordering::Relaxed);
         match outcome {
             Ok(Ok(dictionary)) => {
                 // Only the holder of the trainer's lock applies an outcome, once: the cell is
@@ -792,7 +816,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             break previous;
         };
         drop(evicted);
-        self.advance_training();
+        self.advance_training(true);
         Ok(previous)
     }
 
@@ -957,6 +981,8 @@ impl<K> CompactStoreBuilder<K> {
             next_stamp: AtomicU64::new(1),
             dictionary: OnceLock::new(),
             trainer: Mutex::new(trainer),
+            plain_bytes: AtomicU64::new(0),
+            plain_limit: AtomicU64::new(u64::MAX),
         }
     }
 }
@@ -1135,7 +1161,7 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
             })?;
             // The samples may be complete: start training (and, if it has finished, apply its
             // dictionary, so that the rest is compressed).
-            self.advance_training();
+            self.advance_training(true);
             let entry = Entry {
                 encoded,
                 stamp: self.next_stamp.fetch_add(1, Ordering::Relaxed),
@@ -1424,5 +1450,64 @@ mod tests {
             let key = format!("prod/web-{i}");
             assert_eq!(store.get_by_key(&key).unwrap(), object(i), "{key}");
         }
+    }
+
+    #[test]
+    fn writers_wait_for_the_training_once_they_stored_as_much_again_as_the_samples() {
+        const WRITES: usize = 400;
+        let codec = ZstdDictionary::default()
+            .training_objects(40)
+            .dictionary_size(4 << 10);
+        let store = Arc::new(
+            CompactStore::builder()
+                .codec(Codec::ZstdDictionary(codec))
+                .build(),
+        );
+        for i in 0..39 {
+            store.add(object(i)).unwrap();
+        }
+        let gate = TRAINING_GATE.lock();
+        let written = Arc::new(AtomicU64::new(0));
+        let (done, returned) = mpsc::channel();
+        let (writer, progress) = (Arc::clone(&store), Arc::clone(&written));
+        std::thread::spawn(move || {
+            // The first write completes the samples and starts the training.
+            for i in 39..39 + WRITES {
+                writer.add(object(i)).unwrap();
+                progress.fetch_add(1, Ordering::SeqCst);
+            }
+            let _ = done.send(());
+        });
+        // While the training cannot finish, the writer stops after about 40 more objects (the
+        // samples' bytes again); without the limit all its writes return within milliseconds.
+        assert!(
+            returned.recv_timeout(Duration::from_secs(2)).is_err(),
+            "all {WRITES} writes returned while the dictionary was being trained"
+        );
+        let stopped_at = written.load(Ordering::SeqCst);
+        assert!(
+            (30..60).contains(&stopped_at),
+            "the writer waits after about as many objects again as the samples, not after {stopped_at}"
+        );
+        assert!(
+            store.plain_bytes.load(Ordering::SeqCst)
+                <= store.plain_limit.load(Ordering::SeqCst) + 1_000,
+            "uncompressed bytes stay within the limit (one object over at most)"
+        );
+        drop(gate);
+        returned
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the writes went on once the training finished");
+        let stats = store.stats();
+        assert!(
+            matches!(stats.dictionary, DictionaryState::Trained { .. }),
+            "{stats:?}"
+        );
+        assert!(
+            stats.encoded_bytes * 2 < stats.serialized_bytes,
+            "the objects written while the writer was held back were compressed: {stats:?}"
+        );
+        assert_eq!(stats.objects, 39 + WRITES, "{stats:?}");
+        assert_eq!(store.get_by_key("prod/web-60").unwrap(), object(60));
     }
 }
