@@ -70,7 +70,7 @@ pub use lister_watcher::{
 pub use object::{Object, OwnerRef, map_or_empty, non_empty};
 pub use options::{ListOptions, ResourceVersionMatch, WatchOptions};
 pub use queue::{ProcessError, ProcessFn, Queue, QueueError, decode_listed};
-pub use raw::{ItemPeek, Listed, RawObject};
+pub use raw::{ItemPeek, Listed, PackedText, RawObject};
 pub use store::{
     IndexFunc, Indexer, Indexers, KnownObjects, NAMESPACE_INDEX, Store, StoreError,
     label_index_func, labels_index_func, namespace_index_func, namespace_indexers,

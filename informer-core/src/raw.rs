@@ -15,7 +15,11 @@
 //! ([`ListSink::item_text`]), otherwise the reflector drops each item's decoded form once it
 //! has keyed it; the queue decodes it ([`KnownObjects::decode_raw`]) only when it pops it, so
 //! that a list of a hundred thousand objects waits as text, not as objects, and is decoded
-//! once.
+//! once. A store may pack each such text into its own form as it is listed
+//! ([`KnownObjects::pack_text`], [`RawObject::packed`]): the list then waits in the queue at
+//! about the size the store will keep, and the store takes that form as it is.
+//!
+//! [`KnownObjects::pack_text`]: crate::KnownObjects::pack_text
 //!
 //! [`ListSink::item_text`]: crate::ListSink::item_text
 //!
@@ -36,9 +40,10 @@
 //! [`KnownObjects::resource_version_of`]: crate::KnownObjects::resource_version_of
 //! [`ListSink::unchanged`]: crate::ListSink::unchanged
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
@@ -49,45 +54,128 @@ use crate::{KeyError, ObjectKey, non_empty};
 ///
 /// It must decode to the object it travels with: a transform that changes the object after it
 /// was decoded invalidates it, and the reflector then drops it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RawObject(Arc<str>);
+///
+/// A listed object waiting in a queue for a store that keeps objects encoded may be held in
+/// that store's own encoded form instead ([`RawObject::packed`], made by
+/// [`KnownObjects::pack_text`](crate::KnownObjects::pack_text)): the store takes it as it is,
+/// and [`as_str`](RawObject::as_str) rebuilds the text (once) for anyone else.
+#[derive(Clone)]
+pub struct RawObject(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Text(Arc<str>),
+    Packed(Arc<Packed>),
+}
+
+struct Packed {
+    form: Box<dyn PackedText>,
+    /// The text, once rebuilt.
+    text: OnceLock<Box<str>>,
+}
+
+/// An object's JSON text in a store's own encoded form (for example compressed), for
+/// [`RawObject::packed`]. The store that made it recognises it with
+/// [`RawObject::packed_as`]; anyone else reads the text, which [`unpack`](PackedText::unpack)
+/// rebuilds.
+pub trait PackedText: Any + Send + Sync {
+    /// The length of the text in bytes.
+    fn text_len(&self) -> usize;
+    /// The text, rebuilt exactly.
+    fn unpack(&self) -> String;
+}
 
 impl RawObject {
     /// The text of one object (copied once, into a shared buffer).
     pub fn new(json: &str) -> Self {
-        Self(Arc::from(json))
+        Self(Repr::Text(Arc::from(json)))
     }
 
-    /// The JSON text.
+    /// The text of one object held in a store's own form (see [`PackedText`]).
+    pub fn packed(form: impl PackedText) -> Self {
+        Self(Repr::Packed(Arc::new(Packed {
+            form: Box::new(form),
+            text: OnceLock::new(),
+        })))
+    }
+
+    /// The packed form, if this text is held as a `T` ([`RawObject::packed`]).
+    ///
+    /// ```
+    /// use informer_core::{PackedText, RawObject};
+    ///
+    /// struct Reversed(String);
+    /// impl PackedText for Reversed {
+    ///     fn text_len(&self) -> usize {
+    ///         self.0.len()
+    ///     }
+    ///     fn unpack(&self) -> String {
+    ///         self.0.chars().rev().collect()
+    ///     }
+    /// }
+    ///
+    /// let raw = RawObject::packed(Reversed("}1:\"a\"{".to_owned()));
+    /// assert!(raw.packed_as::<Reversed>().is_some());
+    /// assert_eq!(raw.as_str(), r#"{"a":1}"#);
+    /// assert_eq!(raw, RawObject::new(r#"{"a":1}"#));
+    /// assert!(RawObject::new("{}").packed_as::<Reversed>().is_none());
+    /// ```
+    pub fn packed_as<T: PackedText>(&self) -> Option<&T> {
+        match &self.0 {
+            Repr::Text(_) => None,
+            Repr::Packed(packed) => (packed.form.as_ref() as &dyn Any).downcast_ref(),
+        }
+    }
+
+    /// The JSON text (rebuilt on first use if it is held packed).
     pub fn as_str(&self) -> &str {
-        &self.0
+        match &self.0 {
+            Repr::Text(text) => text,
+            Repr::Packed(packed) => packed.text.get_or_init(|| packed.form.unpack().into()),
+        }
     }
 
     /// The JSON text as bytes.
     pub fn as_bytes(&self) -> &[u8] {
-        self.0.as_bytes()
+        self.as_str().as_bytes()
     }
 
-    /// Its length in bytes.
+    /// The length of the text in bytes.
     pub fn len(&self) -> usize {
-        self.0.len()
+        match &self.0 {
+            Repr::Text(text) => text.len(),
+            Repr::Packed(packed) => packed.form.text_len(),
+        }
     }
 
     /// Whether it is empty (never, for an object).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.len() == 0
     }
 }
 
+impl PartialEq for RawObject {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for RawObject {}
+
 impl From<String> for RawObject {
     fn from(json: String) -> Self {
-        Self(Arc::from(json))
+        Self(Repr::Text(Arc::from(json)))
     }
 }
 
 impl fmt::Debug for RawObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "RawObject({} bytes)", self.0.len())
+        match &self.0 {
+            Repr::Text(text) => write!(f, "RawObject({} bytes)", text.len()),
+            Repr::Packed(packed) => {
+                write!(f, "RawObject({} bytes, packed)", packed.form.text_len())
+            }
+        }
     }
 }
 
@@ -109,8 +197,9 @@ pub enum Listed<K> {
     Unchanged(ObjectKey),
     /// An object kept as its JSON text until the queue hands it to the processing loop, for a
     /// store that decodes text itself ([`KnownObjects::decodes_raw`]): a complete list then
-    /// waits in the queue as text (about a seventh of a decoded Kubernetes object) instead of
-    /// as objects. A backend that hands items over as text ([`ListSink::takes_text`]) has only
+    /// waits in the queue as text (about a seventh of a decoded Kubernetes object), or in the
+    /// store's own form if it packs texts ([`KnownObjects::pack_text`](crate::KnownObjects::pack_text)), instead of as
+    /// objects. A backend that hands items over as text ([`ListSink::takes_text`]) has only
     /// read its metadata (and checked that it is JSON); otherwise the reflector decoded it once
     /// (to key it and to check its shard) and dropped the result. The queue decodes it with
     /// [`KnownObjects::decode_raw`] when it is popped, so handlers still receive one `Arc<K>`

@@ -146,6 +146,17 @@ pub trait KnownObjects<K>: Send + Sync {
         false
     }
 
+    /// The text of a listed object, bound for this store as a [`Listed::Encoded`] entry, in
+    /// the store's own encoded form ([`RawObject::packed`]) if the store can make it now: the
+    /// entry then waits in the queue in that form (for example compressed) and the store takes
+    /// it as it is ([`Store::add_raw`]). `None` (the default) leaves the text as it is.
+    ///
+    /// [`Listed::Encoded`]: crate::Listed::Encoded
+    fn pack_text(&self, key: &ObjectKey, text: &str) -> Option<RawObject> {
+        let _ = (key, text);
+        None
+    }
+
     /// Decodes an object's JSON text as received into an object, for a queue that kept a
     /// listed entry encoded until it was popped. Stores that answer `true` to
     /// [`decodes_raw`](KnownObjects::decodes_raw) must decode every text they were given to

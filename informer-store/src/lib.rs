@@ -126,6 +126,15 @@
 //! compression, about 10 µs. Scans that decode many objects spread them over a few threads
 //! ([`CompactStoreBuilder::decode_threads`]).
 //!
+//! An informer hands a compact store with a JSON codec its lists as text, and the store packs
+//! each listed text as it arrives ([`KnownObjects::pack_text`](informer_core::KnownObjects::pack_text):
+//! compressed with the dictionary once it is trained, the first texts being its training
+//! samples), so a list of 100k pods waits in the informer's queue at about the size the store
+//! will keep (about 29 MB instead of 670 MB of text), and the store takes each packed text as
+//! it is when the queue hands it over. Measured at 100k realistic pods (`informer-bench`,
+//! same-hour pairs): RSS after the first sync 186-193 MiB against 802-806 MiB when the list
+//! waited as text, and the sync itself 6.59 s against 7.53 s.
+//!
 //! ```
 //! # #[cfg(feature = "compact")] {
 //! use std::sync::Arc;

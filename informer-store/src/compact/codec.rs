@@ -377,8 +377,27 @@ pub(crate) fn decode<K: DeserializeOwned>(
     format: Format,
     dictionary: Option<&Dictionary>,
 ) -> Result<K, DecodeError> {
+    with_serialized(encoded, dictionary, |raw| deserialize(raw, format))
+}
+
+/// The serialized form `encoded` stands for (decompressed if it was compressed; `dictionary`
+/// as for [`decode`]).
+pub(crate) fn decompress(
+    encoded: &Encoded,
+    dictionary: Option<&Dictionary>,
+) -> Result<Vec<u8>, DecodeError> {
+    with_serialized(encoded, dictionary, |raw| Ok(raw.to_vec()))
+}
+
+/// Runs `f` on the serialized form `encoded` stands for, decompressed into this thread's
+/// scratch buffer if it was compressed.
+fn with_serialized<T>(
+    encoded: &Encoded,
+    dictionary: Option<&Dictionary>,
+    f: impl FnOnce(&[u8]) -> Result<T, DecodeError>,
+) -> Result<T, DecodeError> {
     if !encoded.compressed {
-        return deserialize(&encoded.bytes, format);
+        return f(&encoded.bytes);
     }
     let Some(dictionary) = dictionary else {
         return Err(DecodeError::NoDictionary);
@@ -397,7 +416,7 @@ pub(crate) fn decode<K: DeserializeOwned>(
                 got: written,
             });
         }
-        deserialize(buffer, format)
+        f(buffer)
     })
 }
 

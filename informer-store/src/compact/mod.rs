@@ -5,6 +5,7 @@
 mod cache;
 mod codec;
 mod error;
+mod packed;
 
 use std::fmt;
 use std::mem;
@@ -26,6 +27,7 @@ use crate::slots::{
 };
 use cache::{Access, DecodedCache, Evicted};
 use codec::{Dictionary, Encoded, Format};
+use packed::PackedJson;
 
 pub use codec::{Codec, RoundTripCheck, ZstdDictionary};
 pub use error::{CompactError, DecodeError};
@@ -65,8 +67,10 @@ pub struct CompactStore<K> {
     /// The next stamp. Writes take theirs under the write lock, so a key's stamps grow in
     /// the order its versions were stored.
     next_stamp: AtomicU64,
-    dictionary: OnceLock<Dictionary>,
+    dictionary: OnceLock<Arc<Dictionary>>,
     trainer: Mutex<Trainer>,
+    /// This store's number: it takes as its own only the texts it packed itself.
+    number: u64,
     /// Bytes of the objects stored uncompressed because the dictionary did not exist yet
     /// (counted only for a codec that trains one).
     plain_bytes: AtomicU64,
@@ -234,6 +238,15 @@ enum Trainer {
     Failed(String),
 }
 
+/// What a write is given besides the object.
+enum Given<'a> {
+    Nothing,
+    /// The object's JSON text as received.
+    Json(&'a [u8]),
+    /// A listed text this store packed ([`KnownObjects::pack_text`]).
+    Packed(&'a PackedJson),
+}
+
 /// An object a read picked under the lock: the cached `Arc`, or what to decode.
 enum Pick<K> {
     Cached(Arc<K>),
@@ -296,17 +309,17 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     ///   [`CompactError::EncodedMismatch`] (nothing stored); outside the sample, bytes that break
     ///   the contract are stored, and lookups that miss the cache return what they decode to.
     pub fn add_encoded(&self, obj: Arc<K>, json: &[u8]) -> Result<Option<Arc<K>>, StoreError> {
-        self.write(obj, Some(json), true)
+        self.write(obj, Given::Json(json), true)
     }
 
     /// [`Store::add`] without returning the previous object, so it is never decoded.
     pub fn insert(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        self.write(obj, None, false).map(drop)
+        self.write(obj, Given::Nothing, false).map(drop)
     }
 
     /// [`CompactStore::add_encoded`] without returning the previous object.
     pub fn insert_encoded(&self, obj: Arc<K>, json: &[u8]) -> Result<(), StoreError> {
-        self.write(obj, Some(json), false).map(drop)
+        self.write(obj, Given::Json(json), false).map(drop)
     }
 
     /// [`Store::delete_by_key`] without returning the object, so it is never decoded. Returns
@@ -321,7 +334,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     pub fn stats(&self) -> CompactStats {
         self.advance_training(false);
         let dictionary = self.dictionary_state();
-        let dictionary_bytes = self.dictionary.get().map_or(0, Dictionary::size);
+        let dictionary_bytes = self.dictionary.get().map_or(0, |d| d.size());
         let state = self.state.read();
         let content = &state.content;
         let totals = state.totals;
@@ -367,7 +380,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             },
             Trainer::Training(_) => DictionaryState::Training,
             Trainer::Trained => DictionaryState::Trained {
-                bytes: self.dictionary.get().map_or(0, Dictionary::size),
+                bytes: self.dictionary.get().map_or(0, |d| d.size()),
             },
             Trainer::Failed(reason) => DictionaryState::Failed {
                 reason: reason.clone(),
@@ -393,14 +406,28 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
 
     // --- Encoding -------------------------------------------------------------------------
 
+    /// `raw` as this store packed it, if it did.
+    fn own_packed<'r>(&self, raw: &'r RawObject) -> Option<&'r PackedJson> {
+        raw.packed_as::<PackedJson>()
+            .filter(|packed| packed.store == self.number)
+    }
+
+    /// What a write of `raw` is given: this store's own packed form, else the text.
+    fn given<'r>(&self, raw: &'r RawObject) -> Given<'r> {
+        match self.own_packed(raw) {
+            Some(packed) => Given::Packed(packed),
+            None => Given::Json(raw.as_bytes()),
+        }
+    }
+
     /// The encoding of `obj` (from `given` JSON if any and the codec keeps JSON), after the
     /// sampled round-trip check.
-    fn encode(
-        &self,
-        key: &ObjectKey,
-        obj: &K,
-        given: Option<&[u8]>,
-    ) -> Result<Encoded, CompactError> {
+    fn encode(&self, key: &ObjectKey, obj: &K, given: Given<'_>) -> Result<Encoded, CompactError> {
+        let given = match given {
+            Given::Nothing => None,
+            Given::Json(json) => Some(json),
+            Given::Packed(packed) => return self.encode_packed(key, obj, packed),
+        };
         if let Some(json) = given {
             codec::check_utf8(key, json)?;
         }
@@ -428,6 +455,26 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
                 self.offer_sample(raw);
                 codec::plain(key, raw)
             }
+        }
+    }
+
+    /// The encoding of `obj` from a text this store packed when it was listed
+    /// ([`KnownObjects::pack_text`]): kept as it is if compressed, else compressed now if the
+    /// dictionary exists (it was offered as a sample when packed, so it is not offered again).
+    fn encode_packed(
+        &self,
+        key: &ObjectKey,
+        obj: &K,
+        packed: &PackedJson,
+    ) -> Result<Encoded, CompactError> {
+        let n = self.encoded.fetch_add(1, Ordering::Relaxed);
+        if self.round_trip.due(n) {
+            let text = informer_core::PackedText::unpack(packed);
+            codec::check_round_trip(key, obj, text.as_bytes(), packed::FORMAT, true)?;
+        }
+        match (packed.encoded.plain(), self.dictionary.get()) {
+            (Some(raw), Some(dictionary)) => codec::compress(key, raw, dictionary),
+            _ => Ok(packed.encoded.clone()),
         }
     }
 
@@ -567,7 +614,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
             Ok(Ok(dictionary)) => {
                 // Only the holder of the trainer's lock applies an outcome, once: the cell is
                 // empty.
-                let _ = self.dictionary.set(dictionary);
+                let _ = self.dictionary.set(Arc::new(dictionary));
                 *trainer = Trainer::Trained;
                 self.compress_stored_plain();
             }
@@ -616,11 +663,14 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     }
 
     fn decode(&self, key: &ObjectKey, encoded: &Encoded) -> Result<K, CompactError> {
-        codec::decode(encoded, self.codec.format(), self.dictionary.get()).map_err(|source| {
-            CompactError::Decode {
-                key: key.clone(),
-                source,
-            }
+        codec::decode(
+            encoded,
+            self.codec.format(),
+            self.dictionary.get().map(|d| &**d),
+        )
+        .map_err(|source| CompactError::Decode {
+            key: key.clone(),
+            source,
         })
     }
 
@@ -718,7 +768,7 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     fn write(
         &self,
         obj: Arc<K>,
-        given: Option<&[u8]>,
+        given: Given<'_>,
         want_previous: bool,
     ) -> Result<Option<Arc<K>>, StoreError> {
         let key = self.key_of(&obj)?;
@@ -981,6 +1031,7 @@ impl<K> CompactStoreBuilder<K> {
             next_stamp: AtomicU64::new(1),
             dictionary: OnceLock::new(),
             trainer: Mutex::new(trainer),
+            number: packed::store_number(),
             plain_bytes: AtomicU64::new(0),
             plain_limit: AtomicU64::new(u64::MAX),
         }
@@ -1070,8 +1121,21 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
         self.lists_as_text && self.wants_raw()
     }
 
-    /// Decodes JSON text as received (the store is not consulted).
+    /// Decodes JSON text as received, or a text this store packed (the store's content is not
+    /// consulted).
     fn decode_raw(&self, raw: &RawObject) -> Result<Arc<K>, StoreError> {
+        if let Some(packed) = self.own_packed(raw) {
+            return codec::decode(
+                &packed.encoded,
+                packed::FORMAT,
+                packed.dictionary.as_deref(),
+            )
+            .map(Arc::new)
+            .map_err(|e| StoreError::Backend {
+                context: "decoding a listed object's packed text".to_owned(),
+                source: Box::new(e),
+            });
+        }
         serde_json::from_str(raw.as_str())
             .map(Arc::new)
             .map_err(|e| StoreError::Backend {
@@ -1079,26 +1143,55 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
                 source: Box::new(e),
             })
     }
+
+    /// With a JSON codec that trains a dictionary: the text compressed with the dictionary if
+    /// it is trained; before that the text as it is, offered as a training sample (and counted
+    /// among the bytes that may wait uncompressed: past as many again as the samples, this
+    /// waits for the training, as writes do).
+    fn pack_text(&self, key: &ObjectKey, text: &str) -> Option<RawObject> {
+        if self.codec.format() != packed::FORMAT || self.codec.dictionary().is_none() {
+            return None;
+        }
+        let (encoded, dictionary) = match self.dictionary.get() {
+            Some(dictionary) => (
+                codec::compress(key, text.as_bytes(), dictionary).ok()?,
+                Some(Arc::clone(dictionary)),
+            ),
+            None => {
+                let encoded = codec::plain(key, text.as_bytes()).ok()?;
+                self.plain_bytes
+                    .fetch_add(text.len() as u64, Ordering::Relaxed);
+                self.offer_sample(text.as_bytes());
+                self.advance_training(true);
+                (encoded, None)
+            }
+        };
+        Some(RawObject::packed(PackedJson {
+            store: self.number,
+            encoded,
+            dictionary,
+        }))
+    }
 }
 
 impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
-        self.write(obj, None, true)
+        self.write(obj, Given::Nothing, true)
     }
 
     fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
-        self.write(obj, None, true)
+        self.write(obj, Given::Nothing, true)
     }
 
     /// [`CompactStore::add_encoded`]: with a JSON codec the text is stored (compressed) as it
     /// is.
     fn add_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
-        self.write(obj, Some(raw.as_bytes()), true)
+        self.write(obj, self.given(raw), true)
     }
 
     /// As [`add_raw`](Store::add_raw).
     fn update_raw(&self, obj: Arc<K>, raw: &RawObject) -> Result<Option<Arc<K>>, StoreError> {
-        self.write(obj, Some(raw.as_bytes()), true)
+        self.write(obj, self.given(raw), true)
     }
 
     fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
@@ -1156,7 +1249,7 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
         for obj in objects {
             let key = self.key_of(&obj)?;
             let fresh = fresh_values(&funcs, &obj);
-            let encoded = self.encode(&key, &obj, None).map_err(|e| {
+            let encoded = self.encode(&key, &obj, Given::Nothing).map_err(|e| {
                 e.into_store_error(&format!("replacing the content: storing {key}"))
             })?;
             // The samples may be complete: start training (and, if it has finished, apply its
@@ -1509,5 +1602,73 @@ mod tests {
         );
         assert_eq!(stats.objects, 39 + WRITES, "{stats:?}");
         assert_eq!(store.get_by_key("prod/web-60").unwrap(), object(60));
+    }
+
+    #[test]
+    fn listed_texts_are_packed_in_the_stores_form_and_taken_as_they_are() {
+        let codec = ZstdDictionary::default()
+            .training_objects(40)
+            .dictionary_size(4 << 10);
+        let store: CompactStore<JsonObject> = CompactStore::builder()
+            .codec(Codec::ZstdDictionary(codec.clone()))
+            .build();
+        let text = |i: usize| serde_json::to_string(&*object(i)).unwrap();
+        let key = |i: usize| ObjectKey::new(Some("prod"), &format!("web-{i}")).unwrap();
+        // Before the dictionary: packed as it is (and offered as a sample: the 40th starts
+        // the training).
+        let early = store.pack_text(&key(0), &text(0)).unwrap();
+        let form = early.packed_as::<PackedJson>().unwrap();
+        assert!(!form.encoded.is_compressed());
+        assert_eq!(early.as_str(), text(0));
+        for i in 1..40 {
+            store.pack_text(&key(i), &text(i)).unwrap();
+        }
+        store.finish_training();
+        assert!(matches!(
+            store.stats().dictionary,
+            DictionaryState::Trained { .. }
+        ));
+        // After: compressed with the dictionary; the text is rebuilt for anyone who asks.
+        let packed = store.pack_text(&key(41), &text(41)).unwrap();
+        let form = packed.packed_as::<PackedJson>().unwrap();
+        assert!(form.encoded.is_compressed());
+        assert!(
+            form.encoded.len() * 2 < text(41).len(),
+            "{:?}",
+            form.encoded
+        );
+        assert_eq!(packed.len(), text(41).len());
+        assert_eq!(packed, RawObject::new(&text(41)));
+        // The store decodes it and stores it as it is: no second compression.
+        let decoded = store.decode_raw(&packed).unwrap();
+        assert_eq!(decoded, object(41));
+        let before = store.stats().encoded_bytes;
+        store.add_raw(decoded, &packed).unwrap();
+        assert_eq!(
+            store.stats().encoded_bytes - before,
+            form.encoded.len() as u64
+        );
+        assert_eq!(store.get_by_key("prod/web-41").unwrap(), object(41));
+        // One packed before the dictionary is compressed when stored after it.
+        store.add_raw(object(0), &early).unwrap();
+        let stats = store.stats();
+        assert!(
+            stats.encoded_bytes * 2 < stats.serialized_bytes,
+            "{stats:?}"
+        );
+        assert_eq!(store.get_by_key("prod/web-0").unwrap(), object(0));
+        // Another store takes it by its text.
+        let other: CompactStore<JsonObject> = CompactStore::builder()
+            .codec(Codec::ZstdDictionary(codec))
+            .build();
+        assert_eq!(other.decode_raw(&packed).unwrap(), object(41));
+        other.add_raw(object(41), &packed).unwrap();
+        assert_eq!(other.get_by_key("prod/web-41").unwrap(), object(41));
+        // Codecs without a dictionary, or that do not keep JSON, pack nothing.
+        let plain: CompactStore<JsonObject> = CompactStore::builder().codec(Codec::Json).build();
+        assert!(plain.pack_text(&key(1), &text(1)).is_none());
+        let message_pack: CompactStore<JsonObject> =
+            CompactStore::builder().codec(Codec::MessagePack).build();
+        assert!(message_pack.pack_text(&key(1), &text(1)).is_none());
     }
 }

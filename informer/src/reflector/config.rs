@@ -215,6 +215,11 @@ pub struct ReflectorStats {
     /// the list waited in the queue as text and each object was decoded when popped (and not
     /// by the list, when the backend handed items over as text: `ListSink::takes_text`).
     pub listed_as_text: u64,
+    /// Of those, the ones the store packed into its own form as they were listed
+    /// ([`KnownObjects::pack_text`](informer_core::KnownObjects::pack_text): a compact store
+    /// compresses them once its dictionary is trained), so that they waited in the queue at
+    /// about the size the store keeps.
+    pub listed_packed: u64,
     /// The shard selector and who applies it.
     pub shard: ShardStats,
 }

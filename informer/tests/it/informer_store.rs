@@ -441,6 +441,9 @@ async fn relists_skip_unchanged_objects_and_texts_reach_only_a_json_compact_stor
         let lists_as_text = case.texts && n != cases.len() - 1;
         let as_text = if lists_as_text { 21 } else { 0 };
         assert_eq!(stats.listed_as_text, as_text, "case {n}: {stats:?}");
+        // Each packed by the store as it was listed (compressed once its dictionary exists,
+        // else as it is): every store here that takes lists as text trains a dictionary.
+        assert_eq!(stats.listed_packed, as_text, "case {n}: {stats:?}");
         running.stop().await;
     }
 }
