@@ -1497,19 +1497,43 @@ mod tests {
         Arc::new(JsonObject::new(Some("prod"), &name).with_label("app", "web"))
     }
 
-    #[test]
-    fn the_write_that_completes_the_samples_does_not_wait_for_the_training() {
-        let codec = ZstdDictionary::default()
+    /// Asserts that the dictionary is trained and that the store, `what` included, is
+    /// compressed.
+    fn assert_trained_and_compressed(stats: &CompactStats, what: &str) {
+        assert!(
+            matches!(stats.dictionary, DictionaryState::Trained { .. }),
+            "{stats:?}"
+        );
+        assert!(
+            stats.encoded_bytes * 2 < stats.serialized_bytes,
+            "{what} were compressed too: {stats:?}"
+        );
+    }
+
+    /// A dictionary trained on 40 objects (4 KiB).
+    fn small_codec() -> ZstdDictionary {
+        ZstdDictionary::default()
             .training_objects(40)
-            .dictionary_size(4 << 10);
+            .dictionary_size(4 << 10)
+    }
+
+    /// A store with [`small_codec`] holding `object(0..39)`: the next write completes the
+    /// samples.
+    fn one_sample_short() -> Arc<CompactStore<JsonObject>> {
         let store = Arc::new(
             CompactStore::builder()
-                .codec(Codec::ZstdDictionary(codec))
+                .codec(Codec::ZstdDictionary(small_codec()))
                 .build(),
         );
         for i in 0..39 {
             store.add(object(i)).unwrap();
         }
+        store
+    }
+
+    #[test]
+    fn the_write_that_completes_the_samples_does_not_wait_for_the_training() {
+        let store = one_sample_short();
         // Training cannot finish while the gate is held: the 40th write must return anyway
         // (on a writer that trained in place it would wait for the gate; the guard below
         // turns that into a failure instead of a hang).
@@ -1531,14 +1555,7 @@ mod tests {
         drop(gate);
         store.finish_training();
         let stats = store.stats();
-        assert!(
-            matches!(stats.dictionary, DictionaryState::Trained { .. }),
-            "{stats:?}"
-        );
-        assert!(
-            stats.encoded_bytes * 2 < stats.serialized_bytes,
-            "the objects written during the training were compressed too: {stats:?}"
-        );
+        assert_trained_and_compressed(&stats, "the objects written during the training");
         for i in 0..41 {
             let key = format!("prod/web-{i}");
             assert_eq!(store.get_by_key(&key).unwrap(), object(i), "{key}");
@@ -1548,17 +1565,7 @@ mod tests {
     #[test]
     fn writers_wait_for_the_training_once_they_stored_as_much_again_as_the_samples() {
         const WRITES: usize = 400;
-        let codec = ZstdDictionary::default()
-            .training_objects(40)
-            .dictionary_size(4 << 10);
-        let store = Arc::new(
-            CompactStore::builder()
-                .codec(Codec::ZstdDictionary(codec))
-                .build(),
-        );
-        for i in 0..39 {
-            store.add(object(i)).unwrap();
-        }
+        let store = one_sample_short();
         let gate = TRAINING_GATE.lock();
         let written = Arc::new(AtomicU64::new(0));
         let (done, returned) = mpsc::channel();
@@ -1592,25 +1599,15 @@ mod tests {
             .recv_timeout(Duration::from_secs(30))
             .expect("the writes went on once the training finished");
         let stats = store.stats();
-        assert!(
-            matches!(stats.dictionary, DictionaryState::Trained { .. }),
-            "{stats:?}"
-        );
-        assert!(
-            stats.encoded_bytes * 2 < stats.serialized_bytes,
-            "the objects written while the writer was held back were compressed: {stats:?}"
-        );
+        assert_trained_and_compressed(&stats, "the objects written while the writer waited");
         assert_eq!(stats.objects, 39 + WRITES, "{stats:?}");
         assert_eq!(store.get_by_key("prod/web-60").unwrap(), object(60));
     }
 
     #[test]
     fn listed_texts_are_packed_in_the_stores_form_and_taken_as_they_are() {
-        let codec = ZstdDictionary::default()
-            .training_objects(40)
-            .dictionary_size(4 << 10);
         let store: CompactStore<JsonObject> = CompactStore::builder()
-            .codec(Codec::ZstdDictionary(codec.clone()))
+            .codec(Codec::ZstdDictionary(small_codec()))
             .build();
         let text = |i: usize| serde_json::to_string(&*object(i)).unwrap();
         let key = |i: usize| ObjectKey::new(Some("prod"), &format!("web-{i}")).unwrap();
@@ -1659,7 +1656,7 @@ mod tests {
         assert_eq!(store.get_by_key("prod/web-0").unwrap(), object(0));
         // Another store takes it by its text.
         let other: CompactStore<JsonObject> = CompactStore::builder()
-            .codec(Codec::ZstdDictionary(codec))
+            .codec(Codec::ZstdDictionary(small_codec()))
             .build();
         assert_eq!(other.decode_raw(&packed).unwrap(), object(41));
         other.add_raw(object(41), &packed).unwrap();
