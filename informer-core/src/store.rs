@@ -149,7 +149,10 @@ pub trait KnownObjects<K>: Send + Sync {
     /// The text of a listed object, bound for this store as a [`Listed::Encoded`] entry, in
     /// the store's own encoded form ([`RawObject::packed`]) if the store can make it now: the
     /// entry then waits in the queue in that form (for example compressed) and the store takes
-    /// it as it is ([`Store::add_raw`]). `None` (the default) leaves the text as it is.
+    /// it as it is ([`Store::add_raw`]). `None` (the default) leaves the text as it is. A store
+    /// that packs must take what it packed wherever it takes text:
+    /// [`decode_raw`](KnownObjects::decode_raw), [`Store::add_raw`] and [`Store::update_raw`]
+    /// (anyone else reads the text, which [`RawObject::as_str`] rebuilds).
     ///
     /// [`Listed::Encoded`]: crate::Listed::Encoded
     fn pack_text(&self, key: &ObjectKey, text: &str) -> Option<RawObject> {
