@@ -447,15 +447,20 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
         }
         match self.dictionary.get() {
             Some(dictionary) => codec::compress(key, raw, dictionary),
-            None => {
-                if self.codec.dictionary().is_some() {
-                    self.plain_bytes
-                        .fetch_add(raw.len() as u64, Ordering::Relaxed);
-                }
-                self.offer_sample(raw);
-                codec::plain(key, raw)
-            }
+            None => self.plain(key, raw),
         }
+    }
+
+    /// `raw` kept uncompressed because the dictionary does not exist yet: counted among the
+    /// bytes that may wait for it (with a codec that trains one) and offered as a sample.
+    fn plain(&self, key: &ObjectKey, raw: &[u8]) -> Result<Encoded, CompactError> {
+        let encoded = codec::plain(key, raw)?;
+        if self.codec.dictionary().is_some() {
+            self.plain_bytes
+                .fetch_add(raw.len() as u64, Ordering::Relaxed);
+        }
+        self.offer_sample(raw);
+        Ok(encoded)
     }
 
     /// The encoding of `obj` from a text this store packed when it was listed
@@ -1158,10 +1163,7 @@ impl<K: Object + Serialize + DeserializeOwned> KnownObjects<K> for CompactStore<
                 Some(Arc::clone(dictionary)),
             ),
             None => {
-                let encoded = codec::plain(key, text.as_bytes()).ok()?;
-                self.plain_bytes
-                    .fetch_add(text.len() as u64, Ordering::Relaxed);
-                self.offer_sample(text.as_bytes());
+                let encoded = self.plain(key, text.as_bytes()).ok()?;
                 self.advance_training(true);
                 (encoded, None)
             }
