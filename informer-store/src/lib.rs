@@ -133,7 +133,8 @@
 //! will keep (about 29 MB instead of 670 MB of text), and the store takes each packed text as
 //! it is when the queue hands it over. Measured at 100k realistic pods (`informer-bench`,
 //! same-hour pairs): RSS after the first sync 186-193 MiB against 802-806 MiB when the list
-//! waited as text, and the sync itself 6.59 s against 7.53 s.
+//! waited as text, and the sync itself 6.59 s against 7.53 s (127-145 MiB since written
+//! objects no longer fill the cache of decoded objects: invariant 2).
 //!
 //! ```
 //! # #[cfg(feature = "compact")] {
@@ -159,8 +160,8 @@
 //! assert!(matches!(stats.dictionary, DictionaryState::Trained { .. }));
 //! assert!(stats.encoded_bytes * 4 < stats.serialized_bytes);
 //!
-//! // The object just written is cached (or, in a full cache shard, on probation): the same
-//! // Arc comes back.
+//! // The object just written waits on probation (it is cached only once its key is read):
+//! // the same Arc comes back.
 //! let last = Arc::new(JsonObject::new(Some("prod"), "web-1000"));
 //! store.add(last.clone())?;
 //! assert!(Arc::ptr_eq(&store.get_by_key("prod/web-1000").expect("stored"), &last));
@@ -186,8 +187,9 @@
 //!
 //! 1. **Equal, and identical while cached.** Every lookup returns an object equal to the one
 //!    stored (its encoding decoded). The object is the very `Arc` that was stored while it is in the
-//!    cache of decoded objects (while the cache has room, every write caches the object
-//!    written and `get_by_key` what it decodes; once it is full, see 2); otherwise it is a
+//!    cache of decoded objects or waits beside it (a write leaves the object written on
+//!    probation unless its key was read lately; while the cache has room, `get_by_key`
+//!    caches what it decodes; see 2); otherwise it is a
 //!    freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
 //!    pass with the default cache because their stores hold fewer objects than it, and
@@ -200,21 +202,24 @@
 //!    [`DEFAULT_CACHE_CAPACITY`], 0 disables it); eviction is CLOCK over 16 shards at most.
 //!    Scans (`list`, `by_index`, `index`, `add_indexers`) use cached objects but do not fill
 //!    the cache, so one listing does not evict the hot keys. Nor does a lookup of a cold key,
-//!    nor a write of a key nobody read lately: once the cache is full, an object read or
-//!    written is cached only if its key is cached already or missed a read within the recent
-//!    past (a doorkeeper of recently missed keys per shard); otherwise it waits, a read's
-//!    object in the shard's one read slot and a written one in its probation queue (a quarter
-//!    of the shard's capacity; neither counted in it; the oldest is pushed out), from which a
-//!    read of the same version is served. An informer's update reads the old
-//!    object, then writes the new one, so updates of any key are cached; adds and the items
-//!    of a first list wait on probation and are freed at most a few hundred writes later, still
-//!    warm.
-//!    Freeing objects decoded long ago is what made the alternative slow: measured at 100k
-//!    realistic pods (`informer-bench`, same-hour pairs), a cold `get` took 72-82 µs at the
-//!    median (p99 175-222 µs) when it evicted one, 27-30 µs (p99 66-71 µs) when it did not;
-//!    a compact informer's cold sync took 8.2-9.7 s when it cached every listed pod (evicting
-//!    one cached a thousand pods before), 6.3-7.6 s when they waited on probation. A scan with at least 64 objects
-//!    to decode per thread splits them over scoped threads
+//!    nor a write of a key nobody read lately: an object written (by `replace` too), and once
+//!    the cache is full an object read, is cached only if its key is cached already or missed
+//!    a read within the recent past (a doorkeeper of recently missed keys per shard);
+//!    otherwise it waits, a read's object in the shard's one read slot and a written one in
+//!    its probation queue (a quarter of the shard's capacity; neither counted in it; the
+//!    oldest is pushed out), from which a read of the same version is served. An informer's
+//!    update reads the old object, then writes the new one, so updates of any key are cached;
+//!    adds and the items of a first list wait on probation and are freed at most a few
+//!    hundred writes later, still warm. Freeing objects decoded long ago is what made the
+//!    alternative slow: measured at 100k realistic pods (`informer-bench`, same-hour pairs),
+//!    a cold `get` took 72-82 µs at the median (p99 175-222 µs) when it evicted one, 27-30 µs
+//!    (p99 66-71 µs) when it did not; a compact informer's cold sync took 8.2-9.7 s when it
+//!    cached every listed pod (evicting one cached a thousand pods before), 6.3-7.6 s when
+//!    they waited on probation. Writes alone never fill the cache, even while it has room: a
+//!    compact informer's RSS after its first sync was 105-108 MiB at 10k pods (185-197 MiB at
+//!    100k) when the first 1,024 listed pods stayed cached, 51-54 MiB (127-145 MiB) when they
+//!    waited on probation like the rest, with the same sync time and cold `get`s. A scan with
+//!    at least 64 objects to decode per thread splits them over scoped threads
 //!    ([`CompactStoreBuilder::decode_threads`]); it returns the same objects in the same order.
 //! 3. **Encoding and decoding outside the lock.** `Serialize`, compression, the round-trip
 //!    check and index functions run before the write lock is taken. Reads copy the entry's

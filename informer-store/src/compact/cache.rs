@@ -9,26 +9,31 @@
 //! Eviction is CLOCK (second chance) per shard; shards keep readers of different keys off each
 //! other's mutex.
 //!
-//! Admission: an object a read decoded, or a write stored, enters a full shard only if its key
-//! is cached already (the new version replaces the old) or missed lately (a doorkeeper of the
-//! hashes of recently missed keys; only a read's miss is remembered). Otherwise the object
-//! waits: a read's in the shard's one read slot, pushing out the previous read's; a write's
-//! in the shard's probation queue (a quarter of the shard's capacity, at least one object),
-//! pushing out the oldest there. Both are served to reads of the same version. So a read
-//! followed by a write of the same key (what an informer does per update) still decodes
-//! once, and the write is cached (the read's miss admits it); a lookup of a cold key neither
-//! displaces a hot object nor pays for freeing one decoded long ago (the read it pushes out
-//! was the previous one, still warm); and a write of a key nobody read lately (an add, an
-//! item of the first list) does not evict either: the object it pushes out was written a few
-//! hundred writes before at most, and is freed by the writer's thread while still warm, its
-//! handlers (on other threads) most likely done with it (a single slot was too short: a
-//! handler's last reference, dropped on another thread, made the sync slower than caching).
+//! Admission: an object a write stored enters the cache only if its key is cached already (the
+//! new version replaces the old) or missed lately (a doorkeeper of the hashes of recently
+//! missed keys; only a read's miss is remembered), whether or not there is room; an object a
+//! read decoded enters at once while its shard has room, and a full shard on the same terms as
+//! a write. Otherwise the object waits: a read's in the shard's one read slot, pushing out the
+//! previous read's; a write's in the shard's probation queue (a quarter of the shard's
+//! capacity, at least one object), pushing out the oldest there. Both are served to reads of
+//! the same version. So a read followed by a write of the same key (what an informer does per
+//! update) still decodes once, and the write is cached (the read's miss admits it); a lookup
+//! of a cold key neither displaces a hot object nor pays for freeing one decoded long ago (the
+//! read it pushes out was the previous one, still warm); and a write of a key nobody read
+//! lately (an add, an item of the first list) neither evicts nor fills the cache: the object
+//! it pushes out was written a few hundred writes before at most, and is freed by the writer's
+//! thread while still warm, its handlers (on other threads) most likely done with it (a single
+//! slot was too short: a handler's last reference, dropped on another thread, made the sync
+//! slower than caching).
 //! Freeing objects decoded long ago is what made both slow: measured at 100k realistic pods
 //! (`informer-bench`, same-hour pairs), a cold `get` took 72-82 µs at the median when it
 //! evicted such an object, against 27-30 µs when it did not; a compact informer's cold sync
 //! took 8.2-9.7 s when every listed pod was cached (each evicting one cached about a thousand
 //! pods before), 6.3-7.6 s with written objects on probation (12.0-12.3 s with a single
-//! slot).
+//! slot). Filling an empty cache with written objects held their decoded size for nobody:
+//! a compact informer's RSS after its first sync was 105-108 MiB at 10k pods (185-197 MiB at
+//! 100k) when the first 1,024 listed pods stayed cached, 51-54 MiB (127-145 MiB) when they
+//! waited on probation like the rest, with the same sync time and cold `get`s.
 
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
@@ -164,6 +169,7 @@ impl<K> DecodedCache<K> {
 
     /// Caches `obj` as the version of `key` with `stamp`, unless a newer version is cached
     /// or waits.
+    #[cfg(test)]
     pub(crate) fn insert(
         &self,
         key: &ObjectKey,
@@ -182,11 +188,11 @@ impl<K> DecodedCache<K> {
     }
 
     /// Caches `obj` (decoded by a read that missed, or just written: `by`) as
-    /// [`insert`](Self::insert) does, unless its shard is full and `key` is not cached (in any
-    /// version) nor was missed lately: `obj` then waits (a read's in the shard's read slot, a
-    /// write's in its probation queue) unless a newer version of `key` waits already, and a
-    /// read's key is remembered, so that its next miss caches it. Returns whether it was
-    /// cached.
+    /// [`insert`](Self::insert) does, unless `key` is not cached (in any version) nor was
+    /// missed lately and either `obj` was written or its shard is full: `obj` then waits (a
+    /// read's in the shard's read slot, a write's in its probation queue) unless a newer
+    /// version of `key` waits already, and a read's key is remembered, so that its next miss
+    /// caches it. Returns whether it was cached.
     pub(crate) fn admit(
         &self,
         key: &ObjectKey,
@@ -203,7 +209,9 @@ impl<K> DecodedCache<K> {
         if shard.newer_waits(key, stamp) {
             return false;
         }
-        if shard.map.len() >= self.per_shard
+        // A read is cached at once while the shard has room; a write only if its key is
+        // cached or missed a read lately, room or not (see the module docs).
+        if (by == Access::Write || shard.map.len() >= self.per_shard)
             && !shard.map.contains_key(key.as_str())
             && !shard.missed_before(hash, by, self.per_shard)
         {
@@ -496,6 +504,15 @@ mod tests {
         assert!(cache.admit(&key("k3"), 2, k3.clone(), Access::Write, &mut evicted));
         assert!(Arc::ptr_eq(&cache.get("k3", 2).unwrap(), &k3));
         assert_eq!(cache.len(), 4);
+        // Room or not: an empty cache stays empty.
+        let roomy = DecodedCache::new(4);
+        let c = Arc::new(30);
+        assert!(!roomy.admit(&key("c"), 1, c.clone(), Access::Write, &mut evicted));
+        assert_eq!(roomy.len(), 0);
+        assert!(
+            Arc::ptr_eq(&roomy.get("c", 1).unwrap(), &c),
+            "served from probation"
+        );
     }
 
     #[test]

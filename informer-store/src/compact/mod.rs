@@ -129,10 +129,10 @@ pub struct CompactStats {
     pub dictionary: DictionaryState,
     /// Decoded objects in the cache.
     pub cached_objects: usize,
-    /// Decoded objects waiting outside the cache, once it is full: the last object each
-    /// shard's reads decoded without caching it, and the objects written lately without being
-    /// cached (served to reads like cached ones; at most a quarter of the capacity plus one
-    /// per shard).
+    /// Decoded objects waiting outside the cache: the objects written lately without being
+    /// cached (a write is cached only if its key is cached or was read lately) and, once the
+    /// cache is full, the last object each shard's reads decoded without caching it (served
+    /// to reads like cached ones; at most a quarter of the capacity plus one per shard).
     pub waiting_objects: usize,
     /// The most decoded objects the cache holds.
     pub cache_capacity: usize,
@@ -973,10 +973,12 @@ impl<K> CompactStoreBuilder<K> {
 
     /// How many decoded objects to keep for hot keys (default [`DEFAULT_CACHE_CAPACITY`]; 0
     /// disables the cache). The cache changes what a lookup costs, never what it returns.
-    /// Once the cache is full, an object read or written is cached only if its key is cached
-    /// already or missed a read lately (until then it waits in a read slot or a probation queue
-    /// per shard: a quarter more objects than this capacity at most, plus one per shard), so lookups of cold keys and writes of keys nobody reads do not
-    /// evict hot ones; an informer's updates (a read, then a write) are cached.
+    /// An object written is cached only if its key is cached already or missed a read lately,
+    /// and, once the cache is full, so is an object read (until then it waits, in a probation
+    /// queue or a read slot per shard: a quarter more objects than this capacity at most, plus
+    /// one per shard), so lookups of cold keys and writes of keys nobody reads neither evict
+    /// hot objects nor fill the cache with objects nobody asked for; an informer's updates (a
+    /// read, then a write) are cached.
     pub fn cache_capacity(mut self, objects: usize) -> Self {
         self.cache_capacity = objects;
         self
@@ -1294,18 +1296,26 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
                 content.file(prepared, late.len(), &mut indices);
             }
             state.writes += 1;
-            // The given objects are what readers get first: cache the last ones given.
+            // The given objects are written ones: the last of them wait on probation (see
+            // `cache`), served to reads until later writes push them out.
             self.cache.clear(&mut evicted);
-            let capacity = self.cache.capacity();
-            let mut cached = 0;
-            for (id, obj) in by_slot.iter().enumerate().rev() {
-                if cached == capacity {
-                    break;
-                }
-                if let (Some(obj), Some(slot)) = (obj, content.slot(id)) {
-                    self.cache
-                        .insert(&slot.key, slot.item.stamp, obj.clone(), &mut evicted);
-                    cached += 1;
+            let last: Vec<usize> = by_slot
+                .iter()
+                .enumerate()
+                .rev()
+                .filter(|(_, obj)| obj.is_some())
+                .map(|(id, _)| id)
+                .take(self.cache.capacity())
+                .collect();
+            for id in last.into_iter().rev() {
+                if let (Some(obj), Some(slot)) = (&by_slot[id], content.slot(id)) {
+                    self.cache.admit(
+                        &slot.key,
+                        slot.item.stamp,
+                        obj.clone(),
+                        Access::Write,
+                        &mut evicted,
+                    );
                 }
             }
             state.totals = totals;

@@ -259,13 +259,47 @@ fn cache_serves_the_written_arc_and_never_an_old_version() {
     store.add(v3.clone()).unwrap();
     assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &v3));
 
-    // Replace empties the cache and caches the objects given.
+    // Replace empties the cache; the objects given wait on probation, as written ones do.
     let r = obj("ns", "a", "replaced");
     store
         .replace(vec![r.clone(), obj("ns", "b", "x")], "2")
         .unwrap();
     assert!(Arc::ptr_eq(&store.get_by_key("ns/a").unwrap(), &r));
-    assert_eq!(store.stats().cached_objects, 2);
+    let stats = store.stats();
+    assert_eq!(stats.cached_objects, 0, "{stats:?}");
+    assert_eq!(stats.waiting_objects, 2, "{stats:?}");
+}
+
+/// Written objects do not fill the cache, even while it has room: an object nobody read would
+/// hold its decoded size for nothing (a compact informer's first list kept 1,024 decoded pods,
+/// about 45 MB). They wait on probation; reads fill the cache, and a key read is cached when
+/// written.
+#[test]
+fn writes_leave_an_empty_cache_empty_and_reads_fill_it() {
+    let store: CompactStore<JsonObject> = CompactStore::builder()
+        .codec(Codec::Json)
+        .cache_capacity(64)
+        .build();
+    for i in 0..200 {
+        store.add(obj("ns", &format!("o-{i}"), "web")).unwrap();
+    }
+    let stats = store.stats();
+    assert_eq!(stats.cached_objects, 0, "{stats:?}");
+    assert_eq!(
+        stats.waiting_objects, 16,
+        "one shard's probation, a quarter of 64: {stats:?}"
+    );
+    let read = store.get_by_key("ns/o-3").unwrap();
+    assert_eq!(store.stats().cached_objects, 1, "a read found room");
+    assert!(Arc::ptr_eq(&store.get_by_key("ns/o-3").unwrap(), &read));
+    let v2 = obj("ns", "o-3", "db");
+    store.update(v2.clone()).unwrap();
+    assert!(Arc::ptr_eq(&store.shared_by_key("ns/o-3").unwrap(), &v2));
+    assert_eq!(
+        store.stats().cached_objects,
+        1,
+        "its new version replaced it"
+    );
 }
 
 #[test]
@@ -327,10 +361,14 @@ fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
     for o in &written {
         store.add(Arc::clone(o)).unwrap();
     }
-    // The first two writes found room; the others waited on probation, each displacing the
-    // one before.
+    // The writes waited on probation, each displacing the one before; the first two reads
+    // found room.
+    assert_eq!(store.stats().cached_objects, 0);
+    let hot: Vec<_> = (0..2)
+        .map(|i| store.get_by_key(&format!("ns/o-{i}")).unwrap())
+        .collect();
     let hot_still_cached = || {
-        written[..2].iter().all(|o| {
+        hot.iter().all(|o| {
             store
                 .shared_by_key(key_of(o.as_ref()).unwrap().as_str())
                 .is_some_and(|cached| Arc::ptr_eq(&cached, o))

@@ -2,10 +2,11 @@
 //!
 //! The suites compare objects by `Arc` identity: the `Store` contract says a store hands out
 //! the `Arc` it was given. A compact store keeps bytes, not `Arc`s; it hands out the given
-//! `Arc` while that object is in its cache of decoded objects (every write caches the object
-//! written) and an equal, freshly decoded one after. The suites' stores hold far fewer objects
-//! than the default cache, so they pass unchanged; `identity_needs_the_cache` shows exactly
-//! which checks depend on that.
+//! `Arc` while that object is in its cache of decoded objects or waits beside it (a written
+//! object waits on its shard's probation queue until later writes push it out) and an equal,
+//! freshly decoded one after. The suites' stores hold fewer keys than one probation queue of
+//! the default cache (16 per shard), so they pass unchanged; `identity_needs_the_cache` shows
+//! exactly which checks depend on that.
 #![cfg(feature = "compact")]
 
 use informer_core::Indexers;
