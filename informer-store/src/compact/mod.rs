@@ -11,6 +11,7 @@ use std::fmt;
 use std::mem;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use informer_core::{
     IndexFunc, Indexer, Indexers, KeyFunc, KnownObjects, Object, ObjectKey, RawObject, Store,
@@ -46,6 +47,11 @@ const DEFAULT_DECODE_THREADS_MAX: usize = 4;
 /// How many times a write that must return the previous object decodes it outside the lock
 /// and finds it overwritten meanwhile before it decodes under the lock instead.
 const OPTIMISTIC_ATTEMPTS: usize = 4;
+
+/// How long [`CompactStore::stats`] waits for the trainer's lock before it reports a training
+/// under way: longer than any short holder (a sample taken, a dictionary applied to a few
+/// megabytes), far shorter than a training.
+const TRAINER_PATIENCE: Duration = Duration::from_millis(20);
 
 /// A thread-safe, indexed map from key to object that keeps objects encoded: an [`Indexer`]
 /// whose memory follows the objects' encoded size rather than their decoded size.
@@ -330,7 +336,8 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     }
 
     /// What the store holds now. Applies a dictionary whose training has finished first (see
-    /// [`CompactStore::finish_training`]).
+    /// [`CompactStore::finish_training`]). Never waits for a training: while a writer waits
+    /// for one, the dictionary is reported as [`DictionaryState::Training`].
     pub fn stats(&self) -> CompactStats {
         self.advance_training(false);
         let dictionary = self.dictionary_state();
@@ -372,7 +379,17 @@ impl<K: Object + Serialize + DeserializeOwned> CompactStore<K> {
     }
 
     fn dictionary_state(&self) -> DictionaryState {
-        match &*self.trainer.lock() {
+        // The trainer's lock is held for long only while a training is under way: by a writer
+        // waiting for it, or by `finish_training`. Stats do not wait for it.
+        let Some(trainer) = self.trainer.try_lock_for(TRAINER_PATIENCE) else {
+            return match self.dictionary.get() {
+                Some(dictionary) => DictionaryState::Trained {
+                    bytes: dictionary.size(),
+                },
+                None => DictionaryState::Training,
+            };
+        };
+        match &*trainer {
             Trainer::Unused => DictionaryState::Unused,
             Trainer::Collecting { samples, sizes } => DictionaryState::Collecting {
                 objects: sizes.len(),
@@ -1605,6 +1622,19 @@ mod tests {
             store.plain_bytes.load(Ordering::SeqCst)
                 <= store.plain_limit.load(Ordering::SeqCst) + 1_000,
             "uncompressed bytes stay within the limit (one object over at most)"
+        );
+        // The waiting writer holds the trainer: a reader of the stats is not held up by it.
+        let (reply, answered) = mpsc::channel();
+        let reader = Arc::clone(&store);
+        std::thread::spawn(move || {
+            let _ = reply.send(reader.stats());
+        });
+        let stats = answered
+            .recv_timeout(Duration::from_secs(5))
+            .expect("stats() answered while a writer waited for the training");
+        assert!(
+            matches!(stats.dictionary, DictionaryState::Training),
+            "{stats:?}"
         );
         drop(gate);
         returned
