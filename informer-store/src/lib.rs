@@ -192,7 +192,8 @@
 //!    caches what it decodes; see 2); otherwise it is a
 //!    freshly decoded `Arc`. This is where `CompactStore` differs
 //!    from the `Store` contract's "`get` returns a clone of that `Arc`": the conformance suites
-//!    pass with the default cache because their stores hold fewer objects than it, and
+//!    pass with the default cache because their stores hold fewer keys than one probation
+//!    queue of it, and
 //!    `tests/it/compact_conformance.rs` shows that without a cache exactly the identity checks fail.
 //! 2. **The cache never changes what is returned.** Each write gives the entry a new stamp,
 //!    under the write lock, in the order writes are applied; the cache answers only for the
