@@ -111,8 +111,38 @@ fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_owned)
 }
 
-/// The unpacked source of `name` at the version `Cargo.lock` pins.
+/// The unpacked source of `name` at the version `Cargo.lock` pins. A crate only tests use
+/// (k8s-pb) is not unpacked until something builds them: on a fresh machine, `codegen --check`
+/// runs before any test is built, so a missing source is fetched (`cargo fetch --locked`,
+/// which downloads and unpacks every locked package) and looked for again.
 fn crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
+    match find_crate_source(root, name) {
+        Ok(found) => Ok(found),
+        Err(missing) => {
+            fetch_locked(root).map_err(|e| format!("{missing}; {e}"))?;
+            find_crate_source(root, name)
+        }
+    }
+}
+
+/// `cargo fetch --locked` in the workspace, with the cargo that runs xtask.
+fn fetch_locked(root: &Path) -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    println!("codegen: fetching the locked dependencies' sources (cargo fetch --locked)");
+    let status = std::process::Command::new(&cargo)
+        .args(["fetch", "--locked"])
+        .current_dir(root)
+        .status()
+        .map_err(|e| format!("cannot run `cargo fetch --locked`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`cargo fetch --locked` failed ({status})"))
+    }
+}
+
+/// [`crate_source`] without fetching.
+fn find_crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
     let lock = fs::read_to_string(root.join("Cargo.lock"))
         .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
     let needle = format!("name = \"{name}\"\nversion = \"");
@@ -135,7 +165,7 @@ fn crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
         }
     }
     Err(format!(
-        "the source of {name} {version} is not unpacked under {} (run `cargo fetch`)",
+        "the source of {name} {version} is not unpacked under {}",
         registry.display()
     ))
 }
