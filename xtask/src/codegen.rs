@@ -111,18 +111,29 @@ fn workspace_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_owned)
 }
 
-/// The unpacked source of `name` at the version `Cargo.lock` pins. A crate only tests use
-/// (k8s-pb) is not unpacked until something builds them: on a fresh machine, `codegen --check`
-/// runs before any test is built, so a missing source is fetched (`cargo fetch --locked`,
-/// which downloads and unpacks every locked package) and looked for again.
+/// The unpacked source of `name` at the version `Cargo.lock` pins. The source of a crate
+/// that only tests use (k8s-pb) is not unpacked until those tests are built: on a fresh
+/// machine, `codegen --check` runs before any test is built, so a source that is not there is
+/// fetched (`cargo fetch --locked`, which downloads and unpacks every locked package) and
+/// looked for again.
 fn crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
-    match find_crate_source(root, name) {
-        Ok(found) => Ok(found),
-        Err(missing) => {
+    match find_crate_source(root, name)? {
+        Source::Found(found) => Ok(found),
+        Source::NotUnpacked(missing) => {
             fetch_locked(root).map_err(|e| format!("{missing}; {e}"))?;
-            find_crate_source(root, name)
+            match find_crate_source(root, name)? {
+                Source::Found(found) => Ok(found),
+                Source::NotUnpacked(missing) => Err(format!("{missing}, even after a fetch")),
+            }
         }
     }
+}
+
+/// Where a crate's source is, if it is unpacked.
+enum Source {
+    Found(PathBuf),
+    /// Not (yet) in the registry: what was looked for, and where.
+    NotUnpacked(String),
 }
 
 /// `cargo fetch --locked` in the workspace, with the cargo that runs xtask.
@@ -142,7 +153,7 @@ fn fetch_locked(root: &Path) -> Result<(), String> {
 }
 
 /// [`crate_source`] without fetching.
-fn find_crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
+fn find_crate_source(root: &Path, name: &str) -> Result<Source, String> {
     let lock = fs::read_to_string(root.join("Cargo.lock"))
         .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
     let needle = format!("name = \"{name}\"\nversion = \"");
@@ -156,18 +167,25 @@ fn find_crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
         .ok_or("neither CARGO_HOME nor HOME is set")?;
     let registry = home.join("registry").join("src");
-    let dirs =
-        fs::read_dir(&registry).map_err(|e| format!("cannot read {}: {e}", registry.display()))?;
+    let missing = || {
+        Source::NotUnpacked(format!(
+            "the source of {name} {version} is not unpacked under {}",
+            registry.display()
+        ))
+    };
+    let dirs = match fs::read_dir(&registry) {
+        Ok(dirs) => dirs,
+        // No registry yet (a fresh `CARGO_HOME`): a fetch makes it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(missing()),
+        Err(e) => return Err(format!("cannot read {}: {e}", registry.display())),
+    };
     for dir in dirs.flatten() {
         let candidate = dir.path().join(format!("{name}-{version}"));
         if candidate.join("Cargo.toml").is_file() {
-            return Ok(candidate);
+            return Ok(Source::Found(candidate));
         }
     }
-    Err(format!(
-        "the source of {name} {version} is not unpacked under {}",
-        registry.display()
-    ))
+    Ok(missing())
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), String> {
