@@ -117,11 +117,17 @@ fn workspace_root() -> PathBuf {
 /// fetched (`cargo fetch --locked`, which downloads and unpacks every locked package) and
 /// looked for again.
 fn crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
-    match find_crate_source(root, name)? {
+    let lock = fs::read_to_string(root.join("Cargo.lock"))
+        .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .ok_or("neither CARGO_HOME nor HOME is set")?;
+    match find_crate_source(&lock, &home, name)? {
         Source::Found(found) => Ok(found),
         Source::NotUnpacked(missing) => {
             fetch_locked(root).map_err(|e| format!("{missing}; {e}"))?;
-            match find_crate_source(root, name)? {
+            match find_crate_source(&lock, &home, name)? {
                 Source::Found(found) => Ok(found),
                 Source::NotUnpacked(missing) => Err(format!("{missing}, even after a fetch")),
             }
@@ -130,6 +136,7 @@ fn crate_source(root: &Path, name: &str) -> Result<PathBuf, String> {
 }
 
 /// Where a crate's source is, if it is unpacked.
+#[derive(Debug, PartialEq)]
 enum Source {
     Found(PathBuf),
     /// Not (yet) in the registry: what was looked for, and where.
@@ -152,20 +159,15 @@ fn fetch_locked(root: &Path) -> Result<(), String> {
     }
 }
 
-/// [`crate_source`] without fetching.
-fn find_crate_source(root: &Path, name: &str) -> Result<Source, String> {
-    let lock = fs::read_to_string(root.join("Cargo.lock"))
-        .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
+/// [`crate_source`] without fetching: the version `lock` (a `Cargo.lock`) pins, looked for
+/// in the registry of the cargo home `home`.
+fn find_crate_source(lock: &str, home: &Path, name: &str) -> Result<Source, String> {
     let needle = format!("name = \"{name}\"\nversion = \"");
     let start = lock
         .find(&needle)
         .ok_or_else(|| format!("{name} is not in Cargo.lock"))?
         + needle.len();
     let version = &lock[start..start + lock[start..].find('"').unwrap_or(0)];
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
-        .ok_or("neither CARGO_HOME nor HOME is set")?;
     let registry = home.join("registry").join("src");
     let missing = || {
         Source::NotUnpacked(format!(
@@ -763,4 +765,70 @@ fn camel(rust: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCK: &str = "[[package]]\nname = \"k8s-pb\"\nversion = \"0.9.0\"\n";
+
+    /// A scratch cargo home, removed when dropped.
+    struct Home(PathBuf);
+
+    impl Home {
+        fn new(test: &str) -> Self {
+            let dir =
+                std::env::temp_dir().join(format!("xtask-codegen-{test}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Self(dir)
+        }
+
+        /// Unpacks an empty crate `dir` under the registry index `index`.
+        fn unpack(&self, index: &str, dir: &str) -> PathBuf {
+            let path = self.0.join("registry/src").join(index).join(dir);
+            fs::create_dir_all(&path).unwrap();
+            fs::write(path.join("Cargo.toml"), "[package]\n").unwrap();
+            path
+        }
+    }
+
+    impl Drop for Home {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn finds_the_locked_version_in_any_registry_index() {
+        let home = Home::new("found");
+        home.unpack("index.crates.io-1", "k8s-pb-0.8.0");
+        let wanted = home.unpack("index.crates.io-2", "k8s-pb-0.9.0");
+        assert_eq!(
+            find_crate_source(LOCK, &home.0, "k8s-pb"),
+            Ok(Source::Found(wanted))
+        );
+    }
+
+    /// What a fetch would fix is `NotUnpacked` (a fresh cargo home has no registry at all);
+    /// what it would not is an error.
+    #[test]
+    fn a_missing_source_or_registry_asks_for_a_fetch_and_nothing_else_does() {
+        let home = Home::new("missing");
+        assert!(matches!(
+            find_crate_source(LOCK, &home.0, "k8s-pb"),
+            Ok(Source::NotUnpacked(message)) if message.contains("k8s-pb 0.9.0")
+        ));
+        home.unpack("index.crates.io-1", "k8s-pb-0.8.0");
+        home.unpack("index.crates.io-1", "k8s-openapi-0.9.0");
+        assert!(matches!(
+            find_crate_source(LOCK, &home.0, "k8s-pb"),
+            Ok(Source::NotUnpacked(_))
+        ));
+        assert_eq!(
+            find_crate_source(LOCK, &home.0, "k8s-openapi"),
+            Err("k8s-openapi is not in Cargo.lock".to_owned())
+        );
+    }
 }
