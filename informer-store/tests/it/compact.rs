@@ -40,6 +40,14 @@ fn small_dictionary(objects: usize) -> Codec {
 }
 
 /// The `CompactError` inside a `StoreError::Backend`.
+/// A store of JSON (no dictionary) whose cache holds `cached` decoded objects.
+fn json_store(cached: usize) -> CompactStore<JsonObject> {
+    CompactStore::builder()
+        .codec(Codec::Json)
+        .cache_capacity(cached)
+        .build()
+}
+
 fn compact_error(err: &StoreError) -> &CompactError {
     match err {
         StoreError::Backend { source, .. } => source
@@ -276,10 +284,7 @@ fn cache_serves_the_written_arc_and_never_an_old_version() {
 /// written.
 #[test]
 fn writes_leave_an_empty_cache_empty_and_reads_fill_it() {
-    let store: CompactStore<JsonObject> = CompactStore::builder()
-        .codec(Codec::Json)
-        .cache_capacity(64)
-        .build();
+    let store = json_store(64);
     for i in 0..200 {
         store.add(obj("ns", &format!("o-{i}"), "web")).unwrap();
     }
@@ -351,10 +356,7 @@ fn scans_do_not_fill_the_cache() {
 /// miss caches it.
 #[test]
 fn a_cold_read_leaves_the_hot_objects_cached_until_its_second_miss() {
-    let store: CompactStore<JsonObject> = CompactStore::builder()
-        .codec(Codec::Json)
-        .cache_capacity(2)
-        .build();
+    let store = json_store(2);
     let written: Vec<_> = (0..10)
         .map(|i| obj("ns", &format!("o-{i}"), "web"))
         .collect();
