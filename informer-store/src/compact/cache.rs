@@ -167,28 +167,8 @@ impl<K> DecodedCache<K> {
             .map(|(_, cached)| cached.obj.clone())
     }
 
-    /// Caches `obj` as the version of `key` with `stamp`, unless a newer version is cached
-    /// or waits.
-    #[cfg(test)]
-    pub(crate) fn insert(
-        &self,
-        key: &ObjectKey,
-        stamp: u64,
-        obj: Arc<K>,
-        evicted: &mut Evicted<K>,
-    ) {
-        if self.per_shard == 0 {
-            return;
-        }
-        let mut shard = self.shard(key.as_str()).lock();
-        // A key is never both cached and waiting: a newer version waiting wins.
-        if !shard.newer_waits(key, stamp) {
-            shard.place(self.per_shard, key, stamp, obj, evicted);
-        }
-    }
-
-    /// Caches `obj` (decoded by a read that missed, or just written: `by`) as
-    /// [`insert`](Self::insert) does, unless `key` is not cached (in any version) nor was
+    /// Caches `obj` (decoded by a read that missed, or just written: `by`) as the version of
+    /// `key` with `stamp` (unless a newer version is cached or waits), unless `key` is not cached (in any version) nor was
     /// missed lately and either `obj` was written or its shard is full: `obj` then waits (a
     /// read's in the shard's read slot, a write's in its probation queue) unless a newer
     /// version of `key` waits already, and a read's key is remembered, so that its next miss
@@ -392,6 +372,20 @@ mod tests {
 
     fn key(name: &str) -> ObjectKey {
         ObjectKey::from_raw(name)
+    }
+
+    impl<K> DecodedCache<K> {
+        /// Caches `obj` as the version of `key` with `stamp` whatever the admission rule,
+        /// unless a newer version is cached or waits.
+        fn insert(&self, key: &ObjectKey, stamp: u64, obj: Arc<K>, evicted: &mut Evicted<K>) {
+            if self.per_shard == 0 {
+                return;
+            }
+            let mut shard = self.shard(key.as_str()).lock();
+            if !shard.newer_waits(key, stamp) {
+                shard.place(self.per_shard, key, stamp, obj, evicted);
+            }
+        }
     }
 
     #[test]
