@@ -398,7 +398,10 @@ impl<K: Object> SharedIndexInformer<K> {
     /// Before [`run`](Self::run), it replaces
     /// [`InformerConfig::list_watch`]`.shard_selector`. On a running informer, the reflector
     /// ends its watch (or list, or backoff delay) at once and relists with the new selector
-    /// from the last seen resourceVersion; when the list is in, handlers hear `on_delete`
+    /// from the last seen resourceVersion (a list in progress that overlaps the new selector
+    /// and would drop nothing cached of it completes first: see
+    /// [`Reflector::set_shard_selector`](crate::reflector::Reflector::set_shard_selector));
+    /// when the list is in, handlers hear `on_delete`
     /// (a tombstone, as for any object missing from a relist) for every cached object
     /// outside the new shard and `on_add` for every object new to it, while the objects in
     /// both shards get nothing but what really changed to them meanwhile (no delete and add,

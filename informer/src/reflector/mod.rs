@@ -78,7 +78,8 @@
 //! once in the log, as a warning), unconfirmed while only streaming lists and watches have
 //! run (they carry no echo). A change of selector ends the list, watch or backoff delay in
 //! progress and relists at once with the new one; the queue's replace turns the change into
-//! deletes and adds. Except that a paginated list in progress that overlaps the new
+//! deletes and adds. Except that a list in progress (paginated, or a streaming list before
+//! its end bookmark, whose watch then ends at the replace) that overlaps the new
 //! selector, and whose replace would drop nothing the cache holds of it, completes first and
 //! the new selector's list follows (a handover ending or a replica leaving during the list
 //! for a range just gained would otherwise leave that range unowned for one more list, and
@@ -169,6 +170,8 @@ pub struct Reflector<K: Object> {
     decisions: Mutex<Decisions>,
     observed: Mutex<Observed>,
     synced: tokio::sync::watch::Sender<bool>,
+    /// A streaming list is in progress: requested, its end bookmark not yet replaced.
+    streaming_list: tokio::sync::watch::Sender<bool>,
     running: AtomicBool,
     recorder: ReflectorRecorder,
     /// Listed objects the store held unchanged; of those, skipped before decoding; objects
@@ -214,6 +217,22 @@ struct Observed {
     resyncs: u64,
     errors: u64,
     last_error: Option<LastError>,
+}
+
+/// Says that a streaming list is in progress until dropped (see `Reflector::streaming_list`).
+struct StreamingList<'a>(&'a tokio::sync::watch::Sender<bool>);
+
+impl<'a> StreamingList<'a> {
+    fn open(flag: &'a tokio::sync::watch::Sender<bool>) -> Self {
+        flag.send_replace(true);
+        Self(flag)
+    }
+}
+
+impl Drop for StreamingList<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(false);
+    }
 }
 
 /// Clears the running flag when `run` returns or is dropped.
@@ -369,6 +388,7 @@ impl<K: Object> Reflector<K> {
             config,
             observed: Mutex::new(Observed::default()),
             synced: tokio::sync::watch::Sender::new(false),
+            streaming_list: tokio::sync::watch::Sender::new(false),
             running: AtomicBool::new(false),
             unchanged: AtomicU64::new(0),
             undecoded: AtomicU64::new(0),
@@ -430,8 +450,9 @@ impl<K: Object> Reflector<K> {
     /// Lists and watches only the objects of `selector` from now on (`None`: every object).
     ///
     /// A running reflector ends its list, watch or backoff delay at once and relists with
-    /// the new selector from the last seen resourceVersion (except that a paginated list
-    /// that overlaps the new selector and would drop nothing the cache holds of it, such
+    /// the new selector from the last seen resourceVersion (except that a list in progress,
+    /// paginated or streaming before its end bookmark, that overlaps the new selector and
+    /// would drop nothing the cache holds of it, such
     /// as the list for a range just gained when the old range's handover ends, completes
     /// first: the new selector's list follows it); the queue's replace then
     /// delivers deletes for the objects it no longer owns and adds for the new ones, and the
@@ -528,11 +549,13 @@ impl<K: Object> Reflector<K> {
         };
         // A selector that waits for the list in progress to complete.
         let mut after_list: Option<Option<ShardSelector>> = None;
+        let mut streaming_list = self.streaming_list.subscribe();
         loop {
-            let listing = matches!(
+            let paginated = matches!(
                 next,
                 Next::List(_) | Next::ListNextPage(_) | Next::Replace { .. }
             );
+            let streams = matches!(&next, Next::Watch(w) if w.send_initial_events == Some(true));
             let flow = {
                 let step = self.step(next, &mut items, &mut budget, &mut list_started);
                 tokio::pin!(step);
@@ -543,12 +566,20 @@ impl<K: Object> Reflector<K> {
                         // borrowed.
                         Ok(()) = shard_wanted.changed() => {
                             let wanted = shard_wanted.borrow_and_update().clone();
+                            // A list in progress: paginated, or streaming before its end
+                            // bookmark.
+                            let listing = paginated || (streams && *self.streaming_list.borrow());
                             match self.when_to_reshard(listing, wanted.as_ref()) {
                                 Reshard::AfterList => after_list = Some(wanted),
                                 // Back to the list's own selector.
                                 Reshard::Never => after_list = None,
                                 Reshard::Now => break None,
                             }
+                        }
+                        // The streaming list a new selector waits for is replaced (or ended):
+                        // its watch, still with the old selector, ends here for the new one.
+                        _ = streaming_list.wait_for(|open| !open), if streams && after_list.is_some() => {
+                            break None;
                         }
                         flow = &mut step => break Some(flow),
                     }
@@ -577,8 +608,9 @@ impl<K: Object> Reflector<K> {
         }
     }
 
-    /// When a new shard selector `wanted` takes effect, given whether a paginated list is in
-    /// progress (`listing`, made with the machine's selector).
+    /// When a new shard selector `wanted` takes effect, given whether a list is in progress
+    /// (`listing`: paginated, or streaming before its end bookmark; made with the machine's
+    /// selector).
     ///
     /// A list in progress completes first when it holds objects `wanted` selects (it
     /// overlaps `wanted`) and its replace drops none that the cache holds and `wanted`
@@ -793,6 +825,8 @@ impl<K: Object> Reflector<K> {
     #[allow(clippy::result_large_err)]
     async fn watch(&self, options: &WatchOptions) -> Flow {
         let streaming = options.send_initial_events == Some(true);
+        // Cleared when the list is replaced, or when this watch ends or is dropped.
+        let _streaming_list = streaming.then(|| StreamingList::open(&self.streaming_list));
         self.recorder.watch_started(streaming);
         let started: Result<RawWatchStream<K>, Error> = if self.keeps_raw() {
             self.lister_watcher.watch_raw(options).await
@@ -911,6 +945,7 @@ impl<K: Object> Reflector<K> {
                         self.report(&refused, Stage::StreamingList, Some(&next));
                         return ControlFlow::Continue(next);
                     }
+                    self.streaming_list.send_replace(false);
                     deadline = None;
                 }
                 EventAction::Stop(next) => {

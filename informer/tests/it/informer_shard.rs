@@ -431,3 +431,55 @@ async fn a_narrowing_waits_for_the_list_in_progress() {
     assert_eq!(cached(&informer), owned(&server, Some(&elsewhere)));
     running.stop().await;
 }
+
+/// The same with streaming lists: a narrowing while the streaming list of a range just
+/// gained is in progress waits for its end bookmark (the gained objects are in the cache
+/// when it is replaced, not a whole list later), then the narrower list follows; a selector
+/// disjoint from the streaming list in progress interrupts it.
+#[tokio::test(start_paused = true)]
+async fn a_narrowing_waits_for_the_streaming_list_in_progress() {
+    let server = server(true);
+    seed(&server, 120);
+    let (old, grown, new) = (range(0, Q), range(0, 2 * Q), range(Q, 2 * Q));
+    let informer = informer(&server, config(Some(old.clone()), WatchListMode::On));
+    let running = Running::start(&informer);
+    running.synced(&server).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&old)));
+    let lists = informer.stats().reflector.unwrap().counters.lists;
+    // Every watch event, initial ones included, takes `step` of virtual time: a streaming
+    // list of `n` objects takes about `n` steps.
+    let step = Duration::from_millis(20);
+    let (gained, kept) = (
+        owned(&server, Some(&grown)).len() as u32,
+        owned(&server, Some(&new)).len() as u32,
+    );
+    server.faults().delay_watch_events(RESOURCE, Some(step));
+    informer.set_shard_selector(Some(grown.clone())).unwrap();
+    let handover_ends = Duration::from_millis(300);
+    tokio::time::sleep(handover_ends).await;
+    informer.set_shard_selector(Some(new.clone())).unwrap();
+    // Halfway through the narrower list, which follows the grown one. Restarted at the
+    // handover's end, the narrower list would have completed long before.
+    let halfway = step * (gained + kept / 2) - handover_ends;
+    assert!(handover_ends + step * (kept + 2) < halfway + handover_ends);
+    tokio::time::sleep(halfway).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&grown)));
+    server.faults().delay_watch_events(RESOURCE, None);
+    quiet(&server, &informer).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&new)));
+    let stats = informer.stats().reflector.unwrap();
+    assert_eq!(stats.counters.lists - lists, 2, "{stats:?}");
+    assert_eq!(stats.shard.listed_selector.as_ref(), Some(&new));
+    // A selector disjoint from the streaming list in progress interrupts it.
+    server.faults().delay_watch_events(RESOURCE, Some(step));
+    informer.set_shard_selector(Some(grown.clone())).unwrap();
+    tokio::time::sleep(handover_ends).await;
+    let elsewhere = range(2 * Q, 3 * Q);
+    informer
+        .set_shard_selector(Some(elsewhere.clone()))
+        .unwrap();
+    let elsewhere_len = owned(&server, Some(&elsewhere)).len() as u32;
+    tokio::time::sleep(step * (elsewhere_len + 5)).await;
+    assert_eq!(cached(&informer), owned(&server, Some(&elsewhere)));
+    running.stop().await;
+}
