@@ -483,3 +483,60 @@ async fn a_narrowing_waits_for_the_streaming_list_in_progress() {
     assert_eq!(cached(&informer), owned(&server, Some(&elsewhere)));
     running.stop().await;
 }
+
+/// Selector changes coming faster than a streaming list takes, while writes go on: every
+/// overlapping change waits for the list in progress, so lists keep completing, and once the
+/// changes stop the cache and a handler converge on the last shard's objects.
+#[tokio::test(start_paused = true)]
+async fn streaming_lists_complete_under_changes_faster_than_a_list() {
+    let server = server(true);
+    seed(&server, 120);
+    let selectors = [
+        range(0, 2 * Q),
+        range(Q, 3 * Q),
+        range(0, 3 * Q),
+        range(Q, 2 * Q),
+    ];
+    let informer = informer(
+        &server,
+        config(Some(selectors[0].clone()), WatchListMode::On),
+    );
+    let recording = Recording::new("h");
+    informer.add_handler(recording.handler()).unwrap();
+    let running = Running::start(&informer);
+    running.synced(&server).await;
+    let lists = informer.stats().reflector.unwrap().counters.lists;
+    // A streaming list of 60-90 objects takes 0.3-0.5 s (more with the writes' events); the
+    // selector changes every 0.1 s.
+    server
+        .faults()
+        .delay_watch_events(RESOURCE, Some(Duration::from_millis(5)));
+    let writes = tokio::spawn(churn(server.clone(), Duration::from_secs(3), 7));
+    for i in 0..30 {
+        informer
+            .set_shard_selector(Some(selectors[(i + 1) % selectors.len()].clone()))
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Four complete here (some changes interrupt by the rule: the list in progress would
+    // drop cached objects the new selector keeps); when every change interrupted, none did.
+    let completed = informer.stats().reflector.unwrap().counters.lists - lists;
+    assert!(completed >= 3, "only {completed} lists completed in 3 s");
+    writes.await.unwrap();
+    server.faults().delay_watch_events(RESOURCE, None);
+    quiet(&server, &informer).await;
+    let last = informer.shard_selector().unwrap();
+    assert_eq!(cached(&informer), owned(&server, Some(&last)));
+    let live: Vec<JsonObject> = server
+        .objects(RESOURCE, Some(NS))
+        .unwrap()
+        .iter()
+        .filter(|o| last.matches_value(o.uid()))
+        .map(|o| o.decode().unwrap())
+        .collect();
+    let expected = Expected::from_objects(&live).unwrap();
+    let store = informer.lister().list_all();
+    check_convergence(&expected, &store, &[&recording], &CheckOptions::default())
+        .unwrap_or_else(|report| panic!("{report}"));
+    running.stop().await;
+}
