@@ -9,12 +9,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_apiserver::{FakeApiServer, ServerConfig};
+use fake_apiserver::{FakeApiServer, ServerConfig, StoredObject};
 use informer::reflector::{ListWatchConfig, ShardStats, WatchListMode};
 use informer::shard::{ShardField, ShardFiltering, ShardRange, ShardSelector};
 use informer::{InformerConfig, QueueChoice, SharedIndexInformer};
 use informer_testing::JsonObject;
-use informer_testing::convergence::{CheckOptions, Expected, Recording, check_convergence};
+use informer_testing::convergence::{
+    CheckOptions, CheckSummary, Expected, Recording, check_convergence,
+};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -40,13 +42,17 @@ fn range(start: u128, end: u128) -> ShardSelector {
 
 const Q: u128 = 1 << 62;
 
+/// The server's objects in `selector` (`None`: all).
+fn objects_in(server: &FakeApiServer, selector: Option<&ShardSelector>) -> Vec<Arc<StoredObject>> {
+    let mut objects = server.objects(RESOURCE, Some(NS)).unwrap();
+    objects.retain(|o| selector.is_none_or(|s| s.matches_value(o.uid())));
+    objects
+}
+
 /// The keys of the server's objects in `selector`.
 fn owned(server: &FakeApiServer, selector: Option<&ShardSelector>) -> BTreeSet<String> {
-    server
-        .objects(RESOURCE, Some(NS))
-        .unwrap()
+    objects_in(server, selector)
         .iter()
-        .filter(|o| selector.is_none_or(|s| s.matches_value(o.uid())))
         .map(|o| format!("{NS}/{}", o.name()))
         .collect()
 }
@@ -201,6 +207,24 @@ impl std::io::Write for Sink {
     }
 }
 
+/// The convergence checker's verdict on the informer's cache and `recording`'s handler
+/// against the server's objects in `selector`.
+fn converged(
+    server: &FakeApiServer,
+    informer: &SharedIndexInformer<JsonObject>,
+    selector: &ShardSelector,
+    recording: &Recording<JsonObject>,
+) -> Result<CheckSummary, String> {
+    let live: Vec<JsonObject> = objects_in(server, Some(selector))
+        .iter()
+        .map(|o| o.decode().unwrap())
+        .collect();
+    let expected = Expected::from_objects(&live).unwrap();
+    let store = informer.lister().list_all();
+    check_convergence(&expected, &store, &[recording], &CheckOptions::default())
+        .map_err(|report| report.to_string())
+}
+
 /// Random writes to the server for `duration` of virtual time, one every 5 ms: updates of
 /// existing objects (most), creates and deletes. Returns the deletions' final objects.
 async fn churn(server: FakeApiServer, duration: Duration, seed: u64) -> Vec<JsonObject> {
@@ -261,11 +285,8 @@ async fn a_shard_change_moves_objects_and_keeps_every_event_of_the_rest() {
             let running = Running::start(&informer);
             running.synced(&server).await;
             assert_eq!(cached(&informer), owned(&server, Some(&old)), "{case}");
-            let kept_before: BTreeSet<String> = server
-                .objects(RESOURCE, Some(NS))
-                .unwrap()
+            let kept_before: BTreeSet<String> = objects_in(&server, Some(&kept))
                 .iter()
-                .filter(|o| kept.matches_value(o.uid()))
                 .map(|o| o.uid().to_owned())
                 .collect();
 
@@ -287,18 +308,8 @@ async fn a_shard_change_moves_objects_and_keeps_every_event_of_the_rest() {
             // objects of [0, 1/4) that still exist count as gone for the handler (each must
             // have been deleted exactly once), the kept ones must never have been deleted or
             // added twice, and no update may go back in time.
-            let live: Vec<JsonObject> = server
-                .objects(RESOURCE, Some(NS))
-                .unwrap()
-                .iter()
-                .filter(|o| new.matches_value(o.uid()))
-                .map(|o| o.decode().unwrap())
-                .collect();
-            let expected = Expected::from_objects(&live).unwrap();
-            let store = informer.lister().list_all();
-            let summary =
-                check_convergence(&expected, &store, &[&recording], &CheckOptions::default())
-                    .unwrap_or_else(|report| panic!("{case}: {report}"));
+            let summary = converged(&server, &informer, &new, &recording)
+                .unwrap_or_else(|report| panic!("{case}: {report}"));
             assert!(summary.handlers[0].updates > 0, "{case}: no update seen");
 
             // Kept objects: one add each (the initial one), no delete unless the server
@@ -371,20 +382,30 @@ async fn setting_the_same_selector_does_nothing_and_none_takes_everything() {
     assert!(informer.set_shard_selector(Some(half)).is_err());
 }
 
+/// An informer holding `selector` of 120 objects on a server that filters, running and
+/// synced, with the number of lists it made.
+async fn synced_on(
+    selector: &ShardSelector,
+    watch_list: WatchListMode,
+) -> (FakeApiServer, SharedIndexInformer<JsonObject>, Running, u64) {
+    let server = server(true);
+    seed(&server, 120);
+    let informer = informer(&server, config(Some(selector.clone()), watch_list));
+    let running = Running::start(&informer);
+    running.synced(&server).await;
+    assert_eq!(cached(&informer), owned(&server, Some(selector)));
+    let lists = informer.stats().reflector.unwrap().counters.lists;
+    (server, informer, running, lists)
+}
+
 /// A handover ending narrows the selector while the list for the range just gained is in
 /// progress: that list completes (the gained objects are in the cache when it ends, not a
 /// whole list later) and the narrower list follows; two lists in all. The same when a
 /// replica leaving grows the selector; a disjoint selector interrupts the list.
 #[tokio::test(start_paused = true)]
 async fn a_narrowing_waits_for_the_list_in_progress() {
-    let server = server(true);
-    seed(&server, 120);
     let (old, grown, new) = (range(0, Q), range(0, 2 * Q), range(Q, 2 * Q));
-    let informer = informer(&server, config(Some(old.clone()), WatchListMode::Off));
-    let running = Running::start(&informer);
-    running.synced(&server).await;
-    assert_eq!(cached(&informer), owned(&server, Some(&old)));
-    let lists = informer.stats().reflector.unwrap().counters.lists;
+    let (server, informer, running, lists) = synced_on(&old, WatchListMode::Off).await;
     server
         .faults()
         .delay_lists(RESOURCE, Some(Duration::from_secs(1)));
@@ -438,14 +459,8 @@ async fn a_narrowing_waits_for_the_list_in_progress() {
 /// disjoint from the streaming list in progress interrupts it.
 #[tokio::test(start_paused = true)]
 async fn a_narrowing_waits_for_the_streaming_list_in_progress() {
-    let server = server(true);
-    seed(&server, 120);
     let (old, grown, new) = (range(0, Q), range(0, 2 * Q), range(Q, 2 * Q));
-    let informer = informer(&server, config(Some(old.clone()), WatchListMode::On));
-    let running = Running::start(&informer);
-    running.synced(&server).await;
-    assert_eq!(cached(&informer), owned(&server, Some(&old)));
-    let lists = informer.stats().reflector.unwrap().counters.lists;
+    let (server, informer, running, lists) = synced_on(&old, WatchListMode::On).await;
     // Every watch event, initial ones included, takes `step` of virtual time: a streaming
     // list of `n` objects takes about `n` steps.
     let step = Duration::from_millis(20);
@@ -527,16 +542,6 @@ async fn streaming_lists_complete_under_changes_faster_than_a_list() {
     quiet(&server, &informer).await;
     let last = informer.shard_selector().unwrap();
     assert_eq!(cached(&informer), owned(&server, Some(&last)));
-    let live: Vec<JsonObject> = server
-        .objects(RESOURCE, Some(NS))
-        .unwrap()
-        .iter()
-        .filter(|o| last.matches_value(o.uid()))
-        .map(|o| o.decode().unwrap())
-        .collect();
-    let expected = Expected::from_objects(&live).unwrap();
-    let store = informer.lister().list_all();
-    check_convergence(&expected, &store, &[&recording], &CheckOptions::default())
-        .unwrap_or_else(|report| panic!("{report}"));
+    converged(&server, &informer, &last, &recording).unwrap_or_else(|report| panic!("{report}"));
     running.stop().await;
 }
