@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[cfg(feature = "compact")]
-use informer::reflector::WatchListMode;
 use informer::{
     CacheSyncError, FactoryConfig, FactoryShutdownReport, InformerConfig, InformerFactory,
     InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError, SharedIndexInformer,
@@ -252,10 +251,12 @@ impl KubeInformerFactory {
     /// and decodes it on access: a cache of 100,000 pods in well under a gigabyte instead of
     /// several, lookups that miss its cache of decoded objects paying a decode. When such a
     /// store is handed lists as text (`options.takes_lists_as_text()`: the default options),
-    /// the informer's lists (the first and any relist) are also paginated lists instead of
-    /// streaming ones (`list_watch.watch_list` starts as `WatchListMode::Off`): the store then
-    /// syncs in about half the time (see `CompactOptions::takes_lists_as_text`). A configure closure of
-    /// [`informer_with`](Self::informer_with) sees that setting and may turn streaming back on.
+    /// the informer's lists (the first and any relist) are paginated lists instead of
+    /// streaming ones, as for any informer with such a store: `list_watch.watch_list` is
+    /// [`WatchListMode::Auto`](informer::reflector::WatchListMode::Auto) by default, which
+    /// settles so, and the store syncs in about half the time (see
+    /// `CompactOptions::takes_lists_as_text`). A configure closure of
+    /// [`informer_with`](Self::informer_with) may set `WatchListMode::On` to stream anyway.
     ///
     /// ```no_run
     /// # #[cfg(feature = "compact")]
@@ -352,14 +353,6 @@ impl KubeInformerFactory {
             config.transform = Some(drop_managed_fields());
         }
         let store = self.provider.store.lock();
-        // A store handed lists as text syncs twice as fast from a paginated list as from a
-        // streaming one (`CompactOptions::takes_lists_as_text`); `informer_with` can undo it.
-        #[cfg(feature = "compact")]
-        if let StoreKind::Compact(options) = &*store
-            && options.takes_lists_as_text()
-        {
-            config.list_watch.watch_list = WatchListMode::Off;
-        }
         config.store = StoreChoice::from_kind(&store);
     }
 

@@ -234,11 +234,11 @@ impl CompactOptions {
     /// streaming list's initial events arrive decoded through the watch path, are dropped to
     /// keep the queue small, and are decoded again when popped. Measured at 100k realistic
     /// pods (BENCHMARKS.md, issue 15): cold sync 11.1 s against 20.1-21.2 s, RSS after sync
-    /// 605 against 766 MiB, a relist 1.95 against 8.06 s. `informer_kube::KubeInformerFactory`
-    /// therefore lists first for such stores; with
-    /// [`SharedIndexInformer::new`](crate::SharedIndexInformer::new) set
-    /// `list_watch.watch_list` to [`WatchListMode::Off`](crate::reflector::WatchListMode::Off)
-    /// yourself.
+    /// 605 against 766 MiB, a relist 1.95 against 8.06 s. An informer with such a store
+    /// therefore lists first unless told otherwise: its `list_watch.watch_list` is
+    /// [`WatchListMode::Auto`](crate::reflector::WatchListMode::Auto) by default, which the
+    /// reflector settles to a paginated list for it (with no transform and `namespace/name`
+    /// keys); [`WatchListMode::On`](crate::reflector::WatchListMode::On) streams anyway.
     pub fn takes_lists_as_text(&self) -> bool {
         self.lists_as_text && self.codec.keeps_json()
     }

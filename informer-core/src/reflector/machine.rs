@@ -14,9 +14,11 @@ pub const MIN_HEALTHY_WATCH: Duration = Duration::from_secs(1);
 
 /// Whether the reflector loads its cache with a streaming initial list ("WatchList").
 ///
-/// The default is [`WatchListMode::On`], as in client-go since 1.35 (its `WatchListClient`
-/// gate is on by default): a server that refuses the request costs one refused watch before
-/// a paginated list, and the server keeps no full list in memory to answer.
+/// The default is [`WatchListMode::Auto`]: a streaming list ([`On`](WatchListMode::On)), as in
+/// client-go since 1.35 (its `WatchListClient` gate is on by default: a server that refuses
+/// the request costs one refused watch before a paginated list, and the server keeps no full
+/// list in memory to answer), except for a store that reads listed objects from their text
+/// itself, which syncs about twice as fast from a paginated list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum WatchListMode {
@@ -25,9 +27,37 @@ pub enum WatchListMode {
     /// One watch with `sendInitialEvents=true`; falls back to a paginated list, for that
     /// round only, when the server refuses the request or when the stream stops making
     /// progress before its end bookmark (nothing for [`ListWatchConfig::initial_events_timeout`]:
-    /// a server that ignores the parameter). The next relist streams again. The default.
-    #[default]
+    /// a server that ignores the parameter). The next relist streams again.
     On,
+    /// [`On`](WatchListMode::On), unless the store the reflector feeds decodes listed objects
+    /// from their JSON text itself (a compact store handed lists as text, the `informer`
+    /// crate's `CompactOptions::takes_lists_as_text`): then [`Off`](WatchListMode::Off). A
+    /// paginated list's items reach such a store undecoded, while a streaming list's initial
+    /// events arrive decoded and are decoded again when stored (at 100k pods about twice the
+    /// sync time). The runtime's reflector settles it once, when it is built, from its store
+    /// and transform; a bare [`Machine`], which knows no store, streams. The default.
+    #[default]
+    Auto,
+}
+
+impl WatchListMode {
+    /// The mode in effect for a reflector whose store reads listed objects from their text
+    /// (`text_store`): [`Auto`](WatchListMode::Auto) settled, the others as they are.
+    ///
+    /// ```
+    /// use informer_core::reflector::WatchListMode;
+    ///
+    /// assert_eq!(WatchListMode::Auto.settle(true), WatchListMode::Off);
+    /// assert_eq!(WatchListMode::Auto.settle(false), WatchListMode::On);
+    /// assert_eq!(WatchListMode::On.settle(true), WatchListMode::On);
+    /// ```
+    pub fn settle(self, text_store: bool) -> Self {
+        match self {
+            Self::Auto if text_store => Self::Off,
+            Self::Auto => Self::On,
+            mode => mode,
+        }
+    }
 }
 
 /// How a reflector lists and watches: the parameters of a [`Machine`], and the bounds its
@@ -57,7 +87,8 @@ pub struct ListWatchConfig {
     /// ([`ShardFilter`](crate::shard::ShardFilter)). Change it on a running machine with
     /// [`Machine::set_shard_selector`]. Default `None`: every object.
     pub shard_selector: Option<ShardSelector>,
-    /// Streaming initial list or not. Default [`WatchListMode::On`].
+    /// Streaming initial list or not. Default [`WatchListMode::Auto`] (streaming, except for a
+    /// store that reads listed objects from their text).
     pub watch_list: WatchListMode,
     /// How long a streaming list may go without an object before its end bookmark: each
     /// `ADDED`, `MODIFIED` or `DELETED` of the initial events moves the deadline on, so a slow
@@ -82,7 +113,7 @@ impl Default for ListWatchConfig {
             label_selector: None,
             field_selector: None,
             shard_selector: None,
-            watch_list: WatchListMode::On,
+            watch_list: WatchListMode::Auto,
             initial_events_timeout: Duration::from_secs(60),
             min_watch_timeout: Duration::from_secs(300),
             backoff: BackoffConfig::default(),
@@ -122,7 +153,7 @@ pub enum Next {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Then {
-    /// A full resynchronisation: a streaming list when [`WatchListMode::On`] is in effect,
+    /// A full resynchronisation: a streaming list unless [`WatchListMode::Off`] is in effect,
     /// otherwise a paginated list.
     Relist,
     /// A paginated list (retrying a failed list, or instead of a streaming list).
@@ -455,9 +486,10 @@ impl Machine {
         )
     }
 
-    /// Whether relists try a streaming list first ([`WatchListMode::On`]).
+    /// Whether relists try a streaming list first ([`WatchListMode::On`], or
+    /// [`Auto`](WatchListMode::Auto) not settled by a driver).
     pub fn streaming(&self) -> bool {
-        self.config.watch_list == WatchListMode::On
+        self.config.watch_list.settle(false) == WatchListMode::On
     }
 
     /// Whether the last complete list was a streaming list (false after a fallback to a

@@ -1166,10 +1166,21 @@ fn list_watch_config() -> ListWatchConfig {
 
 #[test]
 fn the_default_streams_first_as_client_go_does() {
-    let mut m = Machine::new(ListWatchConfig::default());
-    let Next::Watch(w) = m.start(Instant::now(), 0.5) else {
-        panic!("expected a streaming watch")
-    };
-    assert_eq!(w.send_initial_events, Some(true));
-    assert!(m.streaming());
+    // The default, `Auto`, is the runtime's to settle by its store; a bare machine streams.
+    assert_eq!(ListWatchConfig::default().watch_list, WatchListMode::Auto);
+    for mode in [WatchListMode::Auto, WatchListMode::On] {
+        let config = ListWatchConfig {
+            watch_list: mode,
+            ..ListWatchConfig::default()
+        };
+        let mut m = Machine::new(config);
+        let Next::Watch(w) = m.start(Instant::now(), 0.5) else {
+            panic!("{mode:?}: expected a streaming watch")
+        };
+        assert_eq!(w.send_initial_events, Some(true));
+        assert!(m.streaming());
+    }
+    let mut m = Machine::new(list_watch_config());
+    assert!(matches!(m.start(Instant::now(), 0.5), Next::List(_)));
+    assert!(!m.streaming());
 }

@@ -168,51 +168,46 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
 
 /// The kube factory lists first (a paginated list, items handed over as text) for a store that
 /// takes lists as text, since a streaming list's initial events arrive decoded, are dropped and
-/// decoded again at the pop (about twice the sync time at 100k pods); a configure closure can
-/// turn streaming back on, and a store that cannot decode text keeps streaming.
+/// decoded again at the pop (about twice the sync time at 100k pods): the default
+/// `WatchListMode::Auto` settles so. A configure closure can turn streaming back on, and a
+/// store that cannot decode text, or an informer with a transform, keeps streaming.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_factory_with_a_text_store_lists_first_unless_told_to_stream() {
     let engine = FakeApiServer::new();
     seed_pods(&engine, 2, 40);
     let env = Env::with_engine(engine).await.unwrap();
     let message_pack = CompactOptions::default().codec(informer::Codec::MessagePack);
-    // (store, stream anyway, the mode the factory presets, list requests expected)
+    let compact = || StoreKind::Compact(CompactOptions::default());
+    // (store, the mode a configure closure sets, a transform, list requests and items listed
+    // as text expected: a streaming list's items reach the queue as text too, once decoded)
     let cases = [
-        (
-            StoreKind::Compact(CompactOptions::default()),
-            false,
-            WatchListMode::Off,
-            1,
-        ),
-        (
-            StoreKind::Compact(CompactOptions::default()),
-            true,
-            WatchListMode::Off,
-            0,
-        ),
-        (
-            StoreKind::Compact(message_pack),
-            false,
-            WatchListMode::On,
-            0,
-        ),
+        (compact(), None, false, 1, 40),
+        (compact(), Some(WatchListMode::On), false, 0, 40),
+        (compact(), Some(WatchListMode::Off), false, 1, 40),
+        (compact(), None, true, 0, 0),
+        (StoreKind::Compact(message_pack), None, false, 0, 0),
         (
             StoreKind::Compact(CompactOptions::default().lists_as_text(false)),
+            None,
             false,
-            WatchListMode::On,
+            0,
             0,
         ),
-        (StoreKind::Indexed, false, WatchListMode::On, 0),
+        (StoreKind::Indexed, None, false, 0, 0),
+        (StoreKind::Indexed, Some(WatchListMode::Off), false, 1, 0),
     ];
-    for (store, stream, preset, list_requests) in cases {
-        let case = format!("{store:?}, stream anyway: {stream}");
+    for (store, mode, transform, list_requests, as_text) in cases {
+        let case = format!("{store:?}, mode {mode:?}, transform: {transform}");
         let factory = KubeInformerFactory::new(env.client.clone());
         factory.set_store(store);
         let informer = factory
             .informer_with::<Pod>(|config| {
-                assert_eq!(config.list_watch.watch_list, preset, "{case}");
-                if stream {
-                    config.list_watch.watch_list = WatchListMode::On;
+                assert_eq!(config.list_watch.watch_list, WatchListMode::Auto, "{case}");
+                if let Some(mode) = mode {
+                    config.list_watch.watch_list = mode;
+                }
+                if transform {
+                    config.transform = Some(informer_kube::drop_managed_fields());
                 }
             })
             .unwrap();
@@ -228,9 +223,12 @@ async fn a_factory_with_a_text_store_lists_first_unless_told_to_stream() {
             reflector.counters.list_requests, list_requests,
             "{case}: {reflector:?}"
         );
-        if list_requests > 0 {
-            assert_eq!(reflector.listed_as_text, 40, "{case}: {reflector:?}");
-        }
+        assert_eq!(reflector.listed_as_text, as_text, "{case}: {reflector:?}");
+        assert_eq!(
+            reflector.streaming,
+            list_requests == 0,
+            "{case}: {reflector:?}"
+        );
         factory.shutdown().await;
     }
 }

@@ -197,8 +197,9 @@ pub struct ReflectorStats {
     /// Whether a full list has been handed to the queue.
     pub has_synced: bool,
     /// Whether the last complete list was a streaming list (false before the first list,
-    /// with [`WatchListMode::Off`](informer_core::reflector::WatchListMode::Off), and after a fallback to a paginated list until a later
-    /// relist streams again).
+    /// with [`WatchListMode::Off`](informer_core::reflector::WatchListMode::Off) or `Auto`
+    /// settled to it, and after a fallback to a paginated list until a later relist streams
+    /// again).
     pub streaming: bool,
     /// Listed objects (relists, streaming lists) that the store held at the same
     /// resourceVersion: handed to the queue as the stored object or as a key, the listed copy

@@ -56,6 +56,13 @@
 //! ([`KnownObjects::pack_text`]; a compact store compresses it with its dictionary, about
 //! 290 bytes for a realistic pod's 6.7 KB), and takes that form as it is when it is popped.
 //!
+//! A streaming list cannot take that path: its initial events are decoded to be keyed, and
+//! their copy is dropped to keep the queue small, so the store decodes each object a second
+//! time. [`WatchListMode::Auto`], the default, therefore settles to a paginated list
+//! ([`WatchListMode::Off`]) when [`Reflector::new`] finds such a store (it wants and decodes
+//! text), no transform and `namespace/name` keys; to a streaming list otherwise. Set
+//! [`WatchListMode::On`] to stream regardless.
+//!
 //! # Lists that never end
 //!
 //! Each list is accounted against [`ListWatchConfig::list_limits`]: a continue token the server
@@ -363,8 +370,16 @@ impl<K: Object> Reflector<K> {
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         queue: Arc<dyn Queue<K>>,
         known_objects: Option<Arc<dyn KnownObjects<K>>>,
-        config: ReflectorConfig<K>,
+        mut config: ReflectorConfig<K>,
     ) -> Self {
+        // `WatchListMode::Auto` settled once: off when listed items can reach the store as
+        // text (see `ListSink::takes_text`), the one case a paginated list syncs faster.
+        let text_store = config.transform.is_none()
+            && config.key_func.is_none()
+            && known_objects
+                .as_ref()
+                .is_some_and(|known| known.wants_raw() && known.decodes_raw());
+        config.list_watch.watch_list = config.list_watch.watch_list.settle(text_store);
         let rng = match config.seed {
             Some(seed) => StdRng::seed_from_u64(seed),
             None => StdRng::from_os_rng(),

@@ -470,6 +470,85 @@ impl<'de> serde::Deserialize<'de> for Traced {
 
 informer_testing::delegate_object!(Traced);
 
+/// The default list mode (`WatchListMode::Auto`) lists first for a store that reads listed
+/// objects from their text, so that its first sync decodes each object once; a streaming list
+/// (asked for, or settled for any other store) decodes each object as it arrives, and the
+/// compact store a second time. Decodes are counted by [`Traced`] until the sync.
+#[tokio::test(start_paused = true)]
+async fn the_default_list_mode_lists_first_for_a_store_that_reads_text() {
+    const OBJECTS: usize = 30;
+    let text = || {
+        StoreChoice::compact(
+            small(0)
+                .codec(Codec::Json)
+                .round_trip_check(RoundTripCheck::Never),
+        )
+    };
+    let keyed: KeyFunc<Traced> = Arc::new(|o: &Traced| key_of(o));
+    // (case, store, the mode set, a custom key function, list requests, decodes per object)
+    let cases = [
+        ("auto-text", text(), None, false, 1, 1),
+        ("on-text", text(), Some(WatchListMode::On), false, 0, 2),
+        ("auto-keyed", text(), None, true, 0, 2),
+        ("auto-indexed", StoreChoice::Indexed, None, false, 0, 1),
+        (
+            "off-indexed",
+            StoreChoice::Indexed,
+            Some(WatchListMode::Off),
+            false,
+            1,
+            1,
+        ),
+    ];
+    for (case, store, mode, custom_keys, list_requests, decodes) in cases {
+        let server = FakeApiServer::new();
+        for i in 0..OBJECTS {
+            server
+                .create(RESOURCE, &cm(&format!("{case}-{i}")))
+                .unwrap();
+        }
+        let mut config = InformerConfig {
+            name: RESOURCE.into(),
+            store,
+            seed: Some(7),
+            ..InformerConfig::default()
+        };
+        assert_eq!(config.list_watch.watch_list, WatchListMode::Auto);
+        if let Some(mode) = mode {
+            config.list_watch.watch_list = mode;
+        }
+        if custom_keys {
+            config.key_func = Arc::clone(&keyed);
+        }
+        let lw = Arc::new(server.lister_watcher::<Traced>(RESOURCE, Some(NS)).unwrap());
+        let informer = informer::SharedIndexInformer::new(lw, config).unwrap();
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = informer.spawn(stop.clone());
+        assert!(
+            tokio::time::timeout(crate::support::GUARD, informer.wait_for_sync())
+                .await
+                .unwrap(),
+            "{case}"
+        );
+        let decoded = DECODED_ON
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(name, _)| name.starts_with(&format!("{case}-")))
+            .count();
+        assert_eq!(decoded, OBJECTS * decodes, "{case}: decodes until the sync");
+        let stats = informer.stats().reflector.unwrap();
+        assert_eq!(
+            stats.counters.list_requests, list_requests,
+            "{case}: {stats:?}"
+        );
+        assert_eq!(stats.streaming, list_requests == 0, "{case}: {stats:?}");
+        assert_eq!(informer.lister().list_all().len(), OBJECTS, "{case}");
+        stop.cancel();
+        task.await.unwrap().unwrap();
+    }
+}
+
 /// `CompactOptions::decode_threads` reaches the store an informer builds: a scan of 256
 /// objects to decode runs on the caller's thread alone with 1, on two threads with 2.
 #[test]
