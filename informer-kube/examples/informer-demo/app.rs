@@ -81,9 +81,11 @@ pub struct Args {
     /// Fake server: pod creates, updates and deletes per second (1:2:1).
     #[arg(long, default_value_t = 50.0)]
     pub churn: f64,
-    /// Use a streaming initial list (sendInitialEvents) instead of a paginated list.
-    #[arg(long)]
-    pub watch_list: bool,
+    /// How the informer lists: `auto` streams (a watch with sendInitialEvents), except that a
+    /// compact cache with managedFields kept lists first (it reads listed pods from their
+    /// text, which a streaming list cannot hand it); `stream` or `paginate` to choose.
+    #[arg(long, value_enum, default_value_t = ListArg::Auto)]
+    pub initial_list: ListArg,
     /// Keep metadata.managedFields in the cache (dropped by default).
     #[arg(long)]
     pub keep_managed_fields: bool,
@@ -95,6 +97,27 @@ pub struct Args {
     /// terminal).
     #[arg(long)]
     pub plain: bool,
+}
+
+/// The `--initial-list` choices (`WatchListMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListArg {
+    /// `WatchListMode::Auto`.
+    Auto,
+    /// `WatchListMode::On`.
+    Stream,
+    /// `WatchListMode::Off`.
+    Paginate,
+}
+
+impl ListArg {
+    fn mode(self) -> WatchListMode {
+        match self {
+            Self::Auto => WatchListMode::Auto,
+            Self::Stream => WatchListMode::On,
+            Self::Paginate => WatchListMode::Off,
+        }
+    }
 }
 
 /// The `--store` choices.
@@ -484,9 +507,7 @@ pub async fn run_with(args: Args, stop: CancellationToken) -> Result<Summary, De
         config.transform = Some(drop_managed_fields());
     }
     config.list_watch.label_selector = args.selector.clone();
-    if args.watch_list {
-        config.list_watch.watch_list = WatchListMode::On;
-    }
+    config.list_watch.watch_list = args.initial_list.mode();
     let informer = SharedIndexInformer::new(Arc::new(lister_watcher), config)?;
     let counts = Arc::new(EventCounts::default());
     let per_namespace = Arc::new(Mutex::new(HashMap::new()));
