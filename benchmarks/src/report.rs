@@ -730,8 +730,9 @@ headline.
 CompactOptions::default()))`: every pod kept as its JSON, compressed with a zstd dictionary \
 trained on the first 512, a cache of 1,024 decoded pods; objects arrive with their JSON text, \
 which the store compresses as received (no re-encoding); full objects (`managedFields` kept). \
-Since the store takes lists as text, the factory gives it paginated lists instead of streaming \
-ones (`CompactOptions::takes_lists_as_text`; runs before 2026-11-26 19:20 UTC streamed).
+Since the store takes lists as text, it gets paginated lists instead of streaming ones (the \
+default `WatchListMode::Auto` settles so; `CompactOptions::takes_lists_as_text`; runs before \
+2026-11-26 19:20 UTC streamed).
 - **kube-runtime 5.** `reflector(writer, watcher(api, watcher::Config::default()).default_backoff())` \
 consumed by one task (its documented use), and the same with `.streaming_lists()`. Its default \
 lists are consistent (no resourceVersion) in pages of 500. Namespace lookups use \
