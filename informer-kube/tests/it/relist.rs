@@ -166,7 +166,7 @@ async fn a_compact_informer_lists_as_text_and_leaves_out_an_item_that_is_not_a_p
     cancel.cancel();
 }
 
-/// The kube factory lists first (a paginated list, items handed over as text) for a store that
+/// A factory informer lists first (a paginated list, items handed over as text) for a store that
 /// takes lists as text, since a streaming list's initial events arrive decoded, are dropped and
 /// decoded again at the pop (about twice the sync time at 100k pods): the default
 /// `WatchListMode::Auto` settles so. A configure closure can turn streaming back on, and a
