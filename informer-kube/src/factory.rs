@@ -8,7 +8,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-#[cfg(feature = "compact")]
 use informer::{
     CacheSyncError, FactoryConfig, FactoryShutdownReport, InformerConfig, InformerFactory,
     InformerSpec, Lister, ListerWatcher, ListerWatcherProvider, ProviderError, SharedIndexInformer,
