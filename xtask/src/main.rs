@@ -1,11 +1,13 @@
 //! Project automation for informer-rs (matklad's xtask pattern): `cargo xtask <task>`.
 //!
 //! Tasks:
-//! - `ci`: everything CI checks: formatting, clippy with warnings denied, the layering check, all
+//! - `ci`: everything CI checks: formatting, clippy with warnings denied (all features, then
+//!   each library crate alone with its default features: see `features.rs`), the layering check, all
 //!   tests (including the kubectl ones: under `CI=true` a missing kubectl fails them), and docs;
 //!   the test binaries run side by side after one build (see `testrun.rs`).
 //! - `codegen`: regenerate the fake API server's built-in resource table and protobuf schema
 //!   (see `codegen.rs`); `--check` only compares, as CI does.
+//! - `features`: only the feature check (see `features.rs`).
 //! - `layering`: only the layering check (every dependency rule ARCHITECTURE.md states).
 //! - `modules`: only the module-cycle check (see `modules.rs`).
 //! - `soak`: the chaos convergence test over many seeds, in release, or over HTTP for some
@@ -22,6 +24,7 @@ use std::process::{Command, ExitCode};
 
 mod bench;
 mod codegen;
+mod features;
 mod layering;
 mod modules;
 mod mutants;
@@ -34,6 +37,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("codegen") => codegen::run(&args[1..]),
         Some("layering") => layering::check().map(|()| println!("layering: ok")),
+        Some("features") => features::check().map(|()| println!("features: ok")),
         Some("modules") => modules::check(&workspace_root())
             .and_then(|()| modules::check_test_layout(&workspace_root()))
             .map(|()| println!("modules: ok")),
@@ -58,9 +62,12 @@ fn main() -> ExitCode {
 fn print_help() {
     println!(
         "cargo xtask <task>\n\n\
-         ci        fmt check, clippy -D warnings, layering check, all tests, docs\n\
+         ci        fmt check, clippy -D warnings (all features, then each library crate\n\
+         \x20         with its defaults), layering check, all tests, docs\n\
          codegen   regenerate the fake API server's resource and protobuf tables from the\n\
          \x20         k8s-openapi and k8s-pb sources (--check: only compare; CI runs it)\n\
+         features  clippy -D warnings on each library crate alone, with its default features\n\
+         \x20         (and without them where it has some)\n\
          layering  check every dependency rule of ARCHITECTURE.md (cargo tree)\n\
          modules   check that no crate's modules form a cycle, and one test binary per crate\n\
          soak      the chaos convergence test over many seeds, in release:\n\
@@ -97,6 +104,7 @@ fn ci() -> Result<(), String> {
             "warnings",
         ])
     })?;
+    step("features", features::check)?;
     // `cargo test --workspace --all-features` and `cargo doc`, the test binaries side by side.
     step("test and doc", || testrun::run(&root))?;
     println!("xtask ci: all checks passed");
