@@ -208,6 +208,18 @@ pub trait Store<K: Object>: KnownObjects<K> {
         let _ = raw;
         self.update(obj)
     }
+    /// [`Store::update`] (or [`update_raw`](Store::update_raw) with the text, if given) for a
+    /// caller that does not want the previous object: a store that keeps objects encoded then
+    /// decodes nothing to return it. The informer's processing loop writes this way when it
+    /// holds the previous object already or when no handler is registered. The default calls
+    /// `update_raw` or `update` and drops what they return.
+    fn put(&self, obj: Arc<K>, raw: Option<&RawObject>) -> Result<(), StoreError> {
+        match raw {
+            Some(raw) => self.update_raw(obj, raw),
+            None => self.update(obj),
+        }
+        .map(drop)
+    }
     /// Removes the object with `obj`'s key; returns what was stored. Deleting an absent key is
     /// not an error.
     fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError>;

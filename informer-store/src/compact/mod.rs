@@ -1215,6 +1215,15 @@ impl<K: Object + Serialize + DeserializeOwned> Store<K> for CompactStore<K> {
         self.write(obj, self.given(raw), true)
     }
 
+    /// Writes without decoding the object it replaces.
+    fn put(&self, obj: Arc<K>, raw: Option<&RawObject>) -> Result<(), StoreError> {
+        let given = match raw {
+            Some(raw) => self.given(raw),
+            None => Given::Nothing,
+        };
+        self.write(obj, given, false).map(drop)
+    }
+
     fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
         let key = self.key_of(obj)?;
         self.delete_inner(key.as_str(), true)

@@ -86,7 +86,7 @@ where
 /// Applies `cases` random operation sequences to backends built by `make` and to a simple
 /// reference model, and panics (with the shrunk failing sequence) on the first difference.
 ///
-/// Operations: add, update, delete, delete by key, get, get by key, replace, resync,
+/// Operations: add, update, put, delete, delete by key, get, get by key, replace, resync,
 /// add_indexers (new or taken names), index, index_keys, by_index, list_index_func_values, and
 /// writes of nameless objects; objects span a few namespaces, names and label values. After
 /// every operation the backend's return value must match the model's (objects compared by
@@ -1171,6 +1171,7 @@ mod model {
     pub(super) enum Op {
         Add(Spec),
         Update(Spec),
+        Put(Spec),
         Delete(Spec),
         DeleteByKey(Spec),
         Get(Spec),
@@ -1206,6 +1207,7 @@ mod model {
         prop_oneof![
             6 => spec().prop_map(Op::Add),
             4 => spec().prop_map(Op::Update),
+            2 => spec().prop_map(Op::Put),
             3 => spec().prop_map(Op::Delete),
             1 => spec().prop_map(Op::DeleteByKey),
             1 => spec().prop_map(Op::Get),
@@ -1390,6 +1392,12 @@ mod model {
                 let got = store_err("write", got)?;
                 let want = model.items.insert(spec_key(spec), o);
                 compare_option("previous object", got.as_ref(), want.as_ref())
+            }
+            Op::Put(spec) => {
+                let o = model.build(spec);
+                store_err("put", store.put(o.clone(), None))?;
+                model.items.insert(spec_key(spec), o);
+                Ok(())
             }
             Op::Delete(spec) => {
                 let probe = model.build(spec);
