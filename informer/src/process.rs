@@ -47,6 +47,8 @@ pub(crate) trait Sink<K> {
     fn notify(&mut self, notification: Notification<K>, is_sync: bool);
     /// Whether a sync notification would reach anyone now (a handler's resync is due).
     fn wants_syncs(&self) -> bool;
+    /// Whether any notification would reach anyone (a handler or a stream is registered).
+    fn listens(&self) -> bool;
 }
 
 /// The parameters of the rules.
@@ -120,6 +122,12 @@ impl<K: Object> Rules<'_, K> {
                 {
                     return Ok(());
                 }
+                // Nobody to tell: the cached object is not read, and the write returns none
+                // (a store that keeps objects encoded would decode it for nothing: a
+                // lister-only compact informer).
+                if !sink.listens() {
+                    return self.indexer.put(Arc::clone(new), delta.raw.as_ref());
+                }
                 match self.indexer.get_by_key(key.as_str()) {
                     None => {
                         match &delta.raw {
@@ -137,11 +145,9 @@ impl<K: Object> Rules<'_, K> {
                     Some(old) => {
                         let replaced_by_namesake = self.uid_change == UidChange::DeleteAndAdd
                             && matches!((old.object_uid(), new.object_uid()), (Some(a), Some(b)) if a != b);
+                        // `old` is in hand: the write need not return it again.
                         if !Arc::ptr_eq(&old, new) {
-                            match &delta.raw {
-                                Some(raw) => self.indexer.update_raw(Arc::clone(new), raw)?,
-                                None => self.indexer.update(Arc::clone(new))?,
-                            };
+                            self.indexer.put(Arc::clone(new), delta.raw.as_ref())?;
                         }
                         if replaced_by_namesake {
                             tracing::debug!(
@@ -257,6 +263,10 @@ mod tests {
         fn wants_syncs(&self) -> bool {
             true
         }
+
+        fn listens(&self) -> bool {
+            true
+        }
     }
 
     fn obj(name: &str, rv: &str, uid: &str) -> Arc<JsonObject> {
@@ -368,6 +378,54 @@ mod tests {
         fn wants_syncs(&self) -> bool {
             false
         }
+
+        fn listens(&self) -> bool {
+            true
+        }
+    }
+
+    /// A sink nobody listens to: deltas are applied all the same.
+    #[derive(Default)]
+    struct Deaf(usize);
+
+    impl Sink<JsonObject> for Deaf {
+        fn notify(&mut self, _n: Notification<JsonObject>, _is_sync: bool) {
+            self.0 += 1;
+        }
+
+        fn wants_syncs(&self) -> bool {
+            false
+        }
+
+        fn listens(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn without_listeners_every_upsert_is_written_and_nobody_is_told() {
+        let store = IndexedStore::new();
+        let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
+        let rules = Rules {
+            indexer: &store,
+            key_func: &key_func,
+            uid_change: UidChange::DeleteAndAdd,
+            informer: "test",
+        };
+        let deltas = [
+            Delta::new(DeltaType::Added, obj("a", "1", "u1")),
+            Delta::new(DeltaType::Updated, obj("a", "2", "u1")),
+            // Another UID under the same name: no one to tell, the object is replaced.
+            Delta::new(DeltaType::Updated, obj("a", "3", "u2")),
+            Delta::new(DeltaType::Replaced, obj("b", "4", "u3")),
+        ];
+        let mut sink = Deaf::default();
+        let outcome = rules.apply(&deltas, false, &mut sink);
+        assert_eq!(outcome.applied, 4);
+        assert_eq!(sink.0, 0);
+        assert_eq!(rv_of(&store, "ns/a").as_deref(), Some("3"));
+        assert_eq!(store.get_by_key("ns/a").unwrap().object_uid(), Some("u2"));
+        assert_eq!(rv_of(&store, "ns/b").as_deref(), Some("4"));
     }
 
     #[test]

@@ -102,6 +102,10 @@ impl<K: Object> Sink<K> for Distribution<'_, K> {
     fn wants_syncs(&self) -> bool {
         self.registry.entries.iter().any(|e| e.resync.syncing)
     }
+
+    fn listens(&self) -> bool {
+        !self.registry.entries.is_empty()
+    }
 }
 
 impl<K: Object> Processor<K> {

@@ -549,6 +549,99 @@ async fn the_default_list_mode_lists_first_for_a_store_that_reads_text() {
     }
 }
 
+/// A watch update costs a compact informer one decode (the event's) when no handler is
+/// registered, and two with one (the event's, and the cached object for `on_update`): the
+/// store is written without decoding the object it replaces (`Store::put`). The store keeps no
+/// decoded object (cache 0), so every read decodes; before `put`, the write decoded the
+/// replaced object once more (2 and 3).
+#[tokio::test(start_paused = true)]
+async fn a_watch_update_decodes_the_replaced_object_only_for_handlers() {
+    const OBJECTS: usize = 12;
+    const UPDATES: usize = 6;
+    for (case, handler) in [("puts-alone", false), ("puts-handled", true)] {
+        let server = FakeApiServer::new();
+        for i in 0..OBJECTS {
+            server
+                .create(RESOURCE, &cm(&format!("{case}-{i}")))
+                .unwrap();
+        }
+        let options = small(0)
+            .codec(Codec::Json)
+            .round_trip_check(RoundTripCheck::Never);
+        let config = InformerConfig {
+            name: RESOURCE.into(),
+            store: StoreChoice::compact(options),
+            seed: Some(7),
+            ..InformerConfig::default()
+        };
+        let lw = Arc::new(server.lister_watcher::<Traced>(RESOURCE, Some(NS)).unwrap());
+        let informer = informer::SharedIndexInformer::new(lw, config).unwrap();
+        let updates = Arc::new(AtomicUsize::new(0));
+        if handler {
+            let updates = Arc::clone(&updates);
+            informer
+                .add_handler(informer::handler().on_update(move |_, _| {
+                    updates.fetch_add(1, Ordering::Relaxed);
+                }))
+                .unwrap();
+        }
+        let stop = tokio_util::sync::CancellationToken::new();
+        let task = informer.spawn(stop.clone());
+        let synced = tokio::time::timeout(crate::support::GUARD, informer.wait_for_sync());
+        assert!(synced.await.unwrap(), "{case}");
+        tokio::time::timeout(
+            crate::support::GUARD,
+            server.wait_for_open_watches(RESOURCE, 1),
+        )
+        .await
+        .unwrap();
+        let decoded = || {
+            DECODED_ON
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+                .filter(|(name, _)| name.starts_with(&format!("{case}-")))
+                .count()
+        };
+        let (before, deltas) = (decoded(), informer.stats().deltas);
+        for i in 0..UPDATES {
+            let changed = cm(&format!("{case}-{i}")).with_label("v", "2");
+            server.update(RESOURCE, &changed).unwrap();
+        }
+        let applied = async {
+            while informer.stats().deltas < deltas + UPDATES as u64 {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        };
+        tokio::time::timeout(crate::support::GUARD, applied)
+            .await
+            .unwrap();
+        let per_update = if handler { 2 } else { 1 };
+        assert_eq!(decoded() - before, UPDATES * per_update, "{case}");
+        if handler {
+            let heard = async {
+                while updates.load(Ordering::Relaxed) < UPDATES {
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            };
+            tokio::time::timeout(crate::support::GUARD, heard)
+                .await
+                .unwrap();
+        }
+        let got = informer
+            .lister()
+            .get(Some(NS), &format!("{case}-0"))
+            .unwrap();
+        assert_eq!(
+            got.object_labels().get("v").map(String::as_str),
+            Some("2"),
+            "{case}"
+        );
+        stop.cancel();
+        task.await.unwrap().unwrap();
+    }
+}
+
 /// `CompactOptions::decode_threads` reaches the store an informer builds: a scan of 256
 /// objects to decode runs on the caller's thread alone with 1, on two threads with 2.
 #[test]
