@@ -283,6 +283,19 @@ mod tests {
         deltas: &[Delta<JsonObject>],
         initial: bool,
     ) -> (Vec<(String, bool)>, BatchOutcome) {
+        let mut rec = Recorder::default();
+        let outcome = apply_to(store, uid_change, deltas, initial, &mut rec);
+        (rec.0, outcome)
+    }
+
+    /// Applies `deltas` to `store` with `namespace/name` keys, telling `sink`.
+    fn apply_to(
+        store: &IndexedStore<JsonObject>,
+        uid_change: UidChange,
+        deltas: &[Delta<JsonObject>],
+        initial: bool,
+        sink: &mut impl Sink<JsonObject>,
+    ) -> BatchOutcome {
         let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
         let rules = Rules {
             indexer: store,
@@ -290,9 +303,7 @@ mod tests {
             uid_change,
             informer: "test",
         };
-        let mut rec = Recorder::default();
-        let outcome = rules.apply(deltas, initial, &mut rec);
-        (rec.0, outcome)
+        rules.apply(deltas, initial, sink)
     }
 
     fn rv_of(store: &IndexedStore<JsonObject>, key: &str) -> Option<String> {
@@ -405,13 +416,6 @@ mod tests {
     #[test]
     fn without_listeners_every_upsert_is_written_and_nobody_is_told() {
         let store = IndexedStore::new();
-        let key_func: KeyFunc<JsonObject> = Arc::new(|o: &JsonObject| key_of(o));
-        let rules = Rules {
-            indexer: &store,
-            key_func: &key_func,
-            uid_change: UidChange::DeleteAndAdd,
-            informer: "test",
-        };
         let deltas = [
             Delta::new(DeltaType::Added, obj("a", "1", "u1")),
             Delta::new(DeltaType::Updated, obj("a", "2", "u1")),
@@ -420,7 +424,7 @@ mod tests {
             Delta::new(DeltaType::Replaced, obj("b", "4", "u3")),
         ];
         let mut sink = Deaf::default();
-        let outcome = rules.apply(&deltas, false, &mut sink);
+        let outcome = apply_to(&store, UidChange::DeleteAndAdd, &deltas, false, &mut sink);
         assert_eq!(outcome.applied, 4);
         assert_eq!(sink.0, 0);
         assert_eq!(rv_of(&store, "ns/a").as_deref(), Some("3"));
