@@ -323,10 +323,10 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
     /// nothing needs the decoded object: `namespace/name` keys (read from the text) and no
     /// shard selector (whose client-side check reads the uid).
     fn takes_text(&self) -> bool {
-        self.reflector.keeps_raw()
-            && self.reflector.keeps_text_only()
-            && self.reflector.config.key_func.is_none()
-            && self.reflector.shard_wanted.borrow().is_none()
+        text_store(
+            &self.reflector.config,
+            self.reflector.known_objects.as_ref(),
+        ) && self.reflector.shard_wanted.borrow().is_none()
     }
 
     /// Keyed from its metadata and queued as text; an item without a name is reported and
@@ -360,6 +360,19 @@ impl<K: Object> ListSink<K> for Gather<'_, K> {
     }
 }
 
+/// Whether listed items can reach `known_objects` as their text alone, undecoded: the store
+/// wants the text and decodes it itself, no transform changes the objects, and keys are
+/// `namespace/name` (read from the text). A shard selector, which can change at run time, is
+/// the one other condition ([`ListSink::takes_text`]).
+fn text_store<K: Object>(
+    config: &ReflectorConfig<K>,
+    known_objects: Option<&Arc<dyn KnownObjects<K>>>,
+) -> bool {
+    config.transform.is_none()
+        && config.key_func.is_none()
+        && known_objects.is_some_and(|known| known.wants_raw() && known.decodes_raw())
+}
+
 impl<K: Object> Reflector<K> {
     /// A reflector reading from `lister_watcher` into `queue`.
     ///
@@ -373,12 +386,8 @@ impl<K: Object> Reflector<K> {
         mut config: ReflectorConfig<K>,
     ) -> Self {
         // `WatchListMode::Auto` settled once: off when listed items can reach the store as
-        // text (see `ListSink::takes_text`), the one case a paginated list syncs faster.
-        let text_store = config.transform.is_none()
-            && config.key_func.is_none()
-            && known_objects
-                .as_ref()
-                .is_some_and(|known| known.wants_raw() && known.decodes_raw());
+        // text (`ListSink::takes_text`), the one case a paginated list syncs faster.
+        let text_store = text_store(&config, known_objects.as_ref());
         config.list_watch.watch_list = config.list_watch.watch_list.settle(text_store);
         let rng = match config.seed {
             Some(seed) => StdRng::seed_from_u64(seed),

@@ -105,7 +105,8 @@ async fn new_reflector_with_disablement_watch_list_gate_off_client_supports() {
 #[tokio::test(start_paused = true)]
 async fn new_reflector_with_disablement_watch_list_gate_on_client_supports() {
     let source = FakeSource::streaming_only();
-    // Our default, as client-go's gate is on by default since 1.35.
+    // Our default (`WatchListMode::Auto`, which streams here: this reflector feeds no store
+    // that reads text), as client-go's gate is on by default since 1.35.
     let rig = Rig::new(
         source.clone(),
         ReflectorConfig {
