@@ -48,6 +48,19 @@
 //! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
 //! pod or a namespace removes it at once (no kubelet, no namespace controller).
 //!
+//! **Generation.** `metadata.generation` is the server's, on every write (direct ones too), as
+//! the real server's registry strategies keep it: a write never sets it (the stored value
+//! stays); custom resources and the built-in kinds that track one (pods, replication
+//! controllers, deployments, replica sets, stateful sets, daemon sets, jobs, cron jobs, pod
+//! disruption budgets, ingresses, ingress classes, network policies, CRDs, admission webhook
+//! configurations) start at 1 and count changes of their desired state (a custom resource:
+//! everything outside `metadata`, and outside `status` if it has the status subresource;
+//! built-in kinds: `spec`, a deployment's annotations too, a webhook configuration's
+//! `webhooks`); a deletion that waits for finalizers adds one. So a controller's
+//! generation-based filters and `observedGeneration` bookkeeping behave as against a real
+//! cluster. Other built-in kinds that track one upstream (admission policies, flow control,
+//! dynamic resource allocation) do not here.
+//!
 //! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
 //! HTTP) applies what the real server's admission and strategies do, listed
 //! [below](#admission-and-validation). The test's own writes ([`FakeApiServer::create`],
@@ -253,6 +266,7 @@ mod continue_token;
 mod fault_state;
 mod faults;
 mod fields;
+mod generation;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "lister-watcher")]

@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::generation;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
 use super::patch::merge_patch;
 use super::{ResourceDef, status};
@@ -673,6 +674,9 @@ impl Store {
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         remove_meta(&mut body, "deletionTimestamp");
         remove_meta(&mut body, "deletionGracePeriodSeconds");
+        if generation::is_tracked(&def) {
+            set_meta(&mut body, "generation", Value::from(1));
+        }
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
@@ -782,6 +786,11 @@ impl Store {
             "resourceVersion",
             Value::String(existing.resource_version().to_string()),
         );
+        // Kept by the server: the stored value, plus one if the kind's desired state changed.
+        match generation::on_update(&def, &old, &body) {
+            Some(g) => set_meta(&mut body, "generation", Value::from(g)),
+            None => remove_meta(&mut body, "generation"),
+        }
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);
@@ -863,6 +872,9 @@ impl Store {
                 Value::String(self.clock.now_rfc3339()),
             );
             set_meta(&mut value, "deletionGracePeriodSeconds", Value::from(0));
+            if let Some(g) = generation::on_deletion_marked(&value) {
+                set_meta(&mut value, "generation", Value::from(g));
+            }
             set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
             let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));

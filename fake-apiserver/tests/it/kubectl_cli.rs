@@ -715,3 +715,145 @@ async fn kubectl_gets_workloads_scales_them_and_selects_pods_by_node() {
     );
     assert!(bin.terminate().await.success());
 }
+
+/// `metadata.generation` as kubectl sees it: 1 on create, one more per change of the desired
+/// state (a deployment's spec or annotations, a custom resource's fields outside metadata and
+/// status), unchanged by labels, status writes and bodies that carry their own, one more when
+/// a deletion waits for finalizers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generation_follows_the_desired_state() {
+    let (server, http) = start().await;
+    let Some(kubectl) =
+        Kubectl::for_server("generation_follows_the_desired_state", &http, Some("prod"))
+    else {
+        return;
+    };
+    namespaces(&server, &["prod"]);
+    let generation = async |what: &str| -> String {
+        kubectl
+            .ok(&["get", what, "-o", "jsonpath={.metadata.generation}"])
+            .await
+    };
+    let deployment = kubectl.manifest(
+        "web.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n\
+         \x20 template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n",
+    );
+    kubectl
+        .ok(&["apply", "-f", deployment.to_str().unwrap()])
+        .await;
+    assert_eq!(generation("deploy/web").await, "1");
+    kubectl.ok(&["label", "deploy/web", "tier=front"]).await;
+    assert_eq!(
+        generation("deploy/web").await,
+        "1",
+        "labels are not desired state"
+    );
+    kubectl.ok(&["annotate", "deploy/web", "note=x"]).await;
+    assert_eq!(
+        generation("deploy/web").await,
+        "2",
+        "a deployment's annotations are"
+    );
+    kubectl.ok(&["scale", "deploy/web", "--replicas=3"]).await;
+    assert_eq!(
+        generation("deploy/web").await,
+        "3",
+        "through the scale subresource"
+    );
+    kubectl
+        .ok(&[
+            "patch",
+            "deploy/web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"observedGeneration":3,"replicas":3}}"#,
+        ])
+        .await;
+    assert_eq!(generation("deploy/web").await, "3", "status writes");
+    kubectl
+        .ok(&[
+            "patch",
+            "deploy/web",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"generation":40}}"#,
+        ])
+        .await;
+    assert_eq!(generation("deploy/web").await, "3", "clients cannot set it");
+    kubectl
+        .ok(&["set", "image", "deploy/web", "c=nginx:2"])
+        .await;
+    assert_eq!(generation("deploy/web").await, "4");
+    // A kind without a generation has none.
+    kubectl
+        .ok(&["create", "configmap", "c", "--from-literal=a=b"])
+        .await;
+    assert_eq!(generation("cm/c").await, "");
+
+    // A custom resource with the status subresource.
+    let crd = kubectl.manifest(
+        "crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
+         spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: widgets\n    singular: widget\n    kind: Widget\n\
+         \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    subresources:\n      status: {}\n    schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n",
+    );
+    kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
+    assert_eq!(
+        generation("crd/widgets.example.com").await,
+        "1",
+        "CRDs count their spec too"
+    );
+    let widget = kubectl.manifest(
+        "w.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  generation: 9\nspec:\n  size: 3\n",
+    );
+    kubectl.ok(&["apply", "-f", widget.to_str().unwrap()]).await;
+    assert_eq!(generation("widget/w1").await, "1");
+    kubectl
+        .ok(&[
+            "patch",
+            "widget/w1",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"size":4}}"#,
+        ])
+        .await;
+    assert_eq!(generation("widget/w1").await, "2");
+    kubectl
+        .ok(&[
+            "patch",
+            "widget/w1",
+            "--type=merge",
+            "--subresource=status",
+            "-p",
+            r#"{"status":{"ready":true}}"#,
+        ])
+        .await;
+    assert_eq!(generation("widget/w1").await, "2");
+    kubectl
+        .ok(&[
+            "patch",
+            "widget/w1",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/keep"]}}"#,
+        ])
+        .await;
+    assert_eq!(
+        generation("widget/w1").await,
+        "2",
+        "finalizers are metadata"
+    );
+    kubectl.ok(&["delete", "widget/w1", "--wait=false"]).await;
+    assert_eq!(
+        generation("widget/w1").await,
+        "3",
+        "marked for deletion: controllers see it change meaning"
+    );
+    let stored = server
+        .get("widgets.example.com", Some("prod"), "w1")
+        .unwrap();
+    assert_eq!(stored.to_value()["metadata"]["generation"], 3);
+}
