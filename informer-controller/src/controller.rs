@@ -22,7 +22,7 @@ use crate::deleted::DeletedObjects;
 use crate::error::ControllerError;
 use crate::handle::ControllerHandle;
 use crate::metrics::Recorder;
-use crate::sources::{self, Registered, Source};
+use crate::sources::{self, Registered, Source, UpdateFilter};
 use crate::state::{Common, Shared, Stub};
 use crate::stats::{ControllerReport, ControllerStats};
 use crate::worker::Workers;
@@ -41,6 +41,7 @@ pub struct Controller<K: Object> {
     sources: Vec<Source<K>>,
     factory: Option<Box<dyn FactoryLifecycle>>,
     stub: Option<Stub<K>>,
+    update_filter: Option<UpdateFilter<K>>,
 }
 
 impl<K: Object> Controller<K> {
@@ -72,6 +73,7 @@ impl<K: Object> Controller<K> {
             sources: Vec::new(),
             factory: None,
             stub: None,
+            update_filter: None,
         }
     }
 
@@ -123,6 +125,34 @@ impl<K: Object> Controller<K> {
         stub: impl Fn(&ObjectKey) -> K + Send + Sync + 'static,
     ) -> Self {
         self.stub = Some(Arc::new(stub));
+        self
+    }
+
+    /// Reconciles an update of a primary object only if `filter(old, new)` is true, for
+    /// example [`generation_changed`](crate::generation_changed): then the controller's own
+    /// status writes, and label or annotation changes, do not reconcile the object again.
+    /// Adds, deletions, resyncs (the informer's periodic replay of an unchanged object) and
+    /// the triggers of [`owns`](Self::owns) and [`watches`](Self::watches) always reconcile.
+    /// Updates turned away are counted in [`ControllerStats::filtered`]. The filter runs on
+    /// the primary informer's handler task: it should be quick.
+    ///
+    /// ```
+    /// # fn build(informer: informer::SharedIndexInformer<informer_testing::JsonObject>) {
+    /// use informer::Object;
+    /// use informer_controller::{Controller, ControllerConfig, generation_changed};
+    ///
+    /// // Spec changes, and label changes too (a selector may read them).
+    /// let controller = Controller::new(informer, ControllerConfig::default())
+    ///     .reconcile_updates_if(|old, new| {
+    ///         generation_changed(old, new) || old.object_labels() != new.object_labels()
+    ///     });
+    /// # drop(controller); }
+    /// ```
+    pub fn reconcile_updates_if(
+        mut self,
+        filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.update_filter = Some(Arc::new(filter));
         self
     }
 
@@ -198,6 +228,7 @@ impl<K: Object> Controller<K> {
             mut sources,
             factory,
             stub,
+            update_filter,
         } = self;
         let name = common.name.to_string();
         let stopping = Stopping {
@@ -217,7 +248,7 @@ impl<K: Object> Controller<K> {
             deleted: Mutex::new(DeletedObjects::new(config.max_deleted_objects)),
             stub,
         });
-        sources.insert(0, sources::primary(primary));
+        sources.insert(0, sources::primary(primary, update_filter));
         let mut registered = Vec::with_capacity(sources.len());
         for source in sources {
             match source(&shared) {

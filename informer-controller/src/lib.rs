@@ -104,7 +104,9 @@
 //!
 //! - [`Controller`]: built from the primary informer ([`Controller::new`]) and a
 //!   [`ControllerConfig`]; [`owns`](Controller::owns) and [`watches`](Controller::watches)
-//!   add triggers; [`manage_factory`](Controller::manage_factory) hands it the factory to
+//!   add triggers; [`reconcile_updates_if`](Controller::reconcile_updates_if) filters the
+//!   primary object's updates (for example [`generation_changed`]: spec changes only, not
+//!   the controller's own status writes); [`manage_factory`](Controller::manage_factory) hands it the factory to
 //!   start and stop; [`run`](Controller::run) (or
 //!   [`run_with_error_policy`](Controller::run_with_error_policy)) runs it until a
 //!   cancellation token fires and returns a [`ControllerReport`].
@@ -122,7 +124,9 @@
 //!
 //! **Keys.** The queue holds object keys (`namespace/name`, the informer's default key
 //! function), deduplicated: a key queued ten times before a worker takes it is reconciled
-//! once. The primary informer's adds, updates and deletes queue the object's key.
+//! once. The primary informer's adds, updates and deletes queue the object's key; with
+//! [`reconcile_updates_if`](Controller::reconcile_updates_if), an update whose
+//! resourceVersion changed only if the filter passes it (resyncs, adds and deletes always).
 //!
 //! **Owners** ([`owns`](Controller::owns)). `informer_core::Object` has
 //! [`object_owners`](informer::Object::object_owners) (implemented for every kube resource
@@ -292,6 +296,7 @@ mod context;
 mod controller;
 mod deleted;
 mod error;
+mod filter;
 mod handle;
 mod metrics;
 mod sources;
@@ -304,6 +309,7 @@ pub use config::{ControllerConfig, DEFAULT_MAX_RETRIES};
 pub use context::{Context, ObjectState};
 pub use controller::Controller;
 pub use error::ControllerError;
+pub use filter::generation_changed;
 pub use handle::ControllerHandle;
 pub use metrics::ControllerMetrics;
 pub use stats::{ControllerReport, ControllerStats};

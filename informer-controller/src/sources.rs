@@ -44,6 +44,10 @@ pub(crate) type Source<K> =
 /// The mapper of `watches`: keys of primary objects to reconcile when an object changes.
 pub(crate) type Mapper<O> = Arc<dyn Fn(&O) -> Vec<ObjectKey> + Send + Sync>;
 
+/// The filter of `reconcile_updates_if`: whether an update of a primary object (old, new) is
+/// reconciled.
+pub(crate) type UpdateFilter<K> = Arc<dyn Fn(&K, &K) -> bool + Send + Sync>;
+
 /// Registers `handler` on `informer` under the name `<controller>/<role>`.
 fn register<K: Object, O: Object>(
     shared: &Arc<Shared<K>>,
@@ -69,14 +73,27 @@ fn register<K: Object, O: Object>(
     })
 }
 
-/// The primary informer: adds and updates queue the object's key; a delete records the last
+/// The primary informer: adds and updates queue the object's key (an update that changed the
+/// resourceVersion only if `filter` passes it; a resync always); a delete records the last
 /// known object (a tombstone's too) and queues the key.
-pub(crate) fn primary<K: Object>(informer: SharedIndexInformer<K>) -> Source<K> {
+pub(crate) fn primary<K: Object>(
+    informer: SharedIndexInformer<K>,
+    filter: Option<UpdateFilter<K>>,
+) -> Source<K> {
     Box::new(move |shared: &Arc<Shared<K>>| {
         let (on_add, on_update, on_delete) = (shared.clone(), shared.clone(), shared.clone());
         let handler = handler()
             .on_add(move |obj: &Arc<K>, _| on_add.enqueue_object(obj.as_ref()))
-            .on_update(move |_, new: &Arc<K>| on_update.enqueue_object(new.as_ref()))
+            .on_update(move |old: &Arc<K>, new: &Arc<K>| {
+                // A resync hands the same version twice: the resync period asked for a
+                // reconcile, whatever the filter says of the (unchanged) object.
+                let resync = old.object_resource_version() == new.object_resource_version();
+                if resync || filter.as_ref().is_none_or(|passes| passes(old, new)) {
+                    on_update.enqueue_object(new.as_ref());
+                } else {
+                    on_update.common.stats.send_modify(|s| s.filtered += 1);
+                }
+            })
             .on_delete(move |gone: &ObjectOrTombstone<K>| {
                 on_delete.enqueue_deleted(gone.object(), gone.is_tombstone());
             });

@@ -6,7 +6,7 @@ use informer::{FactoryShutdownReport, InformerStats, ObjectKey};
 /// Counts since the controller was built. Read them with
 /// [`ControllerHandle::stats`](crate::ControllerHandle::stats), or wait for them to change
 /// with [`ControllerHandle::subscribe`](crate::ControllerHandle::subscribe): they change
-/// when a reconcile starts and when it ends.
+/// when a reconcile starts and when it ends, and when an update is filtered out.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ControllerStats {
@@ -32,6 +32,10 @@ pub struct ControllerStats {
     pub deletions: u64,
     /// Keys taken from the queue that had no object to reconcile (no stand-in configured).
     pub skipped: u64,
+    /// Updates of primary objects not reconciled because the filter of
+    /// [`Controller::reconcile_updates_if`](crate::Controller::reconcile_updates_if) turned
+    /// them away.
+    pub filtered: u64,
     /// Deleted objects whose last known state was dropped at the
     /// [`max_deleted_objects`](crate::ControllerConfig::max_deleted_objects) bound.
     pub deleted_evicted: u64,

@@ -60,6 +60,17 @@ pub trait Object: Send + Sync + 'static {
             .into_iter()
             .find(|owner| owner.controller)
     }
+    /// `metadata.generation`: the sequence number of the object's desired state, which the API
+    /// server starts at 1 and increments when that state changes (for custom resources and
+    /// the built-in kinds that track it: a spec change, not a status or label change); `None`
+    /// when absent.
+    ///
+    /// Provided (answers `None`) so that object types written before it keep compiling;
+    /// implemented for every `kube_core::Resource` (with the `kube` feature) and for
+    /// `informer_testing::JsonObject`.
+    fn object_generation(&self) -> Option<i64> {
+        None
+    }
 }
 
 /// One entry of an object's `metadata.ownerReferences`, borrowed from the object: which object
@@ -158,6 +169,10 @@ where
             })
             .collect()
     }
+
+    fn object_generation(&self) -> Option<i64> {
+        self.meta().generation
+    }
 }
 
 #[cfg(all(test, feature = "kube"))]
@@ -175,11 +190,14 @@ mod kube_tests {
                 namespace: Some("prod".into()),
                 uid: Some("u1".into()),
                 resource_version: Some("42".into()),
+                generation: Some(3),
                 labels: Some([("app".to_string(), "web".to_string())].into()),
                 ..ObjectMeta::default()
             },
             ..Pod::default()
         };
+        assert_eq!(Object::object_generation(&pod), Some(3));
+        assert_eq!(Object::object_generation(&ConfigMap::default()), None);
         assert_eq!(pod.object_name(), Some("web-0"));
         assert_eq!(Object::object_namespace(&pod), Some("prod"));
         assert_eq!(Object::object_uid(&pod), Some("u1"));

@@ -210,6 +210,13 @@ impl Object for JsonObject {
             })
             .collect()
     }
+    /// `metadata.generation` when the JSON holds an integer there.
+    fn object_generation(&self) -> Option<i64> {
+        self.metadata
+            .other
+            .get("generation")
+            .and_then(Value::as_i64)
+    }
 }
 
 /// Implements `informer_core::Object` for a newtype around [`JsonObject`] (`struct W(JsonObject)`),
@@ -255,6 +262,9 @@ macro_rules! delegate_object {
             }
             fn object_owners(&self) -> ::std::vec::Vec<$crate::__core::OwnerRef<'_>> {
                 $crate::__core::Object::object_owners(&self.0)
+            }
+            fn object_generation(&self) -> ::std::option::Option<i64> {
+                $crate::__core::Object::object_generation(&self.0)
             }
         }
     };

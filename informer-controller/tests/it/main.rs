@@ -13,6 +13,7 @@ mod support;
 mod concurrency;
 mod deletes;
 mod errors;
+mod filters;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod recipes;

@@ -32,6 +32,11 @@ pub struct Env {
 
 impl Env {
     pub fn new() -> Self {
+        Self::with_config(FactoryConfig::default())
+    }
+
+    /// An environment whose factory starts every informer from `config`.
+    pub fn with_config(config: FactoryConfig) -> Self {
         let server = FakeApiServer::new();
         let lw = server.clone();
         let provider: Provider = Box::new(move |spec: &InformerSpec| {
@@ -42,7 +47,7 @@ impl Env {
         });
         Self {
             server,
-            factory: InformerFactory::new(provider, FactoryConfig::default()),
+            factory: InformerFactory::new(provider, config),
         }
     }
 
