@@ -734,6 +734,15 @@ async fn generation_follows_the_desired_state() {
             .ok(&["get", what, "-o", "jsonpath={.metadata.generation}"])
             .await
     };
+    // A merge patch (of the status subresource if `status`), then the generation.
+    let patched = async |what: &str, status: bool, patch: &str| -> String {
+        let mut args = vec!["patch", what, "--type=merge", "-p", patch];
+        if status {
+            args.push("--subresource=status");
+        }
+        kubectl.ok(&args).await;
+        generation(what).await
+    };
     let deployment = kubectl.manifest(
         "web.yaml",
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n\
@@ -761,27 +770,21 @@ async fn generation_follows_the_desired_state() {
         "3",
         "through the scale subresource"
     );
-    kubectl
-        .ok(&[
-            "patch",
+    assert_eq!(
+        patched(
             "deploy/web",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            r#"{"status":{"observedGeneration":3,"replicas":3}}"#,
-        ])
-        .await;
-    assert_eq!(generation("deploy/web").await, "3", "status writes");
-    kubectl
-        .ok(&[
-            "patch",
-            "deploy/web",
-            "--type=merge",
-            "-p",
-            r#"{"metadata":{"generation":40}}"#,
-        ])
-        .await;
-    assert_eq!(generation("deploy/web").await, "3", "clients cannot set it");
+            true,
+            r#"{"status":{"observedGeneration":3,"replicas":3}}"#
+        )
+        .await,
+        "3",
+        "status writes"
+    );
+    assert_eq!(
+        patched("deploy/web", false, r#"{"metadata":{"generation":40}}"#).await,
+        "3",
+        "clients cannot set it"
+    );
     kubectl
         .ok(&["set", "image", "deploy/web", "c=nginx:2"])
         .await;
@@ -811,38 +814,21 @@ async fn generation_follows_the_desired_state() {
     );
     kubectl.ok(&["apply", "-f", widget.to_str().unwrap()]).await;
     assert_eq!(generation("widget/w1").await, "1");
-    kubectl
-        .ok(&[
-            "patch",
-            "widget/w1",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"size":4}}"#,
-        ])
-        .await;
-    assert_eq!(generation("widget/w1").await, "2");
-    kubectl
-        .ok(&[
-            "patch",
-            "widget/w1",
-            "--type=merge",
-            "--subresource=status",
-            "-p",
-            r#"{"status":{"ready":true}}"#,
-        ])
-        .await;
-    assert_eq!(generation("widget/w1").await, "2");
-    kubectl
-        .ok(&[
-            "patch",
-            "widget/w1",
-            "--type=merge",
-            "-p",
-            r#"{"metadata":{"finalizers":["example.com/keep"]}}"#,
-        ])
-        .await;
     assert_eq!(
-        generation("widget/w1").await,
+        patched("widget/w1", false, r#"{"spec":{"size":4}}"#).await,
+        "2"
+    );
+    assert_eq!(
+        patched("widget/w1", true, r#"{"status":{"ready":true}}"#).await,
+        "2"
+    );
+    assert_eq!(
+        patched(
+            "widget/w1",
+            false,
+            r#"{"metadata":{"finalizers":["example.com/keep"]}}"#
+        )
+        .await,
         "2",
         "finalizers are metadata"
     );
