@@ -23,8 +23,8 @@
 //!   `$deleteFromPrimitiveList` directives) and `application/apply-patch+yaml` (server-side
 //!   apply approximated as create-or-strategic-merge, without field ownership; JSON bodies
 //!   only). `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
-//!   `Success` Status; `DELETE` on a collection deletes what the selectors match. `dryRun` is
-//!   refused with 400. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
+//!   `Success` Status; `DELETE` on a collection deletes what the selectors match. A dry run is
+//!   refused with 400, whether asked in the query or in a `DELETE`'s `DeleteOptions` body. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
 //! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
 //!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).

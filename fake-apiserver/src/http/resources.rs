@@ -256,14 +256,14 @@ async fn resource(
             }
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            check_dry_run(&req)?;
+            check_dry_run(&req, None)?;
             let obj = create(app, &target, body)?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
         (&Method::PUT, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            check_dry_run(&req)?;
+            check_dry_run(&req, None)?;
             match sub {
                 Sub::None => {
                     let obj = app.server.update_at(&target, name, body)?;
@@ -288,7 +288,7 @@ async fn resource(
         (&Method::PATCH, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
-            check_dry_run(&req)?;
+            check_dry_run(&req, None)?;
             patch_object(app, &req, &target, name, sub, &bytes, answer)
         }
         (
@@ -300,16 +300,13 @@ async fn resource(
         ) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
-            let options = if bytes.iter().all(u8::is_ascii_whitespace) {
-                None
-            } else {
-                Some(negotiate::decode_body(content_type, &bytes)?)
-            };
-            check_dry_run(&req)?;
+            let options = delete_options(content_type, &bytes)?;
+            check_dry_run(&req, options.as_ref())?;
             delete_object(app, &target, name, options.as_ref(), answer)
         }
         (&Method::DELETE, Url::Collection) => {
-            check_dry_run(&req)?;
+            let options = delete_options(content_type, &negotiate::read_body(body).await?)?;
+            check_dry_run(&req, options.as_ref())?;
             delete_collection(app, &req, &target).await
         }
         _ => Err(method_not_allowed(&req)),
@@ -327,13 +324,33 @@ fn method_not_allowed(req: &Parsed) -> Status {
     )
 }
 
-fn check_dry_run(req: &Parsed) -> Result<(), Status> {
-    match req.param("dryRun") {
-        Some(v) if !v.is_empty() => Err(status::bad_request(
+/// Refuses a dry run, asked for in the query (`?dryRun=All`: creates, updates, patches) or in
+/// a DELETE's `DeleteOptions` body (`"dryRun": ["All"]`, where kubectl and kube-client put
+/// it): the fake server cannot answer one without writing, and must not write instead.
+fn check_dry_run(req: &Parsed, options: Option<&Value>) -> Result<(), Status> {
+    let in_query = req.param("dryRun").is_some_and(|v| !v.is_empty());
+    let in_options = options
+        .and_then(|o| o.get("dryRun"))
+        .is_some_and(|v| match v {
+            Value::Null => false,
+            Value::Array(modes) => !modes.is_empty(),
+            Value::String(mode) => !mode.is_empty(),
+            _ => true,
+        });
+    if in_query || in_options {
+        return Err(status::bad_request(
             "dryRun is not supported by the fake API server",
-        )),
-        _ => Ok(()),
+        ));
     }
+    Ok(())
+}
+
+/// A DELETE's `DeleteOptions` body, if it has one.
+fn delete_options(content_type: Option<&str>, bytes: &[u8]) -> Result<Option<Value>, Status> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    negotiate::decode_body(content_type, bytes).map(Some)
 }
 
 fn render_object(req: &Parsed, target: &Target, obj: &StoredObject, answer: Answer) -> Response {

@@ -697,3 +697,53 @@ async fn status_and_scale_subresources() {
     );
     http.shutdown().await.unwrap();
 }
+
+/// A dry run is refused with 400 wherever it is asked for, and writes nothing: in the query
+/// of a create, and in the `DeleteOptions` body of a DELETE (where kubectl and kube-client put
+/// it; the server used to miss it there and delete for real).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_runs_are_refused_and_write_nothing() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    server
+        .create("pods", &pod("a", "w1", json!({"app": "web"})))
+        .unwrap();
+    let rv = server.resource_version();
+    let dry = json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]});
+    for (method, path, body) in [
+        (
+            Method::POST,
+            "/api/v1/namespaces/a/pods?dryRun=All",
+            pod("a", "w2", json!({})),
+        ),
+        (Method::DELETE, "/api/v1/namespaces/a/pods/w1", dry.clone()),
+        (Method::DELETE, "/api/v1/namespaces/a/pods", dry.clone()),
+        (Method::DELETE, "/api/v1/pods?labelSelector=app%3Dweb", dry),
+    ] {
+        let answer = send(
+            &http,
+            method.clone(),
+            path,
+            Some(("application/json", &body)),
+        )
+        .await;
+        assert_eq!(answer.status, 400, "{method} {path}: {}", answer.body);
+        assert_eq!(
+            answer.body["message"], "dryRun is not supported by the fake API server",
+            "{method} {path}"
+        );
+    }
+    assert_eq!(server.resource_version(), rv, "nothing was written");
+    assert_eq!(names(&get(&http, "/api/v1/pods").await.body), vec!["w1"]);
+    // Empty dry-run modes are no dry run: the delete goes ahead.
+    let plain = json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": []});
+    let gone = send(
+        &http,
+        Method::DELETE,
+        "/api/v1/namespaces/a/pods/w1",
+        Some(("application/json", &plain)),
+    )
+    .await;
+    assert_eq!(gone.status, 200, "{}", gone.body);
+    assert!(names(&get(&http, "/api/v1/pods").await.body).is_empty());
+}
