@@ -32,9 +32,24 @@ pub struct Target {
     res: usize,
     def: Arc<ResourceDef>,
     namespace: Option<String>,
+    dry_run: bool,
 }
 
 impl Target {
+    /// The same target for dry runs (`dryRun=All`): its writes are checked, prepared and
+    /// answered as the real server answers dry runs (a created object without a
+    /// resourceVersion, an updated or deleted one at its stored resourceVersion), and leave
+    /// nothing behind: no new resourceVersion, no watch event.
+    pub fn dry_run(mut self) -> Self {
+        self.dry_run = true;
+        self
+    }
+
+    /// Whether writes to this target are dry runs.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run
+    }
+
     /// The resource.
     pub fn resource(&self) -> &Arc<ResourceDef> {
         &self.def
@@ -232,6 +247,7 @@ impl FakeApiServer {
             res,
             def,
             namespace,
+            dry_run: false,
         }
     }
 
@@ -500,9 +516,7 @@ impl FakeApiServer {
         ));
         self.write_fault(target)?;
         let policy = self.policy(target, false);
-        self.shared
-            .store
-            .lock()
+        self.writing(target)
             .create(target.res, target.namespace(), body, policy)
     }
 
@@ -531,9 +545,7 @@ impl FakeApiServer {
         self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
         let part = self.policy(target, false).part;
-        self.shared
-            .store
-            .lock()
+        self.writing(target)
             .update_with(target.res, ns.as_deref(), name, body, part)
     }
 
@@ -552,9 +564,7 @@ impl FakeApiServer {
         }
         self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
-        self.shared
-            .store
-            .lock()
+        self.writing(target)
             .update_with(target.res, ns.as_deref(), name, body, Part::Status)
     }
 
@@ -569,9 +579,7 @@ impl FakeApiServer {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
         let part = self.policy(target, false).part;
-        self.shared
-            .store
-            .lock()
+        self.writing(target)
             .patch_with(target.res, target.namespace(), name, patch, part)
     }
 
@@ -618,7 +626,7 @@ impl FakeApiServer {
             Part::Main => self.policy(target, false).part,
             other => other,
         };
-        let mut store = self.shared.store.lock();
+        let mut store = self.writing(target);
         let existing = store.get(target.res, target.namespace(), name)?;
         let mut value = existing.to_value();
         apply(&mut value)?;
@@ -641,7 +649,7 @@ impl FakeApiServer {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
         let policy = self.policy(target, false);
-        let mut store = self.shared.store.lock();
+        let mut store = self.writing(target);
         match store.get(target.res, target.namespace(), name) {
             Ok(existing) => {
                 let value = apply(Some(existing.to_value()))?;
@@ -679,9 +687,7 @@ impl FakeApiServer {
     ) -> Result<DeleteOutcome, Status> {
         self.record_object_request("DELETE", target, name);
         self.write_fault(target)?;
-        self.shared
-            .store
-            .lock()
+        self.writing(target)
             .delete(target.res, target.namespace(), name, preconditions)
     }
 
@@ -692,6 +698,14 @@ impl FakeApiServer {
             .store
             .lock()
             .get(target.res, target.namespace(), name)
+    }
+
+    /// The store, locked for one request-layer write to `target` (a dry run if the target
+    /// says so; the flag is cleared when the lock is released).
+    fn writing(&self, target: &Target) -> Writing<'_> {
+        let mut store = self.shared.store.lock();
+        store.dry_run = target.dry_run;
+        Writing(store)
     }
 
     /// A scripted write failure for `target`'s resource, if one is pending (see
@@ -994,6 +1008,29 @@ fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
         None | Some(0) => None,
         Some(t) if t < 0 => Some(Duration::ZERO),
         Some(t) => Some(Duration::from_secs(t.unsigned_abs())),
+    }
+}
+
+/// The store locked for one request-layer write; see [`FakeApiServer::writing`].
+struct Writing<'a>(parking_lot::MutexGuard<'a, Store>);
+
+impl std::ops::Deref for Writing<'_> {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Writing<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        &mut self.0
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.dry_run = false;
     }
 }
 

@@ -412,6 +412,9 @@ pub(crate) struct Store {
     pub history_bytes: usize,
     rng: StdRng,
     clock: Clock,
+    /// Whether the writes under way are dry runs: checked, prepared and answered, but not
+    /// committed (no new resourceVersion, no event). Set by the request layer for one request.
+    pub dry_run: bool,
 }
 
 /// The largest resourceVersion the server hands out: etcd's revisions (which the real
@@ -439,6 +442,7 @@ impl Store {
             history_bytes: 0,
             rng: StdRng::seed_from_u64(seed),
             clock,
+            dry_run: false,
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -543,6 +547,16 @@ impl Store {
                     self.rv
                 ))
             })
+    }
+
+    /// The resourceVersion a write of `existing` stores: the next one, or in a dry run the
+    /// stored one (nothing is written).
+    fn write_rv(&self, existing: &StoredObject) -> Result<u64, Status> {
+        if self.dry_run {
+            Ok(existing.resource_version())
+        } else {
+            self.next_rv()
+        }
     }
 
     /// Drops every event at or below `rv` in every resource.
@@ -662,7 +676,9 @@ impl Store {
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
         }
-        let rv = self.next_rv()?;
+        // A dry run answers the object as prepared, without a resourceVersion (upstream's
+        // dry-run storage hands back what it would have written; etcd assigns the version).
+        let rv = if self.dry_run { 0 } else { self.next_rv()? };
         let uid = self.new_uid();
         set_meta(&mut body, "name", Value::String(name));
         set_meta(&mut body, "uid", Value::String(uid));
@@ -671,7 +687,9 @@ impl Store {
             "creationTimestamp",
             Value::String(self.clock.now_rfc3339()),
         );
-        set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
+        if !self.dry_run {
+            set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
+        }
         remove_meta(&mut body, "deletionTimestamp");
         remove_meta(&mut body, "deletionGracePeriodSeconds");
         if generation::is_tracked(&def) {
@@ -795,7 +813,8 @@ impl Store {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);
         }
-        let rv = self.next_rv()?;
+        // A dry run answers the updated object at the stored version, as upstream's does.
+        let rv = self.write_rv(&existing)?;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         let kind = if obj.is_deleting() && !obj.has_finalizers() {
@@ -863,7 +882,7 @@ impl Store {
         if existing.has_finalizers() && existing.is_deleting() {
             return Ok(DeleteOutcome::Finalizing(existing));
         }
-        let rv = self.next_rv()?;
+        let rv = self.write_rv(&existing)?;
         if existing.has_finalizers() {
             let mut value = existing.to_value();
             set_meta(
@@ -880,6 +899,9 @@ impl Store {
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
             return Ok(DeleteOutcome::Finalizing(obj));
         }
+        if self.dry_run {
+            return Ok(DeleteOutcome::Deleted(existing));
+        }
         let obj = Arc::new(existing.with_resource_version(rv)?);
         self.commit(res, EventKind::Deleted, Arc::clone(&obj), Some(existing));
         Ok(DeleteOutcome::Deleted(obj))
@@ -893,6 +915,9 @@ impl Store {
         object: Arc<StoredObject>,
         prev: Option<Arc<StoredObject>>,
     ) {
+        if self.dry_run {
+            return;
+        }
         let rv = object.resource_version();
         let now = Instant::now();
         let history = self.history.clone();

@@ -23,8 +23,11 @@
 //!   `$deleteFromPrimitiveList` directives) and `application/apply-patch+yaml` (server-side
 //!   apply approximated as create-or-strategic-merge, without field ownership; JSON bodies
 //!   only). `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
-//!   `Success` Status; `DELETE` on a collection deletes what the selectors match. A dry run is
-//!   refused with 400, whether asked in the query or in a `DELETE`'s `DeleteOptions` body. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
+//!   `Success` Status; `DELETE` on a collection deletes what the selectors match. Dry runs
+//!   (`dryRun=All` in the query, or in a `DELETE`'s `DeleteOptions` body) are answered as the
+//!   real server answers them (a created object without a resourceVersion, an updated one at
+//!   its stored resourceVersion) and write nothing ([`Target::dry_run`](crate::Target::dry_run));
+//!   other modes are a 422. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
 //! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
 //!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).

@@ -256,14 +256,14 @@ async fn resource(
             }
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            check_dry_run(&req, None)?;
+            let target = dry_run(&req, None, "CreateOptions", &target)?;
             let obj = create(app, &target, body)?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
         (&Method::PUT, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            check_dry_run(&req, None)?;
+            let target = dry_run(&req, None, "UpdateOptions", &target)?;
             match sub {
                 Sub::None => {
                     let obj = app.server.update_at(&target, name, body)?;
@@ -288,7 +288,7 @@ async fn resource(
         (&Method::PATCH, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
-            check_dry_run(&req, None)?;
+            let target = dry_run(&req, None, "PatchOptions", &target)?;
             patch_object(app, &req, &target, name, sub, &bytes, answer)
         }
         (
@@ -301,12 +301,12 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
             let options = delete_options(content_type, &bytes)?;
-            check_dry_run(&req, options.as_ref())?;
+            let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
             delete_object(app, &target, name, options.as_ref(), answer)
         }
         (&Method::DELETE, Url::Collection) => {
             let options = delete_options(content_type, &negotiate::read_body(body).await?)?;
-            check_dry_run(&req, options.as_ref())?;
+            let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
             delete_collection(app, &req, &target).await
         }
         _ => Err(method_not_allowed(&req)),
@@ -324,25 +324,47 @@ fn method_not_allowed(req: &Parsed) -> Status {
     )
 }
 
-/// Refuses a dry run, asked for in the query (`?dryRun=All`: creates, updates, patches) or in
-/// a DELETE's `DeleteOptions` body (`"dryRun": ["All"]`, where kubectl and kube-client put
-/// it): the fake server cannot answer one without writing, and must not write instead.
-fn check_dry_run(req: &Parsed, options: Option<&Value>) -> Result<(), Status> {
-    let in_query = req.param("dryRun").is_some_and(|v| !v.is_empty());
-    let in_options = options
-        .and_then(|o| o.get("dryRun"))
-        .is_some_and(|v| match v {
-            Value::Null => false,
-            Value::Array(modes) => !modes.is_empty(),
-            Value::String(mode) => !mode.is_empty(),
-            _ => true,
-        });
-    if in_query || in_options {
-        return Err(status::bad_request(
-            "dryRun is not supported by the fake API server",
+/// `target`, for dry runs if the request asks for one: `dryRun=All` in the query, or
+/// `"dryRun": ["All"]` in a DELETE's `DeleteOptions` body (where kubectl and kube-client put
+/// it). Any other mode is refused as the real server refuses it (422, naming `kind`, the
+/// request's options).
+fn dry_run(
+    req: &Parsed,
+    options: Option<&Value>,
+    kind: &str,
+    target: &Target,
+) -> Result<Target, Status> {
+    let mut modes: Vec<String> = req
+        .pairs
+        .iter()
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v.clone())
+        .collect();
+    match options.and_then(|o| o.get("dryRun")) {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(listed)) => {
+            modes.extend(listed.iter().map(|m| m.as_str().unwrap_or("").to_owned()));
+        }
+        Some(other) => modes.push(other.to_string()),
+    }
+    modes.retain(|m| !m.is_empty());
+    if let Some(bad) = modes.iter().find(|m| *m != "All") {
+        return Err(status::invalid(
+            kind,
+            "meta.k8s.io",
+            "",
+            &[(
+                "dryRun".to_owned(),
+                "FieldValueNotSupported",
+                format!("Unsupported value: {bad:?}: supported values: \"All\""),
+            )],
         ));
     }
-    Ok(())
+    Ok(if modes.is_empty() {
+        target.clone()
+    } else {
+        target.clone().dry_run()
+    })
 }
 
 /// A DELETE's `DeleteOptions` body, if it has one.
@@ -516,6 +538,10 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
     // A CRD: register its resource, then report it established the way the real server's
     // controller does, by a status write right after the create.
     let def = super::crd::resource_def(&body)?;
+    if target.is_dry_run() {
+        // Checked, not registered: a dry run leaves nothing behind.
+        return app.server.create_at(target, body);
+    }
     app.server.register(def)?;
     let created = app.server.create_at(target, body)?;
     let mut value = created.to_value();
@@ -678,8 +704,10 @@ async fn delete_collection(app: &App, req: &Parsed, target: &Target) -> Result<R
         let t = match o.namespace() {
             Some(ns) if target.namespace().is_none() => {
                 let def = target.resource();
-                app.server
-                    .target_for(&def.group, &def.version, &def.plural, Some(ns))?
+                let t = app
+                    .server
+                    .target_for(&def.group, &def.version, &def.plural, Some(ns))?;
+                if target.is_dry_run() { t.dry_run() } else { t }
             }
             _ => target.clone(),
         };

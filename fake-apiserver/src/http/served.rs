@@ -77,7 +77,9 @@ pub fn served_summary() -> String {
          this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
          (`name: 5`) are a 400. No defaulting, no controllers, no webhooks, no RBAC, no \
-         field-level schema validation (any fields are stored), no dryRun (400).\n\n\
+         field-level schema validation (any fields are stored). Dry runs (dryRun=All, or in a \
+         DELETE's options) are answered and write nothing; metadata.generation is kept as the \
+         real server keeps it.\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \

@@ -307,6 +307,7 @@ async fn deletes_answer_like_the_server() {
             .status,
         404
     );
+    // A dry run checks as a delete does: nothing to delete is a 404.
     assert_eq!(
         send(
             &http,
@@ -316,7 +317,7 @@ async fn deletes_answer_like_the_server() {
         )
         .await
         .status,
-        400
+        404
     );
 }
 
@@ -371,6 +372,15 @@ async fn a_posted_crd_registers_its_resource() {
                           "schema": {"openAPIV3Schema": {"type": "object"}}}],
         },
     });
+    // A dry run registers nothing.
+    let dry = post(
+        &http,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All",
+        &crd,
+    )
+    .await;
+    assert_eq!(dry.status, 201, "{}", dry.body);
+    assert!(server.target("widgets.example.com", None).is_err());
     let created = post(
         &http,
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -698,50 +708,116 @@ async fn status_and_scale_subresources() {
     http.shutdown().await.unwrap();
 }
 
-/// A dry run is refused with 400 wherever it is asked for, and writes nothing: in the query
-/// of a create, and in the `DeleteOptions` body of a DELETE (where kubectl and kube-client put
-/// it; the server used to miss it there and delete for real).
+/// Dry runs (`dryRun=All` in the query, `"dryRun": ["All"]` in a DELETE's options, where
+/// kubectl and kube-client put it) answer as the real server does and write nothing: a
+/// created object without a resourceVersion, an updated one at its stored resourceVersion, a
+/// deletion's usual answer; the resourceVersion does not move and the objects stay. Other
+/// modes are a 422. (A DELETE's body used to be ignored: it deleted for real.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dry_runs_are_refused_and_write_nothing() {
+async fn dry_runs_answer_and_write_nothing() {
     let (server, http) = start().await;
     namespaces(&server, &["a"]);
-    server
+    let stored = server
         .create("pods", &pod("a", "w1", json!({"app": "web"})))
         .unwrap();
+    let stored_rv = stored.resource_version().to_string();
     let rv = server.resource_version();
+    let json = "application/json";
+
+    let created = post(
+        &http,
+        "/api/v1/namespaces/a/pods?dryRun=All",
+        &pod("a", "w2", json!({})),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.body["metadata"]["name"], "w2");
+    assert!(created.body["metadata"]["uid"].is_string());
+    assert!(
+        created.body["metadata"].get("resourceVersion").is_none(),
+        "{}",
+        created.body
+    );
+    let taken = post(
+        &http,
+        "/api/v1/namespaces/a/pods?dryRun=All",
+        &pod("a", "w1", json!({})),
+    )
+    .await;
+    assert_eq!(taken.status, 409, "a dry run still checks: {}", taken.body);
+
+    let mut changed = stored.to_value();
+    changed["metadata"]["labels"]["app"] = json!("api");
+    let replaced = put(&http, "/api/v1/namespaces/a/pods/w1?dryRun=All", &changed).await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    assert_eq!(replaced.body["metadata"]["labels"]["app"], "api");
+    assert_eq!(
+        replaced.body["metadata"]["resourceVersion"],
+        stored_rv.as_str()
+    );
+    let patched = send(
+        &http,
+        Method::PATCH,
+        "/api/v1/namespaces/a/pods/w1?dryRun=All",
+        Some((
+            "application/merge-patch+json",
+            &json!({"metadata": {"labels": {"tier": "x"}}}),
+        )),
+    )
+    .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["metadata"]["labels"]["tier"], "x");
+
     let dry = json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": ["All"]});
-    for (method, path, body) in [
-        (
-            Method::POST,
-            "/api/v1/namespaces/a/pods?dryRun=All",
-            pod("a", "w2", json!({})),
-        ),
-        (Method::DELETE, "/api/v1/namespaces/a/pods/w1", dry.clone()),
-        (Method::DELETE, "/api/v1/namespaces/a/pods", dry.clone()),
-        (Method::DELETE, "/api/v1/pods?labelSelector=app%3Dweb", dry),
-    ] {
-        let answer = send(
-            &http,
-            method.clone(),
-            path,
-            Some(("application/json", &body)),
-        )
-        .await;
-        assert_eq!(answer.status, 400, "{method} {path}: {}", answer.body);
-        assert_eq!(
-            answer.body["message"], "dryRun is not supported by the fake API server",
-            "{method} {path}"
-        );
-    }
+    let deleted = send(
+        &http,
+        Method::DELETE,
+        "/api/v1/namespaces/a/pods/w1",
+        Some((json, &dry)),
+    )
+    .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(deleted.body["metadata"]["name"], "w1");
+    let collection = send(
+        &http,
+        Method::DELETE,
+        "/api/v1/pods?labelSelector=app%3Dweb",
+        Some((json, &dry)),
+    )
+    .await;
+    assert_eq!(collection.status, 200, "{}", collection.body);
+    assert_eq!(names(&collection.body), vec!["w1"]);
+
     assert_eq!(server.resource_version(), rv, "nothing was written");
-    assert_eq!(names(&get(&http, "/api/v1/pods").await.body), vec!["w1"]);
-    // Empty dry-run modes are no dry run: the delete goes ahead.
+    let left = get(&http, "/api/v1/pods").await;
+    assert_eq!(names(&left.body), vec!["w1"]);
+    assert_eq!(
+        left.body["items"][0]["metadata"]["labels"],
+        json!({"app": "web"})
+    );
+
+    let unknown = post(
+        &http,
+        "/api/v1/namespaces/a/pods?dryRun=Some",
+        &pod("a", "w3", json!({})),
+    )
+    .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert!(
+        unknown.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("supported values: \"All\""),
+        "{}",
+        unknown.body
+    );
+    // Empty modes are no dry run: the delete goes ahead.
     let plain = json!({"kind": "DeleteOptions", "apiVersion": "v1", "dryRun": []});
     let gone = send(
         &http,
         Method::DELETE,
         "/api/v1/namespaces/a/pods/w1",
-        Some(("application/json", &plain)),
+        Some((json, &plain)),
     )
     .await;
     assert_eq!(gone.status, 200, "{}", gone.body);

@@ -843,3 +843,72 @@ async fn generation_follows_the_desired_state() {
         .unwrap();
     assert_eq!(stored.to_value()["metadata"]["generation"], 3);
 }
+
+/// kubectl's server-side dry runs (`diff`, `apply`, `create`, `delete` with
+/// `--dry-run=server`) get the real server's answers and change nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_dry_runs_answer_and_change_nothing() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server(
+        "server_side_dry_runs_answer_and_change_nothing",
+        &http,
+        Some("prod"),
+    ) else {
+        return;
+    };
+    namespaces(&server, &["prod"]);
+    let deployment = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      app: web\n\
+             \x20 template:\n    metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      - name: c\n        image: nginx:1\n"
+        )
+    };
+    let one = kubectl.manifest("one.yaml", &deployment(1));
+    let two = kubectl.manifest("two.yaml", &deployment(2));
+    kubectl.ok(&["apply", "-f", one.to_str().unwrap()]).await;
+    let rv = server.resource_version();
+
+    let diff = kubectl.run(&["diff", "-f", two.to_str().unwrap()]).await;
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    assert_eq!(
+        diff.status.code(),
+        Some(1),
+        "kubectl diff exits 1 when there are differences: {shown}\n{}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    assert!(
+        shown.contains("-  replicas: 1") && shown.contains("+  replicas: 2"),
+        "{shown}"
+    );
+    let applied = kubectl
+        .ok(&["apply", "-f", two.to_str().unwrap(), "--dry-run=server"])
+        .await;
+    assert_eq!(
+        applied.trim(),
+        "deployment.apps/web configured (server dry run)"
+    );
+    let created = kubectl
+        .ok(&[
+            "create",
+            "configmap",
+            "c",
+            "--from-literal=a=b",
+            "--dry-run=server",
+        ])
+        .await;
+    assert_eq!(created.trim(), "configmap/c created (server dry run)");
+    let deleted = kubectl
+        .ok(&["delete", "deploy/web", "--dry-run=server"])
+        .await;
+    assert_eq!(
+        deleted.trim(),
+        "deployment.apps \"web\" deleted (server dry run)"
+    );
+
+    assert_eq!(server.resource_version(), rv, "nothing was written");
+    let replicas = kubectl
+        .ok(&["get", "deploy/web", "-o", "jsonpath={.spec.replicas}"])
+        .await;
+    assert_eq!(replicas, "1");
+    assert!(server.get("configmaps", Some("prod"), "c").is_err());
+}
