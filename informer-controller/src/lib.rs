@@ -152,7 +152,8 @@
 //! from the key ([`ObjectState::Missing`]); else nothing (the key is skipped and counted).
 //! So a reconcile can clean up after a deletion without a finalizer (kube-runtime needs one:
 //! it only reconciles objects in its store). A deletion the controller did not see (it was
-//! not running) is not reconciled: use finalizers when cleanup must never be missed.
+//! not running) is not reconciled: use finalizers when cleanup must never be missed
+//! (`informer_kube::finalizer` keeps one in step for a reconcile over kube-client).
 //!
 //! **Never two workers on one key.** A key handed to a worker is *processing* until the
 //! worker is done with it; an event meanwhile marks it dirty and it is queued again after

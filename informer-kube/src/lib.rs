@@ -21,6 +21,10 @@
 //!   see the live set from the group's Leases, and take an even split of the hash space by
 //!   rank, driving the shard selectors of their informers (see `examples/sharded-controller.rs`).
 //!
+//! - [`finalizer()`]: runs a reconcile's apply or cleanup step with the object's finalizer kept
+//!   in step (added before the first apply, removed after a successful cleanup), so that a
+//!   cleanup is never missed, even for a deletion made while no controller ran.
+//!
 //! Controllers are built with the `informer-controller` crate on these informers (its
 //! `Controller` takes the informers this factory hands out, and the factory itself to start
 //! and stop); the examples `configmap-mirror` and `replica-summary` are two, tested in
@@ -139,6 +143,7 @@ mod decode;
 mod error;
 mod exact;
 mod factory;
+mod finalizer;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod leader_election;
@@ -156,6 +161,7 @@ pub use error::{KubeError, Result, map_kube_error};
 pub use factory::{
     KubeInformerFactory, KubeProvider, StaticResource, client_for_informers, kube_config,
 };
+pub use finalizer::{FinalizerError, FinalizerEvent, finalizer};
 pub use limits::ClientLimits;
 pub use lister_watcher::KubeListerWatcher;
 pub use resource::resource_name;
