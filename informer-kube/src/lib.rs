@@ -21,6 +21,8 @@
 //!   see the live set from the group's Leases, and take an even split of the hash space by
 //!   rank, driving the shard selectors of their informers (see `examples/sharded-controller.rs`).
 //!
+//! - [`events::EventRecorder`]: Kubernetes Events (`events.k8s.io/v1`) about the objects a
+//!   controller handles, with repeats folded into a series as client-go folds them.
 //! - [`finalizer()`]: runs a reconcile's apply or cleanup step with the object's finalizer kept
 //!   in step (added before the first apply, removed after a successful cleanup), so that a
 //!   cleanup is never missed, even for a deletion made while no controller ran.
@@ -141,6 +143,7 @@ struct ReadmeDoctests;
 mod buffer;
 mod decode;
 mod error;
+pub mod events;
 mod exact;
 mod factory;
 mod finalizer;

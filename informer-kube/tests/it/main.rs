@@ -34,6 +34,7 @@ mod controller_mirror;
 mod controller_mirror_decide;
 mod demo;
 mod e2e;
+mod events;
 mod finalizer;
 mod hostile;
 mod http_chaos;
