@@ -92,6 +92,16 @@ fn applied(world: &World, name: &str) -> bool {
     world.applied.lock().contains(&format!("prod/{name}"))
 }
 
+/// A fresh server with namespace `prod`, and config maps there.
+async fn in_prod() -> (Env, Api<ConfigMap>) {
+    let env = Env::start().await;
+    env.engine
+        .create("namespaces", &json!({"metadata": {"name": "prod"}}))
+        .unwrap();
+    let api = Api::namespaced(env.client.clone(), "prod");
+    (env, api)
+}
+
 async fn create(api: &Api<ConfigMap>, name: &str, other_finalizers: &[&str]) {
     let mut cm: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": name},
@@ -106,11 +116,7 @@ async fn create(api: &Api<ConfigMap>, name: &str, other_finalizers: &[&str]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cleanups_run_before_objects_go_even_across_controller_restarts() {
-    let env = Env::start().await;
-    env.engine
-        .create("namespaces", &json!({"metadata": {"name": "prod"}}))
-        .unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "prod");
+    let (env, api) = in_prod().await;
     let world = Arc::new(World::default());
     let describe = || format!("world {:?}", world.applied.lock());
     create(&api, "a", &[]).await;
@@ -193,11 +199,7 @@ async fn cleanups_run_before_objects_go_even_across_controller_restarts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_on_a_stale_version_is_refused_with_a_conflict() {
-    let env = Env::start().await;
-    env.engine
-        .create("namespaces", &json!({"metadata": {"name": "prod"}}))
-        .unwrap();
-    let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), "prod");
+    let (env, api) = in_prod().await;
     create(&api, "e", &[]).await;
     let stale = Arc::new(api.get("e").await.unwrap());
     env.engine
