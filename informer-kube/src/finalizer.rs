@@ -1,21 +1,4 @@
-//! Finalizers for reconcilers: [`finalizer`] runs the apply or the cleanup step of an object
-//! and keeps its finalizer in step, so that a cleanup is never missed, even for a deletion that
-//! happened while no controller was running.
-//!
-//! The rules (kube-runtime's `finalizer`, same names):
-//!
-//! | the object                                   | what `finalizer` does                                      | returns |
-//! |----------------------------------------------|------------------------------------------------------------|---------|
-//! | live, without the finalizer                  | adds it (its update event reconciles the object again)    | `Ok(None)` |
-//! | live, with the finalizer                     | runs `reconcile(Apply(obj))`                               | its answer |
-//! | being deleted, with the finalizer            | runs `reconcile(Cleanup(obj))`; if it succeeds, removes the finalizer (the API server then deletes the object) | its answer |
-//! | being deleted, without the finalizer         | nothing (someone else's finalizers hold it)                | `Ok(None)` |
-//!
-//! The finalizer is added and removed with a JSON merge patch of `metadata.finalizers` that
-//! carries the object's `resourceVersion`: the API server applies it only to the version the
-//! decision was made on, and answers 409 Conflict otherwise ([`FinalizerError::Patch`], whose
-//! [`informer_core::Error`] says so): retry, the object's newer version is on its way to the
-//! cache. Other finalizers on the object are kept as they are.
+//! [`finalizer`]: a reconcile step with the object's finalizer kept in step.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -83,9 +66,25 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
     },
 }
 
-/// Runs `reconcile` for `obj` with its finalizer `finalizer_name` kept in step (see the
-/// [module docs](self) for the rules). `api` must address `obj`: `Api::namespaced` in the
-/// object's namespace for a namespaced kind, `Api::all` for a cluster-scoped one.
+/// Runs `reconcile` for `obj` with its finalizer `finalizer_name` kept in step, so that a
+/// cleanup is never missed, even for a deletion made while no controller ran. `api` must
+/// address `obj`: `Api::namespaced` in the object's namespace for a namespaced kind,
+/// `Api::all` for a cluster-scoped one.
+///
+/// The rules (kube-runtime's `finalizer`, same names):
+///
+/// | the object                                   | what `finalizer` does                                      | returns |
+/// |----------------------------------------------|------------------------------------------------------------|---------|
+/// | live, without the finalizer                  | adds it (its update event reconciles the object again)    | `Ok(None)` |
+/// | live, with the finalizer                     | runs `reconcile(Apply(obj))`                               | its answer |
+/// | being deleted, with the finalizer            | runs `reconcile(Cleanup(obj))`; if it succeeds, removes the finalizer (the API server then deletes the object) | its answer |
+/// | being deleted, without the finalizer         | nothing (someone else's finalizers hold it)                | `Ok(None)` |
+///
+/// The finalizer is added and removed with a JSON merge patch of `metadata.finalizers` that
+/// carries the object's `resourceVersion`: the API server applies it only to the version the
+/// decision was made on, and answers 409 Conflict otherwise ([`FinalizerError::Patch`], whose
+/// [`informer_core::Error`] says so): retry, the object's newer version is on its way to the
+/// cache. Other finalizers on the object are kept as they are.
 ///
 /// Returns `Ok(None)` when only the finalizer was added (the object's update event brings it
 /// back, with the finalizer) or when there is nothing to do, `Ok(Some(answer))` with
