@@ -152,3 +152,41 @@ async fn events_are_created_once_and_repeats_fold_into_their_series() {
         .unwrap();
     assert_eq!(events(&env, "prod").len(), 5);
 }
+
+/// A server that accepts the connection and never answers: the publish ends with the
+/// recorder's own timeout (real time), typed as a response timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_is_given_up_after_the_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((connection, _)) = listener.accept().await {
+            held.push(connection);
+        }
+    });
+    let client = crate::support::client(&format!("http://{address}")).unwrap();
+    let recorder = EventRecorder::new(client, Reporter::new("example.com/mirror"))
+        .with_timeout(std::time::Duration::from_millis(200));
+    let reference = k8s_openapi::api::core::v1::ObjectReference {
+        kind: Some("ConfigMap".into()),
+        namespace: Some("prod".into()),
+        name: Some("web".into()),
+        ..Default::default()
+    };
+    let outcome = tokio::time::timeout(
+        crate::support::GUARD,
+        recorder.publish(&event("Mirrored"), &reference),
+    )
+    .await
+    .expect("bounded by the recorder's timeout");
+    let error = outcome.unwrap_err();
+    assert!(
+        matches!(
+            error.source.limit_exceeded(),
+            Some(informer_core::Limit::ResponseTimeout(_))
+        ),
+        "{error:?}"
+    );
+    silent.abort();
+}
