@@ -213,7 +213,8 @@
 //! Every write (direct ones too) is validated: `metadata` fields of the wrong JSON type
 //! (`"name": 5`, labels that are not a string map) are a 400 (the real server's decode
 //! error); invalid names, label keys and values, annotation keys and annotations over
-//! 256 KiB in total are a 422 `Invalid` with one cause per problem. There is no defaulting,
+//! 256 KiB in total, a negative `metadata.generation` and new finalizers on an object being
+//! deleted are a 422 `Invalid` with one cause per problem. There is no defaulting,
 //! no field-level schema validation (any fields are stored as given), no webhooks and no RBAC.
 //!
 //! # Example

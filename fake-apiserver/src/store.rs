@@ -788,6 +788,9 @@ impl Store {
             return Err(uid_mismatch(&def, name, uid, existing.uid()));
         }
         let old = existing.to_value();
+        if existing.is_deleting() {
+            no_new_finalizers(&def, name, &old, &body)?;
+        }
         for field in [
             "uid",
             "creationTimestamp",
@@ -1127,6 +1130,11 @@ fn check_metadata(def: &ResourceDef, body: &Value) -> Result<(), Status> {
             }
         }
     }
+    match meta.get("generation") {
+        None | Some(Value::Null) => {}
+        Some(Value::Number(n)) if n.is_i64() => {}
+        Some(other) => return Err(decode_error(def, "metadata.generation", "int64", other)),
+    }
     for field in ["labels", "annotations"] {
         match meta.get(field) {
             None | Some(Value::Null) => {}
@@ -1151,6 +1159,48 @@ fn check_metadata(def: &ResourceDef, body: &Value) -> Result<(), Status> {
         }
     }
     validate_labels_and_annotations(def, meta)
+}
+
+/// The real server's rule for an object being deleted: its finalizers may be removed, not
+/// added (422 Forbidden naming the new ones).
+fn no_new_finalizers(
+    def: &ResourceDef,
+    name: &str,
+    old: &Value,
+    new: &Value,
+) -> Result<(), Status> {
+    let finalizers = |v: &Value| -> Vec<String> {
+        v.pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = finalizers(old);
+    let added: Vec<String> = finalizers(new)
+        .into_iter()
+        .filter(|f| !before.contains(f))
+        .collect();
+    if added.is_empty() {
+        return Ok(());
+    }
+    Err(status::invalid(
+        &def.kind,
+        &def.group,
+        name,
+        &[(
+            "metadata.finalizers".into(),
+            "FieldValueForbidden",
+            format!(
+                "no new finalizers can be added if the object is being deleted, found new \
+                 finalizers {added:?}"
+            ),
+        )],
+    ))
 }
 
 fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Status {
@@ -1222,6 +1272,15 @@ fn validate_labels_and_annotations(
             "metadata.annotations".into(),
             "FieldValueTooLong",
             format!("may not be more than {MAX_ANNOTATIONS_BYTES} bytes"),
+        ));
+    }
+    if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+        && generation < 0
+    {
+        causes.push((
+            "metadata.generation".into(),
+            "FieldValueInvalid",
+            format!("{generation}: must be greater than or equal to 0"),
         ));
     }
     if causes.is_empty() {

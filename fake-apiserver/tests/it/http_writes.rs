@@ -823,3 +823,80 @@ async fn dry_runs_answer_and_write_nothing() {
     assert_eq!(gone.status, 200, "{}", gone.body);
     assert!(names(&get(&http, "/api/v1/pods").await.body).is_empty());
 }
+
+/// The real server's ObjectMeta rules for `generation` (an integer, not negative) and for the
+/// finalizers of an object being deleted (they may be removed, not added).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn generation_and_finalizers_follow_the_object_meta_rules() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let cms = "/api/v1/namespaces/a/configmaps";
+    let typed = post(
+        &http,
+        cms,
+        &json!({"metadata": {"name": "t", "generation": "one"}}),
+    )
+    .await;
+    assert_eq!(typed.status, 400, "{}", typed.body);
+    assert!(
+        typed.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("metadata.generation")
+    );
+    let negative = post(
+        &http,
+        cms,
+        &json!({"metadata": {"name": "n", "generation": -1}}),
+    )
+    .await;
+    assert_eq!(negative.status, 422, "{}", negative.body);
+    assert!(
+        negative.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be greater than or equal to 0")
+    );
+
+    let held = post(
+        &http,
+        cms,
+        &json!({"metadata": {"name": "h", "finalizers": ["a.io/x"]}}),
+    )
+    .await;
+    assert_eq!(held.status, 201, "{}", held.body);
+    let deleting = send(&http, Method::DELETE, &format!("{cms}/h"), None).await;
+    assert_eq!(deleting.status, 200, "{}", deleting.body);
+    let merge = "application/merge-patch+json";
+    let added = send(
+        &http,
+        Method::PATCH,
+        &format!("{cms}/h"),
+        Some((
+            merge,
+            &json!({"metadata": {"finalizers": ["a.io/x", "b.io/y"]}}),
+        )),
+    )
+    .await;
+    assert_eq!(added.status, 422, "{}", added.body);
+    assert!(
+        added.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("no new finalizers can be added if the object is being deleted"),
+        "{}",
+        added.body
+    );
+    let released = send(
+        &http,
+        Method::PATCH,
+        &format!("{cms}/h"),
+        Some((merge, &json!({"metadata": {"finalizers": []}}))),
+    )
+    .await;
+    assert_eq!(released.status, 200, "{}", released.body);
+    assert!(
+        server.get("configmaps", Some("a"), "h").is_err(),
+        "deleted once released"
+    );
+}
