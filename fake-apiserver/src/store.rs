@@ -1181,13 +1181,15 @@ fn no_new_finalizers(
             .unwrap_or_default()
     };
     let before = finalizers(old);
-    let added: Vec<String> = finalizers(new)
+    // Sorted and deduplicated, as Go's string set lists them.
+    let added: std::collections::BTreeSet<String> = finalizers(new)
         .into_iter()
         .filter(|f| !before.contains(f))
         .collect();
     if added.is_empty() {
         return Ok(());
     }
+    let go_list: Vec<String> = added.iter().map(|f| format!("{f:?}")).collect();
     Err(status::invalid(
         &def.kind,
         &def.group,
@@ -1197,7 +1199,8 @@ fn no_new_finalizers(
             "FieldValueForbidden",
             format!(
                 "no new finalizers can be added if the object is being deleted, found new \
-                 finalizers {added:?}"
+                 finalizers []string{{{}}}",
+                go_list.join(", ")
             ),
         )],
     ))

@@ -883,7 +883,9 @@ async fn generation_and_finalizers_follow_the_object_meta_rules() {
         added.body["message"]
             .as_str()
             .unwrap()
-            .contains("no new finalizers can be added if the object is being deleted"),
+            .contains(
+                r#"no new finalizers can be added if the object is being deleted, found new finalizers []string{"b.io/y"}"#
+            ),
         "{}",
         added.body
     );
