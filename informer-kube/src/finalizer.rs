@@ -71,11 +71,11 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
 /// address `obj`: `Api::namespaced` in the object's namespace for a namespaced kind,
 /// `Api::all` for a cluster-scoped one.
 ///
-/// The rules (kube-runtime's `finalizer`, same names):
+/// The rules (kube-runtime's `finalizer`, same names, one difference below):
 ///
 /// | the object                                   | what `finalizer` does                                      | returns |
 /// |----------------------------------------------|------------------------------------------------------------|---------|
-/// | live, without the finalizer                  | adds it (its update event reconciles the object again)    | `Ok(None)` |
+/// | live, without the finalizer                  | adds it, then runs `reconcile(Apply(obj))` with the object as patched | its answer |
 /// | live, with the finalizer                     | runs `reconcile(Apply(obj))`                               | its answer |
 /// | being deleted, with the finalizer            | runs `reconcile(Cleanup(obj))`; if it succeeds, removes the finalizer (the API server then deletes the object) | its answer |
 /// | being deleted, without the finalizer         | nothing (someone else's finalizers hold it)                | `Ok(None)` |
@@ -86,9 +86,11 @@ pub enum FinalizerError<E: std::error::Error + 'static> {
 /// [`informer_core::Error`] says so): retry, the object's newer version is on its way to the
 /// cache. Other finalizers on the object are kept as they are.
 ///
-/// Returns `Ok(None)` when only the finalizer was added (the object's update event brings it
-/// back, with the finalizer) or when there is nothing to do, `Ok(Some(answer))` with
-/// `reconcile`'s answer otherwise.
+/// Returns `Ok(Some(answer))` with `reconcile`'s answer, or `Ok(None)` when there was
+/// nothing to do. Unlike kube-runtime's, which returns after adding the finalizer and waits
+/// for the object's next event, the apply runs in the same call: the finalizer's update does
+/// not change `metadata.generation`, so a controller filtering updates by generation
+/// (`informer_controller::generation_changed`) would never hear of it.
 ///
 /// ```no_run
 /// # async fn reconcile(obj: std::sync::Arc<k8s_openapi::api::core::v1::ConfigMap>, client: kube_client::Client)
@@ -142,7 +144,6 @@ where
         });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&body))
             .await
-            .map(|_| ())
             .map_err(|e| FinalizerError::Patch {
                 action,
                 finalizer: finalizer_name.to_owned(),
@@ -157,8 +158,17 @@ where
         (false, false) => {
             let mut with = finalizers;
             with.push(finalizer_name.to_owned());
-            patch("add", with).await?;
-            Ok(None)
+            // Applied now, to the object as patched: the finalizer's own update may never
+            // reconcile it again (a controller filtering updates by generation drops it).
+            let patched = patch("add", with).await?;
+            reconcile(FinalizerEvent::Apply(Arc::new(patched)))
+                .await
+                .map(Some)
+                .map_err(|source| FinalizerError::Reconcile {
+                    step: "apply",
+                    object: object.clone(),
+                    source,
+                })
         }
         (false, true) => reconcile(FinalizerEvent::Apply(obj))
             .await

@@ -236,3 +236,86 @@ async fn a_decision_on_a_stale_version_is_refused_with_a_conflict() {
         "{invalid:?}"
     );
 }
+
+/// With a controller that skips updates whose generation did not change, the finalizer's own
+/// update is skipped: the apply runs in the call that added the finalizer, and the deletion
+/// (which moves a positive generation) still reaches the cleanup.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generation_filter_still_applies_and_cleans_up() {
+    use informer_controller::generation_changed;
+    use k8s_openapi::api::apps::v1::Deployment;
+
+    let (env, _) = in_prod().await;
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), "prod");
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+        },
+    }))
+    .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    let world = Arc::new(World::default());
+    let factory = env.factory();
+    let controller = Controller::new(
+        factory.informer::<Deployment>().unwrap(),
+        ControllerConfig::default(),
+    )
+    .reconcile_updates_if(generation_changed)
+    .manage_factory(factory);
+    let handle = controller.handle();
+    let stop = CancellationToken::new();
+    let (client, seen) = (env.client.clone(), Arc::clone(&world));
+    let reconcile = move |d: Arc<Deployment>, ctx: Context<()>| {
+        let (client, world) = (client.clone(), Arc::clone(&seen));
+        async move {
+            if ctx.deleted() {
+                return Ok(Action::Done);
+            }
+            let api: Api<Deployment> = Api::namespaced(client, "prod");
+            finalizer(&api, FINALIZER, d, |event| async move {
+                let mut applied = world.applied.lock();
+                match event {
+                    FinalizerEvent::Apply(_) => applied.insert("prod/web".to_owned()),
+                    FinalizerEvent::Cleanup(_) => applied.remove("prod/web"),
+                };
+                Ok::<_, std::io::Error>(())
+            })
+            .await
+            .map(|_| Action::Done)
+        }
+    };
+    let run = tokio::spawn(controller.run(reconcile, (), stop.clone()));
+    let describe = || format!("world {:?}, {:?}", world.applied.lock(), handle.stats());
+    let generation = || {
+        env.engine
+            .get("deployments", Some("prod"), "web")
+            .ok()
+            .map(|o| o.to_value()["metadata"]["generation"].clone())
+    };
+    wait_until(
+        "applied once the finalizer is on, its update filtered",
+        None,
+        || applied(&world, "web") && handle.stats().filtered >= 1,
+        describe,
+    )
+    .await;
+    assert_eq!(generation(), Some(json!(1)));
+    deployments
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_until(
+        "cleaned up and gone",
+        None,
+        || !applied(&world, "web") && generation().is_none(),
+        describe,
+    )
+    .await;
+    stop.cancel();
+    run.await.unwrap().unwrap();
+}
