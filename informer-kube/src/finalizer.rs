@@ -155,13 +155,17 @@ where
             })
     };
     match (deleting, ours) {
-        (false, false) => {
-            let mut with = finalizers;
-            with.push(finalizer_name.to_owned());
-            // Applied now, to the object as patched: the finalizer's own update may never
-            // reconcile it again (a controller filtering updates by generation drops it).
-            let patched = patch("add", with).await?;
-            reconcile(FinalizerEvent::Apply(Arc::new(patched)))
+        (false, ours) => {
+            let obj = if ours {
+                obj
+            } else {
+                let mut with = finalizers;
+                with.push(finalizer_name.to_owned());
+                // Applied now, to the object as patched: the finalizer's own update may never
+                // reconcile it again (a controller filtering updates by generation drops it).
+                Arc::new(patch("add", with).await?)
+            };
+            reconcile(FinalizerEvent::Apply(obj))
                 .await
                 .map(Some)
                 .map_err(|source| FinalizerError::Reconcile {
@@ -170,14 +174,6 @@ where
                     source,
                 })
         }
-        (false, true) => reconcile(FinalizerEvent::Apply(obj))
-            .await
-            .map(Some)
-            .map_err(|source| FinalizerError::Reconcile {
-                step: "apply",
-                object: object.clone(),
-                source,
-            }),
         (true, true) => {
             let answer = reconcile(FinalizerEvent::Cleanup(obj))
                 .await
