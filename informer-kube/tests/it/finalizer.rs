@@ -92,6 +92,11 @@ fn applied(world: &World, name: &str) -> bool {
     world.applied.lock().contains(&format!("prod/{name}"))
 }
 
+/// Cleaned up outside, and gone from the server.
+fn cleaned_up(env: &Env, world: &World, name: &str) -> bool {
+    !applied(world, name) && finalizers(&env.engine, name).is_none()
+}
+
 /// A fresh server with namespace `prod`, and config maps there.
 async fn in_prod() -> (Env, Api<ConfigMap>) {
     let env = Env::start().await;
@@ -144,9 +149,8 @@ async fn cleanups_run_before_objects_go_even_across_controller_restarts() {
         "a gone, b released",
         None,
         || {
-            !applied(&world, "a")
+            cleaned_up(&env, &world, "a")
                 && !applied(&world, "b")
-                && finalizers(&env.engine, "a").is_none()
                 && finalizers(&env.engine, "b") == Some(json!(["other.io/keep"]))
         },
         describe,
@@ -172,7 +176,7 @@ async fn cleanups_run_before_objects_go_even_across_controller_restarts() {
     wait_until(
         "c cleaned up and gone",
         None,
-        || !applied(&world, "c") && finalizers(&env.engine, "c").is_none(),
+        || cleaned_up(&env, &world, "c"),
         describe,
     )
     .await;
@@ -189,7 +193,7 @@ async fn cleanups_run_before_objects_go_even_across_controller_restarts() {
     wait_until(
         "d cleaned up by the next controller",
         None,
-        || !applied(&world, "d") && finalizers(&env.engine, "d").is_none(),
+        || cleaned_up(&env, &world, "d"),
         describe,
     )
     .await;
