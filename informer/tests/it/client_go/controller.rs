@@ -597,6 +597,17 @@ impl Indexer<JsonObject> for RefusingIndexer {
 /// (the first list, through the in-order queue); the indexer refuses `failing`. Handlers hear
 /// only what was stored; the refused ones are counted as apply errors.
 async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[&str]) {
+    process_deltas_in_batch_with(listed, failing, expected, true).await;
+}
+
+/// The same, with a handler registered (`listen`) or none: without one the processing loop
+/// writes without reading the cache, and the same objects must be stored and refused.
+async fn process_deltas_in_batch_with(
+    listed: &[&str],
+    failing: &[&str],
+    expected: &[&str],
+    listen: bool,
+) {
     let stored = Arc::new(AtomicUsize::new(0));
     let indexer = RefusingIndexer {
         inner: IndexedStore::new(),
@@ -620,15 +631,27 @@ async fn process_deltas_in_batch(listed: &[&str], failing: &[&str], expected: &[
     let informer = SharedIndexInformer::new(source, config).unwrap();
     let received = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&received);
-    informer
-        .add_handler(handler().on_change(move |o: &Arc<JsonObject>| {
-            sink.lock().push(obj_name(o));
-        }))
-        .unwrap();
+    if listen {
+        informer
+            .add_handler(handler().on_change(move |o: &Arc<JsonObject>| {
+                sink.lock().push(obj_name(o));
+            }))
+            .unwrap();
+    }
     let running = Running::start(&informer);
     assert!(informer.wait_for_sync().await);
     tokio::time::sleep(millis(100)).await;
-    assert_eq!(*received.lock(), expected);
+    if listen {
+        assert_eq!(*received.lock(), expected);
+    }
+    let mut cached: Vec<String> = informer
+        .lister()
+        .list_all()
+        .iter()
+        .map(|o| obj_name(o))
+        .collect();
+    cached.sort();
+    assert_eq!(cached, expected);
     assert_eq!(stored.load(Ordering::Acquire), expected.len());
     let stats = informer.stats();
     assert_eq!(stats.apply_errors as usize, failing.len());
@@ -652,6 +675,20 @@ async fn process_deltas_in_batch_all_failing() {
 #[tokio::test(start_paused = true)]
 async fn process_deltas_in_batch_partial_failing_1() {
     process_deltas_in_batch(&["testname1", "testname2"], &["testname2"], &["testname1"]).await;
+}
+
+/// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction
+/// failing should only trigger successful events to listener #2, with no listener registered
+/// (informer-rs writes without reading the cache then; upstream has no such path).
+#[tokio::test(start_paused = true)]
+async fn process_deltas_in_batch_partial_failing_2_without_a_listener() {
+    process_deltas_in_batch_with(
+        &["testname1", "testname2", "testname3"],
+        &["testname2"],
+        &["testname1", "testname3"],
+        false,
+    )
+    .await;
 }
 
 /// client-go tools/cache/controller_test.go: TestProcessDeltasInBatch/partial transaction failing should only trigger successful events to listener #2
