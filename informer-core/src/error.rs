@@ -291,6 +291,23 @@ impl fmt::Display for Limit {
 /// How many bytes of an undecodable input an error keeps.
 pub const EXCERPT_LIMIT: usize = 256;
 
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+///
+/// ```
+/// use informer_core::cut_at_char_boundary;
+///
+/// assert_eq!(cut_at_char_boundary("héllo", 2), "h");
+/// assert_eq!(cut_at_char_boundary("héllo", 3), "hé");
+/// assert_eq!(cut_at_char_boundary("hi", 10), "hi");
+/// ```
+pub fn cut_at_char_boundary(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 impl Error {
     /// An API error from a `Status`.
     pub fn api(context: impl Into<String>, status: Status) -> Self {
@@ -308,13 +325,9 @@ impl Error {
         source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
     ) -> Self {
         let text = String::from_utf8_lossy(input);
-        let mut end = text.len().min(EXCERPT_LIMIT);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
         Self::Decode {
             context: context.into(),
-            line_excerpt: text[..end].to_owned(),
+            line_excerpt: cut_at_char_boundary(&text, EXCERPT_LIMIT).to_owned(),
             source: source.into(),
         }
     }

@@ -59,7 +59,7 @@ mod watch;
 pub use delta::{Delta, DeltaType, ObjectOrTombstone, ObjectSummary, Tombstone};
 pub use error::{
     CAUSE_RESOURCE_VERSION_TOO_LARGE, EXCERPT_LIMIT, Error, ErrorChain, ErrorClass, Limit, Result,
-    Status, StatusCause, StatusDetails,
+    Status, StatusCause, StatusDetails, cut_at_char_boundary,
 };
 pub use handler::{Notification, ResourceEventHandler, UidChange};
 pub use indexing::{controller_uid_index_func, index_fn, indexers, owner_uid_index_func};

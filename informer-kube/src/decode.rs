@@ -323,14 +323,8 @@ pub(crate) fn error_status(code: StatusCode, body: &[u8]) -> Status {
         return status;
     }
     let text = String::from_utf8_lossy(body);
-    let mut message = text.trim().to_owned();
-    if message.len() > informer_core::EXCERPT_LIMIT {
-        let mut end = informer_core::EXCERPT_LIMIT;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-    }
+    let mut message =
+        informer_core::cut_at_char_boundary(text.trim(), informer_core::EXCERPT_LIMIT).to_owned();
     if message.is_empty() {
         message = code.canonical_reason().unwrap_or("unknown").to_owned();
     }

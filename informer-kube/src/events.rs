@@ -392,14 +392,7 @@ fn timed_out(context: &str, timeout: Duration) -> informer_core::Error {
 
 /// `note` cut to [`MAX_NOTE_BYTES`] on a character boundary.
 fn cut_note(note: &str) -> String {
-    if note.len() <= MAX_NOTE_BYTES {
-        return note.to_owned();
-    }
-    let mut end = MAX_NOTE_BYTES;
-    while !note.is_char_boundary(end) {
-        end -= 1;
-    }
-    note[..end].to_owned()
+    informer_core::cut_at_char_boundary(note, MAX_NOTE_BYTES).to_owned()
 }
 
 #[cfg(test)]
