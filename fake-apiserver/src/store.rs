@@ -1100,7 +1100,29 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
         Some(Value::Object(_)) => {}
         Some(other) => return Err(decode_error(def, "metadata", "ObjectMeta", other)),
     }
-    check_metadata(def, body)
+    check_metadata(def, body)?;
+    drop_empty_metadata(body);
+    Ok(())
+}
+
+/// What the real server's round trip through the typed `ObjectMeta` does (built-in kinds
+/// decode into it; custom resources' metadata is coerced through it): every field of
+/// `ObjectMeta` is `omitempty`, so a null, an empty string, an empty list or map and a zero
+/// generation are not stored (`finalizers: []` or `labels: {}` come back absent, and
+/// `resourceVersion: ""` is no version at all). `deletionGracePeriodSeconds: 0` is a pointer
+/// to zero and stays.
+fn drop_empty_metadata(body: &mut Value) {
+    let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    meta.retain(|field, value| match value {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        Value::Number(n) => !(field == "generation" && n.as_i64() == Some(0)),
+        Value::Bool(_) => true,
+    });
 }
 
 /// The decode errors the real server's typed decoding gives (400): metadata fields of the

@@ -902,3 +902,85 @@ async fn generation_and_finalizers_follow_the_object_meta_rules() {
         "deleted once released"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_metadata_values_are_not_stored() {
+    // Every ObjectMeta field is `omitempty`: the real server's typed round trip (built-in
+    // kinds) and its metadata coercion (custom resources) store no empty list, map or string.
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    server
+        .register(fake_apiserver::ResourceDef::namespaced(
+            "example.com",
+            "v1",
+            "widgets",
+            "Widget",
+        ))
+        .unwrap();
+    let empty = json!({
+        "name": "e", "labels": {}, "annotations": {}, "finalizers": [],
+        "ownerReferences": [], "generateName": "", "resourceVersion": "",
+        "deletionGracePeriodSeconds": null,
+    });
+    let kept = [
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "generateName",
+    ];
+    let absent = |body: &Value| {
+        kept.iter()
+            .chain(&["deletionGracePeriodSeconds"])
+            .filter(|f| body["metadata"].get(**f).is_some())
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+    };
+    for collection in [
+        "/api/v1/namespaces/a/configmaps",
+        "/apis/example.com/v1/namespaces/a/widgets",
+    ] {
+        let created = post(&http, collection, &json!({ "metadata": empty })).await;
+        assert_eq!(created.status, 201, "{collection}: {}", created.body);
+        assert_eq!(absent(&created.body), Vec::<String>::new(), "{collection}");
+        assert!(created.body["metadata"]["resourceVersion"].is_string());
+
+        // A finalizer held, then released by a merge patch that leaves the list empty.
+        let merge = "application/merge-patch+json";
+        let object = format!("{collection}/e");
+        let held = send(
+            &http,
+            Method::PATCH,
+            &object,
+            Some((
+                merge,
+                &json!({"metadata": {"finalizers": ["a.io/x"], "labels": {"k": "v"}}}),
+            )),
+        )
+        .await;
+        assert_eq!(held.status, 200, "{}", held.body);
+        assert_eq!(held.body["metadata"]["finalizers"], json!(["a.io/x"]));
+        let released = send(
+            &http,
+            Method::PATCH,
+            &object,
+            Some((
+                merge,
+                &json!({"metadata": {"finalizers": [], "labels": {"k": null}}}),
+            )),
+        )
+        .await;
+        assert_eq!(released.status, 200, "{}", released.body);
+        assert_eq!(absent(&released.body), Vec::<String>::new(), "{collection}");
+
+        // A replace with empty values stores none either, and a stored read agrees.
+        let mut replace = json!({ "metadata": empty });
+        replace["metadata"]["resourceVersion"] =
+            released.body["metadata"]["resourceVersion"].clone();
+        let replaced = put(&http, &object, &replace).await;
+        assert_eq!(replaced.status, 200, "{}", replaced.body);
+        assert_eq!(absent(&replaced.body), Vec::<String>::new(), "{collection}");
+        let read = get(&http, &object).await;
+        assert_eq!(absent(&read.body), Vec::<String>::new(), "{collection}");
+    }
+}
