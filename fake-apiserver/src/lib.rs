@@ -32,7 +32,8 @@
 //!
 //! **resourceVersions.** One global counter, as in etcd: every write (create, update, patch,
 //! delete, or a delete that only sets `deletionTimestamp`) gets the next number, across all
-//! resources, and produces exactly one history event. Updates that change nothing are skipped
+//! resources, and produces exactly one history event (an Event: one in each of its two
+//! views, below). Updates that change nothing are skipped
 //! like on the real server (no new resourceVersion, no event).
 //! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
 //! written). The counter never wraps: it stops at [`MAX_RESOURCE_VERSION`] (`i64::MAX`, as
@@ -46,7 +47,19 @@
 //! Kubernetes 1.37 is served (see [below](#built-in-resources)); others are
 //! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
 //! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
-//! pod or a namespace removes it at once (no kubelet, no namespace controller).
+//! pod or a namespace removes it at once (no kubelet, no namespace controller). Metadata is
+//! stored as the real server's typed round trip leaves it: every `ObjectMeta` field is
+//! `omitempty`, so nulls, empty strings, lists and maps (`finalizers: []`, `labels: {}`) and a
+//! zero `generation` are not kept.
+//!
+//! **Events under two groups.** As on the real server, core `v1` Events and
+//! `events.k8s.io/v1` Events are one storage: an Event written through either group is read,
+//! listed, selected and watched through both, at the same resourceVersion, with the fields
+//! renamed as upstream's conversion renames them (`involvedObject`/`regarding`,
+//! `message`/`note`, `source`/`deprecatedSource`, `count`/`deprecatedCount`,
+//! `firstTimestamp`/`deprecatedFirstTimestamp`, `lastTimestamp`/`deprecatedLastTimestamp`,
+//! `reportingComponent`/`reportingController`). So `kubectl describe` (which reads core
+//! Events) shows what a controller's `events.k8s.io` recorder published.
 //!
 //! **Generation.** `metadata.generation` is the server's, on every write (direct ones too), as
 //! the real server's registry strategies keep it: a write never sets it (the stored value
@@ -285,6 +298,7 @@ mod shared;
 pub mod status;
 mod store;
 mod time;
+mod twins;
 mod watch;
 
 pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};

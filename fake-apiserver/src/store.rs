@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::generation;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
 use super::patch::merge_patch;
+use super::twins;
 use super::{ResourceDef, status};
 
 /// How much history the server retains, per resource, for watches, exact-resourceVersion
@@ -107,6 +108,9 @@ pub(crate) struct ResourceState {
     pub floor_rv: u64,
     /// Bumped to the log's end index whenever an event is appended.
     pub changed: watch::Sender<u64>,
+    /// The other view of the same storage (Events: core `v1` and `events.k8s.io/v1`), to
+    /// which every change is mirrored ([`crate::twins`]).
+    twin: Option<usize>,
 }
 
 impl ResourceState {
@@ -119,6 +123,7 @@ impl ResourceState {
             log_start: 0,
             floor_rv,
             changed: watch::channel(0).0,
+            twin: None,
         }
     }
 
@@ -447,6 +452,10 @@ impl Store {
         for def in ResourceDef::builtins() {
             let floor = store.rv;
             store.resources.push(ResourceState::new(def, floor));
+        }
+        for i in 0..store.resources.len() {
+            store.resources[i].twin = (0..store.resources.len())
+                .find(|&j| twins::are_twins(&store.resources[i].def, &store.resources[j].def));
         }
         store
     }
@@ -922,6 +931,32 @@ impl Store {
             return;
         }
         let rv = object.resource_version();
+        let mirror = self.resources[res].twin.and_then(|t| {
+            let to = &self.resources[t];
+            let value = twins::convert(&self.resources[res].def, &to.def, &object.to_value());
+            // The converted object keeps the metadata `object` was built from, so it builds
+            // too; were it not to, the twin would only miss this change.
+            let converted = StoredObject::from_value(&value, rv, &to.def).ok()?;
+            let prev = to.objects.get(object.key()).cloned();
+            Some((t, Arc::new(converted), prev))
+        });
+        self.append(res, kind, object, prev);
+        if let Some((t, converted, prev)) = mirror {
+            self.append(t, kind, converted, prev);
+        }
+        self.rv = rv;
+        self.rv_tx.send_replace(rv);
+    }
+
+    /// Appends one change to one resource's state and history.
+    fn append(
+        &mut self,
+        res: usize,
+        kind: EventKind,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+    ) {
+        let rv = object.resource_version();
         let now = Instant::now();
         let history = self.history.clone();
         let state = &mut self.resources[res];
@@ -972,8 +1007,6 @@ impl Store {
         let state = &mut self.resources[res];
         let end = state.log_end();
         state.changed.send_replace(end);
-        self.rv = rv;
-        self.rv_tx.send_replace(rv);
     }
 
     fn resolve_namespace(

@@ -79,7 +79,9 @@ pub fn served_summary() -> String {
          (`name: 5`) are a 400. No defaulting, no controllers, no webhooks, no RBAC, no \
          field-level schema validation (any fields are stored). Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
-         real server keeps it.\n\n\
+         real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
+         stored. Events are one storage served as v1 and as events.k8s.io/v1 Events, fields \
+         renamed as upstream converts them.\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \

@@ -912,3 +912,77 @@ async fn server_side_dry_runs_answer_and_change_nothing() {
     assert_eq!(replicas, "1");
     assert!(server.get("configmaps", Some("prod"), "c").is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_and_events_show_what_either_event_group_wrote() {
+    // kubectl reads core v1 Events; controllers publish events.k8s.io/v1 ones: the real
+    // server keeps both in one storage, and so does the fake.
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server(
+        "describe_and_events_show_what_either_event_group_wrote",
+        &http,
+        Some("prod"),
+    ) else {
+        return;
+    };
+    namespaces(&server, &["prod"]);
+    let p = server.create("pods", &pod("prod", "p", json!({}))).unwrap();
+    let regarding = json!({"apiVersion": "v1", "kind": "Pod", "namespace": "prod", "name": "p", "uid": p.uid()});
+    server
+        .create(
+            "events.events.k8s.io",
+            &json!({
+                "metadata": {"name": "p.synced", "namespace": "prod"},
+                "regarding": regarding,
+                "reason": "Synced", "note": "reconciled by the controller", "type": "Normal",
+                "action": "Reconcile", "reportingController": "example.com/ctl",
+                "reportingInstance": "ctl-0", "eventTime": "2026-01-01T00:00:01.000000Z",
+            }),
+        )
+        .unwrap();
+    server
+        .create(
+            "events",
+            &json!({
+                "metadata": {"name": "p.pulled", "namespace": "prod"},
+                "involvedObject": regarding,
+                "reason": "Pulled", "message": "image pulled", "type": "Normal",
+                "source": {"component": "kubelet"}, "count": 1,
+                "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+            }),
+        )
+        .unwrap();
+
+    let described = kubectl.ok(&["describe", "pod", "p"]).await;
+    let events = described
+        .split("Events:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Events section:\n{described}"));
+    for shown in [
+        "Synced",
+        "example.com/ctl",
+        "reconciled by the controller",
+        "Pulled",
+        "kubelet",
+        "image pulled",
+    ] {
+        assert!(events.contains(shown), "{shown} missing from:\n{described}");
+    }
+    let listed = kubectl.ok(&["events", "--for", "pod/p"]).await;
+    assert!(
+        listed.contains("Synced") && listed.contains("Pulled"),
+        "{listed}"
+    );
+    let both = kubectl
+        .ok(&["get", "events.v1.events.k8s.io", "-o", "name"])
+        .await;
+    let mut names: Vec<&str> = both.lines().collect();
+    names.sort_unstable();
+    assert_eq!(
+        names,
+        [
+            "event.events.k8s.io/p.pulled",
+            "event.events.k8s.io/p.synced"
+        ]
+    );
+}

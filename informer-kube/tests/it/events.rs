@@ -5,7 +5,7 @@
 //! failures are typed and the recorder goes on.
 
 use informer_kube::events::{Event, EventRecorder, EventType, MAX_NOTE_BYTES, Reporter};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace};
 use kube_client::Api;
 use kube_client::api::PostParams;
 use kube_client::core::Resource;
@@ -89,6 +89,24 @@ async fn events_are_created_once_and_repeats_fold_into_their_series() {
     assert_eq!(folded.len(), 1, "{folded:?}");
     assert_eq!(folded[0]["series"]["count"], 3);
     assert!(folded[0]["series"]["lastObservedTime"].is_string());
+    // Tools that read core v1 Events (`kubectl describe`) see the same event, converted.
+    let core: Vec<CoreEvent> = Api::namespaced(env.client.clone(), "prod")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(core.len(), 1);
+    assert_eq!(
+        core[0].metadata.name,
+        folded[0]["metadata"]["name"].as_str().map(String::from)
+    );
+    assert_eq!(core[0].message.as_deref(), Some("Mirrored it"));
+    assert_eq!(
+        core[0].reporting_component.as_deref(),
+        Some("example.com/mirror")
+    );
+    assert_eq!(core[0].involved_object.uid, cm.metadata.uid);
+    assert_eq!(core[0].series.as_ref().and_then(|s| s.count), Some(3));
 
     // Another reason, type or related object: another event.
     recorder
