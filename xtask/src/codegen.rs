@@ -10,7 +10,8 @@
 //!   stable versions (HPAs: autoscaling/v1 and v2) only the newest, because the fake server
 //!   does not convert between versions.
 //! - `fake-apiserver/src/http/protobuf/schema.txt`: the protobuf schema of those resources
-//!   (and of their lists, `Status`, `DeleteOptions` and autoscaling/v1 `Scale`): every
+//!   (and of their lists, `Status`, `DeleteOptions`, autoscaling/v1 `Scale` and the review
+//!   kinds the server answers without storing them): every
 //!   message reachable from them with each field's number, wire type and JSON name. Field
 //!   numbers and types come from k8s-pb's prost attributes, JSON names from k8s-openapi's
 //!   serde field tables, matched by module path and name.
@@ -48,6 +49,12 @@ const EXTRA_ROOTS: &[&str] = &[
     "apimachinery.pkg.apis.meta.v1.Status",
     "apimachinery.pkg.apis.meta.v1.DeleteOptions",
     "api.autoscaling.v1.Scale",
+    // The review APIs (create-only, answered without storage): kubectl sends them in protobuf.
+    "api.authorization.v1.SelfSubjectAccessReview",
+    "api.authorization.v1.SelfSubjectRulesReview",
+    "api.authorization.v1.SubjectAccessReview",
+    "api.authorization.v1.LocalSubjectAccessReview",
+    "api.authentication.v1.SelfSubjectReview",
 ];
 
 /// Rust field names k8s-pb and k8s-openapi spell differently (k8s-pb's first).

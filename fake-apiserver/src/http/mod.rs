@@ -31,6 +31,15 @@
 //! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
 //!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).
+//! - **Reviews** (`POST` only, answered without storage, in JSON, YAML or protobuf):
+//!   `authorization.k8s.io/v1` `selfsubjectaccessreviews`, `selfsubjectrulesreviews`,
+//!   `subjectaccessreviews` and namespaced `localsubjectaccessreviews` (`kubectl auth can-i`,
+//!   a controller's permission checks: the server has no authorizer, so every review is
+//!   allowed and the rules review lists everything), and `authentication.k8s.io/v1`
+//!   `selfsubjectreviews` (`kubectl auth whoami`: every caller is `system:admin` in
+//!   `system:masters`). Requests are checked as upstream checks them (422: both or neither of
+//!   the resource and non-resource attributes, a subject review without user or groups,
+//!   metadata besides a local review's namespace). They are not listed in discovery.
 //! - **Content types**: request bodies in `application/json` (also without a
 //!   `Content-Type`), `application/yaml` and `application/vnd.kubernetes.protobuf` (the
 //!   `k8s\0` + `runtime.Unknown` envelope, for every built-in kind: kubectl's generator
@@ -145,6 +154,7 @@ mod patch;
 mod protobuf;
 mod resources;
 mod response;
+mod reviews;
 mod scale;
 mod serve;
 mod served;

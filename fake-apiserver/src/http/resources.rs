@@ -19,6 +19,7 @@ use super::patch;
 use super::response::{
     json_bytes, json_chunks, json_stream, json_value, status_response, stream_response,
 };
+use super::reviews::Review;
 use super::table::{self, IncludeObject};
 use super::{protobuf, scale};
 use crate::{
@@ -121,9 +122,38 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
                 .map(|v| json_value(StatusCode::OK, &v))
                 .ok_or_else(status::resource_not_found)
         }
+        ["apis", group, version, rest @ ..] if review_at(group, version, rest).is_some() => {
+            req.record(app);
+            let Some((review, namespace)) = review_at(group, version, rest) else {
+                return Err(status::resource_not_found());
+            };
+            if req.method != Method::POST {
+                return Err(method_not_allowed(&req));
+            }
+            let answer = negotiate::answer(req.header(header::ACCEPT), &review.def(), false)?;
+            let bytes = negotiate::read_body(body).await?;
+            let object = negotiate::decode_body(req.header(header::CONTENT_TYPE), &bytes)?;
+            review.answer(namespace, object, answer)
+        }
         ["api", version, rest @ ..] => resource(app, req, "", version, rest, body).await,
         ["apis", group, version, rest @ ..] => resource(app, req, group, version, rest, body).await,
         _ => Err(status::resource_not_found()),
+    }
+}
+
+/// The review API (`reviews.rs`) a URL under `/apis/<group>/<version>/` names, with its
+/// namespace.
+fn review_at<'a>(
+    group: &str,
+    version: &str,
+    rest: &[&'a str],
+) -> Option<(Review, Option<&'a str>)> {
+    match rest {
+        [plural] => Review::at(group, version, plural, false).map(|r| (r, None)),
+        ["namespaces", ns, plural] => {
+            Review::at(group, version, plural, true).map(|r| (r, Some(*ns)))
+        }
+        _ => None,
     }
 }
 

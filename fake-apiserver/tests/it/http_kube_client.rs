@@ -13,7 +13,8 @@ use serde_json::json;
 use crate::support::GUARD;
 use crate::support::http::{pod, start};
 
-async fn kube(http: &fake_apiserver::http::FakeHttpServer) -> Client {
+/// A kube-client `Client` configured from the server's kubeconfig (default namespace `ns-0`).
+pub(crate) async fn kube(http: &fake_apiserver::http::FakeHttpServer) -> Client {
     let kubeconfig = Kubeconfig::from_yaml(&http.kubeconfig(Some("ns-0"))).unwrap();
     let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await

@@ -986,3 +986,61 @@ async fn describe_and_events_show_what_either_event_group_wrote() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_can_i_and_whoami_are_answered() {
+    let (server, http) = start().await;
+    let Some(kubectl) =
+        Kubectl::for_server("auth_can_i_and_whoami_are_answered", &http, Some("prod"))
+    else {
+        return;
+    };
+    namespaces(&server, &["prod"]);
+    for question in [
+        &["auth", "can-i", "list", "pods"][..],
+        &["auth", "can-i", "delete", "deployments.apps", "-A"],
+        &["auth", "can-i", "get", "/healthz"],
+        &[
+            "auth",
+            "can-i",
+            "create",
+            "widgets.example.com",
+            "--subresource",
+            "status",
+        ],
+    ] {
+        assert_eq!(kubectl.ok(question).await.trim(), "yes", "{question:?}");
+    }
+    let rules = kubectl.ok(&["auth", "can-i", "--list"]).await;
+    let rows: Vec<Vec<&str>> = rules
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(rows.contains(&vec!["*.*", "[]", "[]", "[*]"]), "{rules}");
+    assert!(rows.contains(&vec!["[*]", "[]", "[*]"]), "{rules}");
+    let whoami = kubectl.ok(&["auth", "whoami", "-o", "json"]).await;
+    let review: serde_json::Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(review["kind"], "SelfSubjectReview");
+    assert_eq!(review["status"]["userInfo"]["username"], "system:admin");
+    assert_eq!(
+        review["status"]["userInfo"]["groups"],
+        json!(["system:masters", "system:authenticated"])
+    );
+    // Nothing is stored: the reviews are answered, not kept.
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.to_string().contains("review"))
+        .map(|r| r.to_string())
+        .collect();
+    assert!(
+        asked
+            .iter()
+            .any(|r| r.starts_with("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"))
+            && asked
+                .iter()
+                .any(|r| r.starts_with("POST /apis/authentication.k8s.io/v1/selfsubjectreviews")),
+        "{asked:?}"
+    );
+}

@@ -31,6 +31,7 @@ mod http_kube_client;
 mod http_limits;
 mod http_list;
 mod http_protobuf;
+mod http_reviews;
 mod http_shard;
 mod http_watch;
 mod http_writes;

@@ -474,7 +474,7 @@ fn encode_special(schema: &Schema, special: Special, value: &Value, out: &mut Ve
 pub(crate) const MAGIC: &[u8] = b"k8s\0";
 
 /// `(apiVersion, kind)` → message, for every built-in kind and list kind, plus the meta kinds
-/// clients send or receive (`Status`, `DeleteOptions`, autoscaling/v1 `Scale`).
+/// clients send or receive (`Status`, `DeleteOptions`, autoscaling/v1 `Scale`, the reviews).
 fn kinds() -> &'static HashMap<(String, String), usize> {
     static KINDS: OnceLock<HashMap<(String, String), usize>> = OnceLock::new();
     KINDS.get_or_init(|| {
@@ -511,7 +511,12 @@ fn kinds() -> &'static HashMap<(String, String), usize> {
                 "Scale",
                 "api.autoscaling.v1.Scale".to_owned(),
             ),
-        ] {
+        ]
+        .into_iter()
+        .chain(REVIEWS.iter().map(|(api_version, kind)| {
+            let package = api_version.trim_end_matches(".k8s.io/v1");
+            (*api_version, *kind, format!("api.{package}.v1.{kind}"))
+        })) {
             if let Some(index) = schema.find(&name) {
                 map.insert((api_version.to_owned(), kind.to_owned()), index);
             }
@@ -519,6 +524,15 @@ fn kinds() -> &'static HashMap<(String, String), usize> {
         map
     })
 }
+
+/// The review kinds (`http/reviews.rs`), answered without storage.
+const REVIEWS: &[(&str, &str)] = &[
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
+    ("authentication.k8s.io/v1", "SelfSubjectReview"),
+];
 
 pub(crate) fn message_for(api_version: &str, kind: &str) -> Option<usize> {
     kinds()
