@@ -386,7 +386,7 @@ fn dry_run(
             &[(
                 "dryRun".to_owned(),
                 "FieldValueNotSupported",
-                format!("Unsupported value: {bad:?}: supported values: \"All\""),
+                format!("{bad:?}: supported values: \"All\""),
             )],
         ));
     }

@@ -804,10 +804,9 @@ async fn dry_runs_answer_and_write_nothing() {
     .await;
     assert_eq!(unknown.status, 422, "{}", unknown.body);
     assert!(
-        unknown.body["message"]
-            .as_str()
-            .unwrap()
-            .contains("supported values: \"All\""),
+        unknown.body["message"].as_str().unwrap().ends_with(
+            "is invalid: dryRun: Unsupported value: \"Some\": supported values: \"All\""
+        ),
         "{}",
         unknown.body
     );
