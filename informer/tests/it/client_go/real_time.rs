@@ -237,13 +237,16 @@ async fn watch_timeout_ends_the_watch_and_the_reflector_rewatches() {
             "re-watch from the same resourceVersion: {watches:?}"
         );
     }
+    // Each end is counted once. A watch of one second sits on the "very short watch" bound
+    // (under a second, no event: client-go's rule too), and on a loaded machine the stream
+    // is opened a little after the server started its timer, so an end may count as too
+    // short instead (seen in CI: 3 ended of 4).
+    let restarts = &reflector.stats().counters.watch_restarts;
     assert_eq!(
-        reflector
-            .stats()
-            .counters
-            .watch_restarts
-            .get(informer::reflector::RestartReason::Ended) as usize,
-        watches.len() - 1
+        (restarts.get(informer::reflector::RestartReason::Ended)
+            + restarts.get(informer::reflector::RestartReason::TooShort)) as usize,
+        watches.len() - 1,
+        "{watches:?}"
     );
 }
 
