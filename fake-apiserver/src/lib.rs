@@ -74,6 +74,21 @@
 //! cluster. Other built-in kinds that track one upstream (admission policies, flow control,
 //! dynamic resource allocation) do not here.
 //!
+//! **Garbage collection.** Deleting an object cascades to its dependents (the objects whose
+//! `metadata.ownerReferences` name it, by group, kind, name and uid) as the cluster's garbage
+//! collector cascades them, following the delete's [`PropagationPolicy`]
+//! ([`Target::propagation`]; HTTP: `propagationPolicy` or `orphanDependents` in the query or
+//! the `DeleteOptions` body): `Background` (the default) removes the owner, then deletes each
+//! dependent without another live owner and drops the reference from the others;
+//! `Foreground` keeps the owner behind the finalizer `foregroundDeletion`, deletes the
+//! dependents (in the foreground themselves) and removes the owner once no dependent with
+//! `blockOwnerDeletion` is left; `Orphan` keeps it behind `orphan` until the dependents'
+//! references to it are removed, then removes it. The collector runs inside the write that
+//! removes (or marks) the owner, one write per step in the real collector's order, so all of
+//! it has happened when the request answers (a real cluster takes a moment). Dependents whose
+//! owner never existed are left alone (upstream collects them too; seeded pods name
+//! ReplicaSets that are not there). [`ServerConfig::garbage_collection`] turns it off.
+//!
 //! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
 //! HTTP) applies what the real server's admission and strategies do, listed
 //! [below](#admission-and-validation). The test's own writes ([`FakeApiServer::create`],
@@ -312,7 +327,9 @@ pub use query::Query;
 pub use resource::ResourceDef;
 pub use server::{FakeApiServer, ListResponse, Target};
 pub use shared::{DEFAULT_HISTORY_MAX_BYTES, ServerConfig};
-pub use store::{DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions};
+pub use store::{
+    DeleteOutcome, HistoryConfig, MAX_RESOURCE_VERSION, Preconditions, PropagationPolicy,
+};
 #[cfg(feature = "http")]
 pub(crate) use time::later;
 pub use watch::{WatchFrame, WatchSubscription};

@@ -35,6 +35,37 @@ struct StoredMeta {
     has_finalizers: bool,
     /// The values of the resource's selectable fields beyond name and namespace.
     fields: Box<[(&'static str, String)]>,
+    /// `metadata.ownerReferences`, as the garbage collector reads them.
+    owners: Box<[OwnerRef]>,
+}
+
+/// One of an object's `metadata.ownerReferences`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// `blockOwnerDeletion`: a foreground deletion of the owner waits for this dependent.
+    pub blocks: bool,
+}
+
+fn owner_refs(meta: &Map<String, Value>) -> Box<[OwnerRef]> {
+    let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) else {
+        return Box::default();
+    };
+    refs.iter()
+        .filter_map(|r| {
+            let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
+            Some(OwnerRef {
+                api_version: text("apiVersion")?,
+                kind: text("kind")?,
+                name: text("name")?,
+                uid: text("uid").filter(|u| !u.is_empty())?,
+                blocks: r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true),
+            })
+        })
+        .collect()
 }
 
 impl StoredObject {
@@ -79,6 +110,7 @@ impl StoredObject {
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         let deleting = meta.get("deletionTimestamp").is_some_and(|v| !v.is_null());
+        let owners = owner_refs(meta);
         let bytes = serde_json::to_vec(value)
             .map_err(|e| status::internal_error(&format!("cannot serialize object: {e}")))?;
         Ok(Self {
@@ -94,6 +126,7 @@ impl StoredObject {
                 deleting,
                 has_finalizers,
                 fields,
+                owners,
             },
         })
     }
@@ -151,6 +184,11 @@ impl StoredObject {
 
     pub(crate) fn has_finalizers(&self) -> bool {
         self.meta.has_finalizers
+    }
+
+    /// `metadata.ownerReferences` (those with the fields the garbage collector needs).
+    pub(crate) fn owners(&self) -> &[OwnerRef] {
+        &self.meta.owners
     }
 
     /// The value of a field for field selectors (`None`: not a selectable field of this

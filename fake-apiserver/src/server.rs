@@ -21,7 +21,10 @@ use super::faults::Faults;
 use super::mailbox::Injection;
 use super::object::Clock;
 use super::shared::{ServerConfig, Shared};
-use super::store::{DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, Store, WritePolicy};
+use super::store::{
+    DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, PropagationPolicy, Store,
+    WritePolicy,
+};
 use super::time::later;
 use super::watch::{StartMode, WatchSubscription, Watcher, WatcherSpec};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
@@ -33,6 +36,7 @@ pub struct Target {
     def: Arc<ResourceDef>,
     namespace: Option<String>,
     dry_run: bool,
+    propagation: PropagationPolicy,
 }
 
 impl Target {
@@ -48,6 +52,18 @@ impl Target {
     /// Whether writes to this target are dry runs.
     pub fn is_dry_run(&self) -> bool {
         self.dry_run
+    }
+
+    /// The same target with deletes that treat dependents as `policy` says
+    /// (`DeleteOptions.propagationPolicy`; [`PropagationPolicy::Background`] by default).
+    pub fn propagation(mut self, policy: PropagationPolicy) -> Self {
+        self.propagation = policy;
+        self
+    }
+
+    /// How deletes through this target treat dependents.
+    pub fn propagation_policy(&self) -> PropagationPolicy {
+        self.propagation
     }
 
     /// The resource.
@@ -160,13 +176,14 @@ impl FakeApiServer {
     /// A server with the given configuration.
     pub fn with_config(config: ServerConfig) -> Self {
         let clock = Clock::new(config.wall_clock_start);
-        let store = Store::new(
+        let mut store = Store::new(
             config.history.clone(),
             config.history_max_bytes,
             config.initial_resource_version,
             config.seed,
             clock,
         );
+        store.garbage_collection = config.garbage_collection;
         Self {
             shared: Arc::new(Shared {
                 bookmark_interval: Mutex::new(config.bookmark_interval),
@@ -248,6 +265,7 @@ impl FakeApiServer {
             def,
             namespace,
             dry_run: false,
+            propagation: PropagationPolicy::Background,
         }
     }
 
@@ -687,8 +705,13 @@ impl FakeApiServer {
     ) -> Result<DeleteOutcome, Status> {
         self.record_object_request("DELETE", target, name);
         self.write_fault(target)?;
-        self.writing(target)
-            .delete(target.res, target.namespace(), name, preconditions)
+        self.writing(target).delete(
+            target.res,
+            target.namespace(),
+            name,
+            preconditions,
+            target.propagation,
+        )
     }
 
     /// `GET` of one object. Recorded in the request log.
@@ -801,6 +824,7 @@ impl FakeApiServer {
             target.namespace(),
             name,
             &Preconditions::default(),
+            PropagationPolicy::Background,
         )
     }
 

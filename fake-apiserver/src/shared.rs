@@ -64,6 +64,12 @@ pub struct ServerConfig {
     /// (admin API `PUT /_fake/sharded-list-and-watch`; binary:
     /// `--disable-sharded-list-and-watch`).
     pub sharded_list_and_watch: bool,
+    /// Whether deletes cascade to dependents (objects whose `ownerReferences` name the
+    /// deleted one) as the cluster's garbage collector cascades them, following the delete's
+    /// [`PropagationPolicy`](crate::PropagationPolicy). On by default; off, nothing is
+    /// collected and every delete behaves as `Background` without a collector (binary:
+    /// `--disable-garbage-collection`).
+    pub garbage_collection: bool,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +85,7 @@ impl Default for ServerConfig {
             wall_clock_start: None,
             strict_faults: false,
             sharded_list_and_watch: true,
+            garbage_collection: true,
         }
     }
 }

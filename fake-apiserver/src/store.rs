@@ -1,7 +1,7 @@
 //! The versioned store: current state and history of every resource, one global
 //! resourceVersion counter, writes with the API server's rules.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -403,6 +403,10 @@ pub(crate) enum Part {
     Status,
 }
 
+mod gc;
+
+pub use gc::PropagationPolicy;
+
 /// The whole store, behind the server's mutex.
 pub(crate) struct Store {
     pub rv: u64,
@@ -420,6 +424,11 @@ pub(crate) struct Store {
     /// Whether the writes under way are dry runs: checked, prepared and answered, but not
     /// committed (no new resourceVersion, no event). Set by the request layer for one request.
     pub dry_run: bool,
+    /// Whether removals cascade to dependents as the garbage collector cascades them
+    /// ([`gc`]).
+    pub garbage_collection: bool,
+    /// Owner uid → the objects whose `ownerReferences` name it (resource index, key).
+    dependents: HashMap<String, BTreeSet<(usize, Arc<str>)>>,
 }
 
 /// The largest resourceVersion the server hands out: etcd's revisions (which the real
@@ -448,6 +457,8 @@ impl Store {
             rng: StdRng::seed_from_u64(seed),
             clock,
             dry_run: false,
+            garbage_collection: true,
+            dependents: HashMap::new(),
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -877,10 +888,13 @@ impl Store {
         namespace: Option<&str>,
         name: &str,
         preconditions: &Preconditions,
+        policy: PropagationPolicy,
     ) -> Result<DeleteOutcome, Status> {
         let def = Arc::clone(&self.resources[res].def);
         let ns = if def.namespaced { namespace } else { None };
         let existing = self.get(res, ns, name)?;
+        // Orphan and Foreground deletions wait for the garbage collector behind a finalizer.
+        let gc_finalizer = policy.finalizer().filter(|_| self.garbage_collection);
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {
@@ -895,8 +909,11 @@ impl Store {
             return Ok(DeleteOutcome::Finalizing(existing));
         }
         let rv = self.write_rv(&existing)?;
-        if existing.has_finalizers() {
+        if existing.has_finalizers() || gc_finalizer.is_some() {
             let mut value = existing.to_value();
+            if let Some(finalizer) = gc_finalizer {
+                gc::set_gc_finalizer(&mut value, finalizer);
+            }
             set_meta(
                 &mut value,
                 "deletionTimestamp",
@@ -909,6 +926,9 @@ impl Store {
             set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
             let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
+            if gc_finalizer.is_some() && !self.dry_run {
+                self.collect_for_marked_owner(res, &obj, policy);
+            }
             return Ok(DeleteOutcome::Finalizing(obj));
         }
         if self.dry_run {
@@ -940,12 +960,18 @@ impl Store {
             let prev = to.objects.get(object.key()).cloned();
             Some((t, Arc::new(converted), prev))
         });
+        let removed = (kind == EventKind::Deleted).then(|| Arc::clone(&object));
         self.append(res, kind, object, prev);
         if let Some((t, converted, prev)) = mirror {
             self.append(t, kind, converted, prev);
         }
         self.rv = rv;
         self.rv_tx.send_replace(rv);
+        if let Some(removed) = removed
+            && self.garbage_collection
+        {
+            self.collect_after_removal(&removed);
+        }
     }
 
     /// Appends one change to one resource's state and history.
@@ -956,6 +982,7 @@ impl Store {
         object: Arc<StoredObject>,
         prev: Option<Arc<StoredObject>>,
     ) {
+        self.index_owners(res, kind, &object, prev.as_deref());
         let rv = object.resource_version();
         let now = Instant::now();
         let history = self.history.clone();

@@ -87,6 +87,12 @@ struct Args {
     /// time.
     #[arg(long)]
     disable_sharded_list_and_watch: bool,
+    /// Run no garbage collector: deleting an object leaves its dependents (the objects whose
+    /// ownerReferences name it), and `propagationPolicy` is ignored. By default deletes
+    /// cascade as a cluster's garbage collector cascades them (Background, Foreground,
+    /// Orphan).
+    #[arg(long)]
+    disable_garbage_collection: bool,
     /// Write a kubeconfig for this server (kubectl, kube-client) to this path.
     #[arg(long, value_name = "PATH")]
     kubeconfig_out: Option<PathBuf>,
@@ -197,6 +203,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         initial_resource_version: args.initial_resource_version,
         require_namespaces: !args.allow_missing_namespaces,
         sharded_list_and_watch: !args.disable_sharded_list_and_watch,
+        garbage_collection: !args.disable_garbage_collection,
         seed: args.rng_seed,
         ..ServerConfig::default()
     };

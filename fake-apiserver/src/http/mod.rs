@@ -27,7 +27,10 @@
 //!   (`dryRun=All` in the query, or in a `DELETE`'s `DeleteOptions` body) are answered as the
 //!   real server answers them (a created object without a resourceVersion, an updated one at
 //!   its stored resourceVersion) and write nothing ([`Target::dry_run`](crate::Target::dry_run));
-//!   other modes are a 422. A `POST` to the cluster-wide URL of a namespaced resource is a 405.
+//!   other modes are a 422. A `DELETE` takes `propagationPolicy` (or the deprecated
+//!   `orphanDependents`) in its query or `DeleteOptions` body and cascades as the garbage
+//!   collector does ([the model](crate#the-model)); both set, or an unknown policy, is a 422.
+//!   A `POST` to the cluster-wide URL of a namespaced resource is a 405.
 //! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
 //!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).

@@ -23,8 +23,8 @@ use super::reviews::Review;
 use super::table::{self, IncludeObject};
 use super::{protobuf, scale};
 use crate::{
-    DeleteOutcome, Preconditions, Query, RequestRecord, ResourceDef, StoredObject, Target,
-    WatchFrame, WatchSubscription, status,
+    DeleteOutcome, Preconditions, PropagationPolicy, Query, RequestRecord, ResourceDef,
+    StoredObject, Target, WatchFrame, WatchSubscription, status,
 };
 
 /// Serves every request outside `/_fake/`.
@@ -332,11 +332,13 @@ async fn resource(
             let bytes = negotiate::read_body(body).await?;
             let options = delete_options(content_type, &bytes)?;
             let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
+            let target = propagation(&req, options.as_ref(), target)?;
             delete_object(app, &target, name, options.as_ref(), answer)
         }
         (&Method::DELETE, Url::Collection) => {
             let options = delete_options(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
+            let target = propagation(&req, options.as_ref(), target)?;
             delete_collection(app, &req, &target).await
         }
         _ => Err(method_not_allowed(&req)),
@@ -395,6 +397,51 @@ fn dry_run(
     } else {
         target.clone().dry_run()
     })
+}
+
+/// `target` with the delete's propagation policy: `propagationPolicy` (or the deprecated
+/// `orphanDependents`) of the `DeleteOptions` body, or of the query when there is no body.
+/// Both set, or an unknown policy, is the real server's 422.
+fn propagation(req: &Parsed, options: Option<&Value>, target: Target) -> Result<Target, Status> {
+    let (policy, orphan) = match options {
+        Some(o) => (
+            o.get("propagationPolicy")
+                .filter(|v| !v.is_null())
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)),
+            o.get("orphanDependents").and_then(Value::as_bool),
+        ),
+        None => (
+            req.param("propagationPolicy").map(str::to_owned),
+            req.param("orphanDependents").map(|v| v == "true"),
+        ),
+    };
+    let invalid = |ty: &'static str, message: String| {
+        status::invalid(
+            "DeleteOptions",
+            "meta.k8s.io",
+            "",
+            &[("propagationPolicy".to_owned(), ty, message)],
+        )
+    };
+    let chosen = match (policy, orphan) {
+        (Some(p), Some(_)) => {
+            return Err(invalid(
+                "FieldValueInvalid",
+                format!("{p:?}: orphanDependents and deletionPropagation cannot be both set"),
+            ));
+        }
+        (Some(p), None) => PropagationPolicy::parse(&p).ok_or_else(|| {
+            invalid(
+                "FieldValueNotSupported",
+                format!(
+                    "{p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+                ),
+            )
+        })?,
+        (None, Some(true)) => PropagationPolicy::Orphan,
+        (None, _) => PropagationPolicy::Background,
+    };
+    Ok(target.propagation(chosen))
 }
 
 /// A DELETE's `DeleteOptions` body, if it has one.
@@ -736,7 +783,8 @@ async fn delete_collection(app: &App, req: &Parsed, target: &Target) -> Result<R
                 let def = target.resource();
                 let t = app
                     .server
-                    .target_for(&def.group, &def.version, &def.plural, Some(ns))?;
+                    .target_for(&def.group, &def.version, &def.plural, Some(ns))?
+                    .propagation(target.propagation_policy());
                 if target.is_dry_run() { t.dry_run() } else { t }
             }
             _ => target.clone(),

@@ -82,7 +82,10 @@ pub fn served_summary() -> String {
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
          stored. Events are one storage served as v1 and as events.k8s.io/v1 Events, fields \
          renamed as upstream converts them. Access reviews (kubectl auth can-i) are allowed \
-         and who-am-I reviews answer system:admin: there is no authorizer.\n\n\
+         and who-am-I reviews answer system:admin: there is no authorizer. Deletes cascade to \
+         dependents (ownerReferences) as the garbage collector does, by propagationPolicy \
+         (Background by default, Foreground, Orphan), within the request \
+         (--disable-garbage-collection turns it off).\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \

@@ -983,3 +983,84 @@ async fn empty_metadata_values_are_not_stored() {
         assert_eq!(absent(&read.body), Vec::<String>::new(), "{collection}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_take_a_propagation_policy() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let owner = post(
+        &http,
+        "/api/v1/namespaces/a/configmaps",
+        &json!({"metadata": {"name": "owner"}}),
+    )
+    .await;
+    let reference = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                            "uid": owner.body["metadata"]["uid"], "blockOwnerDeletion": true}]);
+    for name in ["d1", "d2"] {
+        let made = post(
+            &http,
+            "/api/v1/namespaces/a/configmaps",
+            &json!({"metadata": {"name": name, "ownerReferences": reference}}),
+        )
+        .await;
+        assert_eq!(made.status, 201, "{}", made.body);
+    }
+    let object = "/api/v1/namespaces/a/configmaps/owner";
+    let message = |a: &crate::support::http::Answer| {
+        a.body["message"].as_str().unwrap_or_default().to_owned()
+    };
+    let unknown = send(
+        &http,
+        Method::DELETE,
+        &format!("{object}?propagationPolicy=Sideways"),
+        None,
+    )
+    .await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert_eq!(
+        message(&unknown),
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \
+         \"Sideways\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+    );
+    let both = send(
+        &http,
+        Method::DELETE,
+        object,
+        Some((
+            "application/json",
+            &json!({"kind": "DeleteOptions", "apiVersion": "v1", "orphanDependents": true,
+                    "propagationPolicy": "Foreground"}),
+        )),
+    )
+    .await;
+    assert_eq!(both.status, 422, "{}", both.body);
+    assert_eq!(
+        message(&both),
+        "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \
+         \"Foreground\": orphanDependents and deletionPropagation cannot be both set"
+    );
+    assert_eq!(
+        get(&http, object).await.status,
+        200,
+        "refused deletes delete nothing"
+    );
+
+    // The deprecated `orphanDependents: true` is Orphan: the answer is the object marked,
+    // the dependents stay without the reference.
+    let orphaned = send(
+        &http,
+        Method::DELETE,
+        object,
+        Some(("application/json", &json!({"orphanDependents": true}))),
+    )
+    .await;
+    assert_eq!(orphaned.status, 200, "{}", orphaned.body);
+    assert_eq!(orphaned.body["metadata"]["finalizers"], json!(["orphan"]));
+    assert!(orphaned.body["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(get(&http, object).await.status, 404);
+    for name in ["d1", "d2"] {
+        let left = get(&http, &format!("/api/v1/namespaces/a/configmaps/{name}")).await;
+        assert_eq!(left.status, 200, "{}", left.body);
+        assert!(left.body["metadata"].get("ownerReferences").is_none());
+    }
+}

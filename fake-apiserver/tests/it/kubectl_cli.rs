@@ -1044,3 +1044,69 @@ async fn auth_can_i_and_whoami_are_answered() {
         "{asked:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_delete_cascades_as_the_garbage_collector_does() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server(
+        "kubectl_delete_cascades_as_the_garbage_collector_does",
+        &http,
+        Some("prod"),
+    ) else {
+        return;
+    };
+    namespaces(&server, &["prod"]);
+    // Three replica sets, each owning two pods (what the controllers would have made).
+    for rs in ["keep", "drop", "wait"] {
+        let owner = server
+            .create(
+                "replicasets",
+                &json!({"metadata": {"name": rs, "namespace": "prod"},
+                        "spec": {"selector": {"matchLabels": {"rs": rs}}, "template": {}}}),
+            )
+            .unwrap();
+        for i in 0..2 {
+            let mut p = pod("prod", &format!("{rs}-{i}"), json!({"rs": rs}));
+            p["metadata"]["ownerReferences"] = json!([{"apiVersion": "apps/v1",
+                "kind": "ReplicaSet", "name": rs, "uid": owner.uid(), "controller": true,
+                "blockOwnerDeletion": true}]);
+            server.create("pods", &p).unwrap();
+        }
+    }
+    let pods = || async {
+        let out = kubectl
+            .ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"])
+            .await;
+        out.split_whitespace()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let orphaned = kubectl
+        .ok(&["delete", "replicaset", "keep", "--cascade=orphan"])
+        .await;
+    assert_eq!(orphaned.trim(), "replicaset.apps \"keep\" deleted");
+    let deleted = kubectl.ok(&["delete", "replicaset", "drop"]).await;
+    assert_eq!(deleted.trim(), "replicaset.apps \"drop\" deleted");
+    let waited = kubectl
+        .ok(&["delete", "replicaset", "wait", "--cascade=foreground"])
+        .await;
+    assert_eq!(waited.trim(), "replicaset.apps \"wait\" deleted");
+    assert_eq!(pods().await, ["keep-0", "keep-1"]);
+    let owners = kubectl
+        .ok(&[
+            "get",
+            "pod",
+            "keep-0",
+            "-o",
+            "jsonpath={.metadata.ownerReferences}",
+        ])
+        .await;
+    assert_eq!(owners.trim(), "", "orphans name no owner");
+    let asked: Vec<String> = server
+        .requests()
+        .iter()
+        .filter(|r| r.to_string().starts_with("DELETE"))
+        .map(|r| r.to_string())
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:?}");
+}

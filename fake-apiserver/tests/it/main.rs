@@ -14,6 +14,7 @@
 mod support;
 
 mod fake_faults;
+mod fake_gc;
 mod fake_limits;
 mod fake_list;
 mod fake_seed;

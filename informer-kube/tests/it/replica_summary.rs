@@ -9,7 +9,8 @@
 //!    ready pod is deleted meanwhile, with the history compacted so that the informer must
 //!    relist: the deletion arrives through the relist (a tombstone) and the summary still
 //!    converges;
-//! 3. a Deployment deleted: reconcile gets its last known state and deletes its summary.
+//! 3. a Deployment deleted: reconcile gets its last known state and deletes its summary (which
+//!    the fake server's garbage collector has removed already: a 404 is a success).
 //!
 //! The expected summaries are computed from the server's objects as JSON, following the
 //! ownership chain Deployment → ReplicaSet → pod by UID (not the example's one-hop index).
@@ -150,7 +151,9 @@ async fn scenario(failed_watches: usize) {
     faults.assert_all_used();
     assert_eq!(summary(&server, "web"), Some((2, 1)));
 
-    // 3. A Deployment deleted: its summary goes (no finalizer, no garbage collector).
+    // 3. A Deployment deleted: its summary goes (no finalizer). The fake server's garbage
+    //    collector removes it with the Deployment (the summary names it as owner), as a
+    //    cluster's would; the controller's own delete of it then finds it gone.
     let deletions = handle.stats().deletions;
     server.delete("deployments", Some("prod"), "api").unwrap();
     converge(&server, &handle, &cached, "a Deployment deleted").await;
