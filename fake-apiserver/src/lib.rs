@@ -305,6 +305,7 @@ mod mailbox;
 mod names;
 mod object;
 mod patch;
+mod propagation;
 mod query;
 mod resource;
 pub mod seed;

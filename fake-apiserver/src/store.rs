@@ -405,7 +405,7 @@ pub(crate) enum Part {
 
 mod gc;
 
-pub use gc::PropagationPolicy;
+pub use crate::propagation::PropagationPolicy;
 
 /// The whole store, behind the server's mutex.
 pub(crate) struct Store {
@@ -912,7 +912,7 @@ impl Store {
         if existing.has_finalizers() || gc_finalizer.is_some() {
             let mut value = existing.to_value();
             if let Some(finalizer) = gc_finalizer {
-                gc::set_gc_finalizer(&mut value, finalizer);
+                crate::propagation::set_gc_finalizer(&mut value, finalizer);
             }
             set_meta(
                 &mut value,

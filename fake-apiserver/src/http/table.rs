@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use crate::twins::event_field;
 use crate::{ResourceDef, StoredObject};
 
 /// `includeObject` of a Table request.
@@ -219,8 +220,107 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
             }),
             AGE,
         ],
+        ("" | "events.k8s.io", "events") => vec![
+            col("Last Seen", "string", 0, |v, now| {
+                Value::String(event_times(v, now).1)
+            }),
+            col("Type", "string", 0, |v, _| event_text(v, "type")),
+            col("Reason", "string", 0, |v, _| event_text(v, "reason")),
+            col("Object", "string", 0, |v, _| {
+                let kind = event_object(v, "kind").to_lowercase();
+                Value::String(match event_object(v, "name") {
+                    "" => kind,
+                    name => format!("{kind}/{name}"),
+                })
+            }),
+            col("Subobject", "string", 1, |v, _| {
+                Value::String(event_object(v, "fieldPath").to_owned())
+            }),
+            col("Source", "string", 1, |v, _| {
+                let source = |field: &str| {
+                    event_field(v, "source")
+                        .and_then(|s| s.get(field))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                };
+                let text =
+                    |field: &str| event_field(v, field).and_then(Value::as_str).unwrap_or("");
+                let or = |a: &'static str, b: &'static str| match source(a) {
+                    "" => text(b).to_owned(),
+                    s => s.to_owned(),
+                };
+                let (component, instance) = (
+                    or("component", "reportingComponent"),
+                    or("host", "reportingInstance"),
+                );
+                Value::String(if instance.is_empty() {
+                    component
+                } else {
+                    format!("{component}, {instance}")
+                })
+            }),
+            col("Message", "string", 0, |v, _| {
+                Value::String(
+                    event_field(v, "message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .trim()
+                        .to_owned(),
+                )
+            }),
+            col("First Seen", "string", 1, |v, now| {
+                Value::String(event_times(v, now).0)
+            }),
+            col("Count", "string", 1, |v, now| {
+                Value::from(event_times(v, now).2)
+            }),
+            Column {
+                priority: 1,
+                ..NAME
+            },
+        ],
         _ => vec![NAME, AGE],
     }
+}
+
+fn event_text(v: &Value, core: &str) -> Value {
+    Value::String(
+        event_field(v, core)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+    )
+}
+
+fn event_object<'v>(v: &'v Value, field: &str) -> &'v str {
+    event_field(v, "involvedObject")
+        .and_then(|o| o.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// First seen, last seen and count, as kubectl's event printer reckons them: the legacy
+/// timestamps, else the event time; a series' last observation and count win.
+fn event_times(v: &Value, now: SystemTime) -> (String, String, i64) {
+    let since = |value: Option<&Value>| {
+        let at = value.and_then(Value::as_str).and_then(parse_rfc3339)?;
+        Some(match now.duration_since(at) {
+            Ok(d) => human_duration(d),
+            Err(_) => "0s".into(),
+        })
+    };
+    let first = since(event_field(v, "firstTimestamp"))
+        .or_else(|| since(event_field(v, "eventTime")))
+        .unwrap_or_else(|| "<unknown>".into());
+    let mut last = since(event_field(v, "lastTimestamp")).unwrap_or_else(|| first.clone());
+    let mut count = event_field(v, "count").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(series) = event_field(v, "series") {
+        last = since(series.get("lastObservedTime")).unwrap_or_else(|| "<unknown>".into());
+        count = series.get("count").and_then(Value::as_i64).unwrap_or(0);
+    } else if count == 0 {
+        count = 1;
+    }
+    (first, last, count)
 }
 
 fn str_at(v: &Value, ptr: &str) -> Value {

@@ -973,6 +973,46 @@ async fn describe_and_events_show_what_either_event_group_wrote() {
         listed.contains("Synced") && listed.contains("Pulled"),
         "{listed}"
     );
+    // `kubectl get events`: the server's Table, as upstream's event printer makes it, for
+    // both groups.
+    for resource in ["events", "events.v1.events.k8s.io"] {
+        let table = kubectl.ok(&["get", resource]).await;
+        let mut lines = table.lines();
+        let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(
+            header,
+            ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{table}"
+        );
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+        assert!(
+            rows.iter().any(|r| r[1..]
+                == [
+                    "Normal",
+                    "Synced",
+                    "pod/p",
+                    "reconciled",
+                    "by",
+                    "the",
+                    "controller"
+                ]),
+            "{table}"
+        );
+        assert!(
+            rows.iter()
+                .any(|r| r[1..] == ["Normal", "Pulled", "pod/p", "image", "pulled"]),
+            "{table}"
+        );
+        let wide = kubectl.ok(&["get", resource, "-o", "wide"]).await;
+        assert!(
+            wide.contains("example.com/ctl, ctl-0") && wide.contains("kubelet"),
+            "{wide}"
+        );
+        assert!(
+            wide.lines().next().unwrap().contains("FIRST SEEN"),
+            "{wide}"
+        );
+    }
     let both = kubectl
         .ok(&["get", "events.v1.events.k8s.io", "-o", "name"])
         .await;
