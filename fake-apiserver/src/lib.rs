@@ -47,7 +47,7 @@
 //! Kubernetes 1.37 is served (see [below](#built-in-resources)); others are
 //! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
 //! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
-//! pod or a namespace removes it at once (no kubelet, no namespace controller). Metadata is
+//! pod removes it at once (no kubelet); deleting a namespace terminates it (below). Metadata is
 //! stored as the real server's typed round trip leaves it: every `ObjectMeta` field is
 //! `omitempty`, so nulls, empty strings, lists and maps (`finalizers: []`, `labels: {}`) and a
 //! zero `generation` are not kept.
@@ -87,7 +87,15 @@
 //! removes (or marks) the owner, one write per step in the real collector's order, so all of
 //! it has happened when the request answers (a real cluster takes a moment). Dependents whose
 //! owner never existed are left alone (upstream collects them too; seeded pods name
-//! ReplicaSets that are not there). [`ServerConfig::garbage_collection`] turns it off.
+//! ReplicaSets that are not there).
+//!
+//! **Namespaces.** As the namespace strategy and controller keep them: a created namespace
+//! gets `spec.finalizers: [kubernetes]`, the label `kubernetes.io/metadata.name` (kept on
+//! every update) and, through the request layer, `status.phase: Active`. Deleting it marks it
+//! `Terminating`; everything in it is deleted within the same write (dependents elsewhere
+//! cascade), and the update that then takes `kubernetes` away removes it, at once or when the
+//! last object held by a finalizer goes. Meanwhile requests cannot create content in it
+//! (403, below). [`ServerConfig::garbage_collection`] turns both collectors off.
 //!
 //! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
 //! HTTP) applies what the real server's admission and strategies do, listed
@@ -234,7 +242,9 @@
 //! Requests (not the test's direct writes) go through:
 //!
 //! - **Namespace lifecycle**: a create of a namespaced object in a namespace that does not
-//!   exist is a 404 `namespaces "x" not found`, as on the real server. Turn it off with
+//!   exist is a 404 `namespaces "x" not found`, and in one being deleted a 403 `Forbidden`
+//!   (`unable to create new content in namespace x because it is being terminated`, cause
+//!   `NamespaceTerminating`), as on the real server. Turn it off with
 //!   [`ServerConfig::require_namespaces`] (`fake-apiserver --allow-missing-namespaces`).
 //! - **Status subresource** handling, as [above](#built-in-resources).
 //!

@@ -64,10 +64,12 @@ pub struct ServerConfig {
     /// (admin API `PUT /_fake/sharded-list-and-watch`; binary:
     /// `--disable-sharded-list-and-watch`).
     pub sharded_list_and_watch: bool,
-    /// Whether deletes cascade to dependents (objects whose `ownerReferences` name the
-    /// deleted one) as the cluster's garbage collector cascades them, following the delete's
-    /// [`PropagationPolicy`](crate::PropagationPolicy). On by default; off, nothing is
-    /// collected and every delete behaves as `Background` without a collector (binary:
+    /// Whether the cluster's collectors run: deletes cascade to dependents (objects whose
+    /// `ownerReferences` name the deleted one) as the garbage collector cascades them,
+    /// following the delete's [`PropagationPolicy`](crate::PropagationPolicy), and a deleted
+    /// namespace has its content deleted before it goes, as the namespace controller does.
+    /// On by default; off, nothing is collected, every delete behaves as `Background`
+    /// without a collector and a namespace is removed at once, its content left (binary:
     /// `--disable-garbage-collection`).
     pub garbage_collection: bool,
 }

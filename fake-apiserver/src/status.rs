@@ -98,6 +98,35 @@ pub fn not_found(resource: &ResourceDef, name: &str) -> Status {
     )
 }
 
+/// 403 Forbidden from the NamespaceLifecycle admission: `pods "x" is forbidden: unable to
+/// create new content in namespace a because it is being terminated`, with the
+/// `NamespaceTerminating` cause clients match on.
+pub fn namespace_terminating(resource: &ResourceDef, name: &str, namespace: &str) -> Status {
+    let reason = format!(
+        "unable to create new content in namespace {namespace} because it is being terminated"
+    );
+    let mut s = with_details(
+        Status::failure(
+            403,
+            "Forbidden",
+            format!(
+                "{} {name:?} is forbidden: {reason}",
+                resource.qualified_name()
+            ),
+        ),
+        resource,
+        name,
+    );
+    if let Some(details) = s.details.as_mut() {
+        details.causes.push(StatusCause {
+            reason: "NamespaceTerminating".into(),
+            message: reason,
+            field: "metadata.namespace".into(),
+        });
+    }
+    s
+}
+
 /// 404 NotFound for an unknown resource or URL.
 pub fn resource_not_found() -> Status {
     Status::failure(

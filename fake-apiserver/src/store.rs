@@ -404,6 +404,7 @@ pub(crate) enum Part {
 }
 
 mod gc;
+mod namespaces;
 
 pub use crate::propagation::PropagationPolicy;
 
@@ -715,6 +716,7 @@ impl Store {
         if generation::is_tracked(&def) {
             set_meta(&mut body, "generation", Value::from(1));
         }
+        self.prepare_namespace(&def, &mut body, true, policy.part != Part::Whole);
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
@@ -832,6 +834,7 @@ impl Store {
             Some(g) => set_meta(&mut body, "generation", Value::from(g)),
             None => remove_meta(&mut body, "generation"),
         }
+        self.prepare_namespace(&def, &mut body, false, false);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);
@@ -840,11 +843,12 @@ impl Store {
         let rv = self.write_rv(&existing)?;
         set_meta(&mut body, "resourceVersion", Value::String(rv.to_string()));
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
-        let kind = if obj.is_deleting() && !obj.has_finalizers() {
-            EventKind::Deleted
-        } else {
-            EventKind::Modified
-        };
+        let kind =
+            if obj.is_deleting() && !obj.has_finalizers() && !self.namespace_held(&def, &body) {
+                EventKind::Deleted
+            } else {
+                EventKind::Modified
+            };
         self.commit(res, kind, Arc::clone(&obj), Some(existing));
         Ok(obj)
     }
@@ -893,8 +897,12 @@ impl Store {
         let def = Arc::clone(&self.resources[res].def);
         let ns = if def.namespaced { namespace } else { None };
         let existing = self.get(res, ns, name)?;
-        // Orphan and Foreground deletions wait for the garbage collector behind a finalizer.
+        // Orphan and Foreground deletions wait for the garbage collector behind a finalizer,
+        // and a namespace for the namespace controller (behind `spec.finalizers`).
         let gc_finalizer = policy.finalizer().filter(|_| self.garbage_collection);
+        let namespace_held = def.group.is_empty()
+            && def.plural == "namespaces"
+            && self.namespace_held(&def, &existing.to_value());
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {
@@ -905,15 +913,16 @@ impl Store {
         {
             return Err(status::conflict(&def, name));
         }
-        if existing.has_finalizers() && existing.is_deleting() {
+        if (existing.has_finalizers() || namespace_held) && existing.is_deleting() {
             return Ok(DeleteOutcome::Finalizing(existing));
         }
         let rv = self.write_rv(&existing)?;
-        if existing.has_finalizers() || gc_finalizer.is_some() {
+        if existing.has_finalizers() || gc_finalizer.is_some() || namespace_held {
             let mut value = existing.to_value();
             if let Some(finalizer) = gc_finalizer {
                 crate::propagation::set_gc_finalizer(&mut value, finalizer);
             }
+            self.mark_namespace_terminating(&def, &mut value);
             set_meta(
                 &mut value,
                 "deletionTimestamp",
@@ -928,6 +937,9 @@ impl Store {
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
             if gc_finalizer.is_some() && !self.dry_run {
                 self.collect_for_marked_owner(res, &obj, policy);
+            }
+            if namespace_held && !self.dry_run {
+                self.empty_namespace(name);
             }
             return Ok(DeleteOutcome::Finalizing(obj));
         }
@@ -971,6 +983,9 @@ impl Store {
             && self.garbage_collection
         {
             self.collect_after_removal(&removed);
+            if let Some(ns) = removed.namespace() {
+                self.finish_namespace(ns);
+            }
         }
     }
 
@@ -1066,6 +1081,13 @@ impl Store {
             if !exists {
                 let ns_def = ResourceDef::cluster_scoped("", "v1", "namespaces", "Namespace");
                 return Err(status::not_found(&ns_def, &ns));
+            }
+            if self.terminating_namespace(&ns).is_some() {
+                return Err(status::namespace_terminating(
+                    def,
+                    meta_str(body, "name").unwrap_or_default(),
+                    &ns,
+                ));
             }
         }
         set_meta(body, "namespace", Value::String(ns.clone()));

@@ -87,10 +87,11 @@ struct Args {
     /// time.
     #[arg(long)]
     disable_sharded_list_and_watch: bool,
-    /// Run no garbage collector: deleting an object leaves its dependents (the objects whose
-    /// ownerReferences name it), and `propagationPolicy` is ignored. By default deletes
-    /// cascade as a cluster's garbage collector cascades them (Background, Foreground,
-    /// Orphan).
+    /// Run no collectors: deleting an object leaves its dependents (the objects whose
+    /// ownerReferences name it), `propagationPolicy` is ignored, and a deleted namespace goes
+    /// at once with its content left. By default deletes cascade as a cluster's garbage
+    /// collector cascades them (Background, Foreground, Orphan), and a deleted namespace
+    /// terminates, its content deleted, as the namespace controller does.
     #[arg(long)]
     disable_garbage_collection: bool,
     /// Write a kubeconfig for this server (kubectl, kube-client) to this path.

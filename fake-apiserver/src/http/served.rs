@@ -73,7 +73,8 @@ pub fn served_summary() -> String {
          JSON and Table list answers echo it in metadata.shardInfo.selector (protobuf answers \
          do not: k8s-pb's ListMeta has no such field); a malformed one is a 400.\n\n\
          Admission and validation (requests only; the admin API and seeding write directly):\n  \
-         a create in a namespace that does not exist is a 404 (--allow-missing-namespaces turns \
+         a create in a namespace that does not exist is a 404, in one being deleted a 403 \
+         (--allow-missing-namespaces turns \
          this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
          (`name: 5`) are a 400. No defaulting, no controllers, no webhooks, no RBAC, no \
@@ -84,8 +85,9 @@ pub fn served_summary() -> String {
          renamed as upstream converts them. Access reviews (kubectl auth can-i) are allowed \
          and who-am-I reviews answer system:admin: there is no authorizer. Deletes cascade to \
          dependents (ownerReferences) as the garbage collector does, by propagationPolicy \
-         (Background by default, Foreground, Orphan), within the request \
-         (--disable-garbage-collection turns it off).\n\n\
+         (Background by default, Foreground, Orphan), within the request; a deleted namespace \
+         terminates and goes once its content is deleted (--disable-garbage-collection turns \
+         both off).\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \

@@ -1150,3 +1150,84 @@ async fn kubectl_delete_cascades_as_the_garbage_collector_does() {
         .collect();
     assert_eq!(asked.len(), 3, "{asked:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_delete_namespace_terminates_it_and_removes_its_content() {
+    let (server, http) = start().await;
+    let Some(kubectl) = Kubectl::for_server(
+        "kubectl_delete_namespace_terminates_it_and_removes_its_content",
+        &http,
+        Some("team"),
+    ) else {
+        return;
+    };
+    kubectl.ok(&["create", "namespace", "team"]).await;
+    let labels = kubectl
+        .ok(&[
+            "get",
+            "namespace",
+            "team",
+            "-o",
+            "jsonpath={.metadata.labels}",
+        ])
+        .await;
+    assert_eq!(labels.trim(), r#"{"kubernetes.io/metadata.name":"team"}"#);
+    kubectl.ok(&["create", "configmap", "free"]).await;
+    kubectl.ok(&["create", "configmap", "held"]).await;
+    kubectl
+        .ok(&[
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+        ])
+        .await;
+    let deleted = kubectl
+        .ok(&["delete", "namespace", "team", "--wait=false"])
+        .await;
+    assert_eq!(deleted.trim(), "namespace \"team\" deleted");
+    let shown = kubectl.ok(&["get", "namespace", "team"]).await;
+    assert!(shown.contains("Terminating"), "{shown}");
+    let left = kubectl
+        .ok(&[
+            "get",
+            "configmaps",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ])
+        .await;
+    assert_eq!(left.trim(), "held");
+    let late = kubectl.run(&["create", "configmap", "late"]).await;
+    assert!(!late.status.success());
+    let said = String::from_utf8_lossy(&late.stderr);
+    assert!(
+        said.contains(
+            "unable to create new content in namespace team because it is being terminated"
+        ),
+        "{said}"
+    );
+    kubectl
+        .ok(&[
+            "patch",
+            "configmap",
+            "held",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .await;
+    let gone = kubectl.run(&["get", "namespace", "team"]).await;
+    assert!(
+        String::from_utf8_lossy(&gone.stderr).contains("namespaces \"team\" not found"),
+        "{}",
+        String::from_utf8_lossy(&gone.stderr)
+    );
+    assert!(
+        server
+            .objects("configmaps", Some("team"))
+            .unwrap()
+            .is_empty()
+    );
+}

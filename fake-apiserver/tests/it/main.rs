@@ -17,6 +17,7 @@ mod fake_faults;
 mod fake_gc;
 mod fake_limits;
 mod fake_list;
+mod fake_namespaces;
 mod fake_seed;
 mod fake_shard;
 mod fake_watch;

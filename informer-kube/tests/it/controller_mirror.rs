@@ -190,8 +190,8 @@ async fn converges_and_stays_converged_through_changes_and_faults() {
         Some(json!({"color": "gold"}))
     );
 
-    // A labelled namespace is deleted (the fake server has no namespace controller, so its
-    // objects stay): the controller removes the mirror it made there.
+    // A labelled namespace is deleted: its content goes with it (the fake server runs the
+    // namespace controller's part), the mirror included, and the controller forgets it.
     engine.delete("namespaces", None, "team-d").unwrap();
     cluster
         .converge_mirrors(&config, &mut running, "labelled namespace deleted")
