@@ -13,7 +13,7 @@ use prost::Message;
 use serde_json::{Value, json};
 
 use crate::support::GUARD;
-use crate::support::http::{WatchLines, client, get, namespaces, start};
+use crate::support::http::{WatchLines, client, get, namespaces, register_widgets, start};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 /// What client-go sends for built-in types.
@@ -436,14 +436,7 @@ async fn protobuf_for_every_built_in_kind_decodes_with_k8s_pb() {
         (Some(1_767_323_045), Some(123_456_000))
     );
     // A custom resource has no protobuf: asked first, JSON comes back.
-    server
-        .register(fake_apiserver::ResourceDef::namespaced(
-            "example.com",
-            "v1",
-            "widgets",
-            "Widget",
-        ))
-        .unwrap();
+    register_widgets(&server);
     let resp = client()
         .get(format!("{}/apis/example.com/v1/widgets", http.url()))
         .header("Accept", ACCEPT)

@@ -6,7 +6,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::GUARD;
-use crate::support::http::{client, get, names, namespaces, pod, post, put, send, start};
+use crate::support::http::{
+    client, get, names, namespaces, pod, post, put, register_widgets, send, start,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_and_duplicates() {
@@ -908,14 +910,7 @@ async fn empty_metadata_values_are_not_stored() {
     // kinds) and its metadata coercion (custom resources) store no empty list, map or string.
     let (server, http) = start().await;
     namespaces(&server, &["a"]);
-    server
-        .register(fake_apiserver::ResourceDef::namespaced(
-            "example.com",
-            "v1",
-            "widgets",
-            "Widget",
-        ))
-        .unwrap();
+    register_widgets(&server);
     let empty = json!({
         "name": "e", "labels": {}, "annotations": {}, "finalizers": [],
         "ownerReferences": [], "generateName": "", "resourceVersion": "",

@@ -8,12 +8,26 @@
 
 use std::io::Write as _;
 
+use fake_apiserver::FakeApiServer;
+use fake_apiserver::http::FakeHttpServer;
 use fake_apiserver::seed::{SeedConfig, seed};
 use serde_json::json;
 
 use crate::support::GUARD;
 use crate::support::http::{Binary, client, namespaces, pod, start};
 use crate::support::kubectl::Kubectl;
+
+/// The in-process server with `namespace` created, and kubectl for it in that namespace
+/// (`None`: no kubectl here, and the test passes with a notice).
+async fn kubectl_in(
+    test: &str,
+    namespace: &str,
+) -> Option<(FakeApiServer, FakeHttpServer, Kubectl)> {
+    let (server, http) = start().await;
+    let kubectl = Kubectl::for_server(test, &http, Some(namespace))?;
+    namespaces(&server, &[namespace]);
+    Some((server, http, kubectl))
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_pods_across_namespaces() {
@@ -244,13 +258,11 @@ async fn create_apply_and_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apply_a_crd_then_its_custom_resources() {
-    let (server, http) = start().await;
-    let Some(kubectl) =
-        Kubectl::for_server("apply_a_crd_then_its_custom_resources", &http, Some("prod"))
+    let Some((server, _http, kubectl)) =
+        kubectl_in("apply_a_crd_then_its_custom_resources", "prod").await
     else {
         return;
     };
-    namespaces(&server, &["prod"]);
     let crd = kubectl.manifest(
         "crd.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
@@ -722,13 +734,11 @@ async fn kubectl_gets_workloads_scales_them_and_selects_pods_by_node() {
 /// a deletion waits for finalizers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generation_follows_the_desired_state() {
-    let (server, http) = start().await;
-    let Some(kubectl) =
-        Kubectl::for_server("generation_follows_the_desired_state", &http, Some("prod"))
+    let Some((server, _http, kubectl)) =
+        kubectl_in("generation_follows_the_desired_state", "prod").await
     else {
         return;
     };
-    namespaces(&server, &["prod"]);
     let generation = async |what: &str| -> String {
         kubectl
             .ok(&["get", what, "-o", "jsonpath={.metadata.generation}"])
@@ -848,15 +858,11 @@ async fn generation_follows_the_desired_state() {
 /// `--dry-run=server`) get the real server's answers and change nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_dry_runs_answer_and_change_nothing() {
-    let (server, http) = start().await;
-    let Some(kubectl) = Kubectl::for_server(
-        "server_side_dry_runs_answer_and_change_nothing",
-        &http,
-        Some("prod"),
-    ) else {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("server_side_dry_runs_answer_and_change_nothing", "prod").await
+    else {
         return;
     };
-    namespaces(&server, &["prod"]);
     let deployment = |replicas: u32| {
         format!(
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels:\n      app: web\n\
@@ -917,15 +923,14 @@ async fn server_side_dry_runs_answer_and_change_nothing() {
 async fn describe_and_events_show_what_either_event_group_wrote() {
     // kubectl reads core v1 Events; controllers publish events.k8s.io/v1 ones: the real
     // server keeps both in one storage, and so does the fake.
-    let (server, http) = start().await;
-    let Some(kubectl) = Kubectl::for_server(
+    let Some((server, _http, kubectl)) = kubectl_in(
         "describe_and_events_show_what_either_event_group_wrote",
-        &http,
-        Some("prod"),
-    ) else {
+        "prod",
+    )
+    .await
+    else {
         return;
     };
-    namespaces(&server, &["prod"]);
     let p = server.create("pods", &pod("prod", "p", json!({}))).unwrap();
     let regarding = json!({"apiVersion": "v1", "kind": "Pod", "namespace": "prod", "name": "p", "uid": p.uid()});
     server
@@ -1029,13 +1034,11 @@ async fn describe_and_events_show_what_either_event_group_wrote() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_can_i_and_whoami_are_answered() {
-    let (server, http) = start().await;
-    let Some(kubectl) =
-        Kubectl::for_server("auth_can_i_and_whoami_are_answered", &http, Some("prod"))
+    let Some((server, _http, kubectl)) =
+        kubectl_in("auth_can_i_and_whoami_are_answered", "prod").await
     else {
         return;
     };
-    namespaces(&server, &["prod"]);
     for question in [
         &["auth", "can-i", "list", "pods"][..],
         &["auth", "can-i", "delete", "deployments.apps", "-A"],
@@ -1087,15 +1090,14 @@ async fn auth_can_i_and_whoami_are_answered() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_delete_cascades_as_the_garbage_collector_does() {
-    let (server, http) = start().await;
-    let Some(kubectl) = Kubectl::for_server(
+    let Some((server, _http, kubectl)) = kubectl_in(
         "kubectl_delete_cascades_as_the_garbage_collector_does",
-        &http,
-        Some("prod"),
-    ) else {
+        "prod",
+    )
+    .await
+    else {
         return;
     };
-    namespaces(&server, &["prod"]);
     // Three replica sets, each owning two pods (what the controllers would have made).
     for rs in ["keep", "drop", "wait"] {
         let owner = server

@@ -43,6 +43,19 @@ pub fn namespaces(server: &FakeApiServer, names: &[&str]) {
 }
 
 /// A client that never goes through a proxy.
+/// Registers the custom resource `widgets.example.com/v1` (`Widget`, namespaced) without a
+/// CRD object.
+pub fn register_widgets(server: &FakeApiServer) {
+    server
+        .register(fake_apiserver::ResourceDef::namespaced(
+            "example.com",
+            "v1",
+            "widgets",
+            "Widget",
+        ))
+        .unwrap();
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
