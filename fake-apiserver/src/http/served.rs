@@ -77,7 +77,8 @@ pub fn served_summary() -> String {
          (--allow-missing-namespaces turns \
          this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
-         (`name: 5`) are a 400. No defaulting, no controllers, no webhooks, no RBAC, no \
+         (`name: 5`) are a 400. No defaulting, no workload controllers (only the garbage \
+         collector and the namespace controller, below), no webhooks, no RBAC, no \
          field-level schema validation (any fields are stored). Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
