@@ -45,8 +45,9 @@
 //! by the current state, the history, list responses and every watcher. The in-process front
 //! end decodes each object once into the caller's type. Every built-in resource of
 //! Kubernetes 1.37 is served (see [below](#built-in-resources)); others are
-//! [registered](FakeApiServer::register) at run time. All are stored as schemaless JSON
-//! (objects keep `kind` and `apiVersion`, also inside lists, which clients accept). Deleting a
+//! [registered](FakeApiServer::register) at run time. All are stored as JSON (objects keep
+//! `kind` and `apiVersion`, also inside lists, which clients accept); built-in kinds without
+//! a schema, custom resources with their CRD's structural schema applied (below). Deleting a
 //! pod removes it at once (no kubelet); deleting a namespace terminates it (below). Metadata is
 //! stored as the real server's typed round trip leaves it: every `ObjectMeta` field is
 //! `omitempty`, so nulls, empty strings, lists and maps (`finalizers: []`, `labels: {}`) and a
@@ -252,8 +253,14 @@
 //! (`"name": 5`, labels that are not a string map) are a 400 (the real server's decode
 //! error); invalid names, label keys and values, annotation keys and annotations over
 //! 256 KiB in total, a negative `metadata.generation` and new finalizers on an object being
-//! deleted are a 422 `Invalid` with one cause per problem. There is no defaulting,
-//! no field-level schema validation (any fields are stored as given), no webhooks and no RBAC.
+//! deleted are a 422 `Invalid` with one cause per problem. A custom resource whose
+//! definition has a schema ([`ResourceDef::schema`]: a CRD's `openAPIV3Schema`) is pruned
+//! (unknown fields dropped, except under `x-kubernetes-preserve-unknown-fields`), defaulted
+//! (`default`) and validated (`type`, `required`, `enum`, bounds on numbers, lengths and
+//! item counts: a 422 worded as upstream's, one cause per violation); `pattern`, `format`,
+//! the combinators and CEL rules are not checked. Built-in kinds get no defaulting and no
+//! field-level validation (any fields are stored as given); there are no webhooks and no
+//! RBAC.
 //!
 //! # Example
 //!
@@ -318,6 +325,7 @@ mod patch;
 mod propagation;
 mod query;
 mod resource;
+mod schema;
 pub mod seed;
 mod server;
 mod shared;

@@ -1,6 +1,9 @@
 //! The resource registry: which kinds of objects the fake server serves, and under which URLs.
 
 use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
 
 /// One kind of resource the fake server serves: `group/version`, plural name, kind, scope.
 ///
@@ -52,6 +55,10 @@ pub struct ResourceDef {
     pub definition: Option<String>,
     /// Whether the kind has a protobuf encoding the HTTP front end speaks (built-in kinds).
     pub protobuf: bool,
+    /// A custom resource's structural schema (its CRD's `openAPIV3Schema`): every write is
+    /// pruned, defaulted and validated against it, as the real server does. `None`: stored
+    /// as sent.
+    pub schema: Option<Arc<Value>>,
 }
 
 impl ResourceDef {
@@ -80,7 +87,14 @@ impl ResourceDef {
             scale_subresource: false,
             definition: None,
             protobuf: false,
+            schema: None,
         }
+    }
+
+    /// Sets the structural schema writes are pruned, defaulted and validated against.
+    pub fn with_schema(mut self, schema: Value) -> Self {
+        self.schema = Some(Arc::new(schema));
+        self
     }
 
     /// Adds short names (for discovery).

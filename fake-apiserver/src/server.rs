@@ -215,6 +215,15 @@ impl FakeApiServer {
         self.shared.store.lock().register(def).map(|_| ())
     }
 
+    /// Replaces a registered resource's definition by one with the same group, plural,
+    /// version, kind and scope (what a changed CRD does: a new schema, subresources or
+    /// names), keeping its objects; later writes follow the new definition. `Ok(false)` when
+    /// no such resource is registered ([`register`](Self::register) it); a 409 when the
+    /// version, kind or scope differ.
+    pub fn redefine(&self, def: ResourceDef) -> Result<bool, Status> {
+        self.shared.store.lock().redefine(def)
+    }
+
     /// Every registered resource.
     pub fn resources(&self) -> Vec<Arc<ResourceDef>> {
         self.shared

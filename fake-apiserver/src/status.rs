@@ -177,7 +177,10 @@ pub fn invalid(kind: &str, group: &str, name: &str, errors: &[(String, &str, Str
     };
     let rendered: Vec<String> = errors
         .iter()
-        .map(|(field, ty, msg)| format!("{field}: {}: {msg}", type_label(ty)))
+        .map(|(field, ty, msg)| match msg.as_str() {
+            "" => format!("{field}: {}", type_label(ty)),
+            msg => format!("{field}: {}: {msg}", type_label(ty)),
+        })
         .collect();
     let message = match rendered.len() {
         0 => format!("{qualified} {name:?} is invalid"),
@@ -193,7 +196,10 @@ pub fn invalid(kind: &str, group: &str, name: &str, errors: &[(String, &str, Str
             .iter()
             .map(|(field, ty, msg)| StatusCause {
                 reason: (*ty).to_owned(),
-                message: format!("{}: {msg}", type_label(ty)),
+                message: match msg.as_str() {
+                    "" => type_label(ty).to_owned(),
+                    msg => format!("{}: {msg}", type_label(ty)),
+                },
                 field: field.clone(),
             })
             .collect(),
@@ -209,6 +215,7 @@ fn type_label(cause_type: &str) -> &str {
         "FieldValueRequired" => "Required value",
         "FieldValueInvalid" => "Invalid value",
         "FieldValueTooLong" => "Too long",
+        "FieldValueTooMany" => "Too many",
         other => other,
     }
 }

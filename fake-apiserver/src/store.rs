@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use super::generation;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
 use super::patch::merge_patch;
+use super::schema;
 use super::twins;
 use super::{ResourceDef, status};
 
@@ -496,6 +497,39 @@ impl Store {
         Ok(self.resources.len() - 1)
     }
 
+    /// Replaces the definition of the registered resource with `def`'s group and plural (a
+    /// CRD changed: its schema, subresources or names), keeping its objects. `Ok(false)`:
+    /// no such resource; a 409 if the version, kind or scope differ (the engine keeps one
+    /// version and does not move objects).
+    pub(crate) fn redefine(&mut self, def: ResourceDef) -> Result<bool, Status> {
+        def.validate()?;
+        let Some(i) = self
+            .resources
+            .iter()
+            .position(|r| r.def.group == def.group && r.def.plural == def.plural)
+        else {
+            return Ok(false);
+        };
+        let current = &self.resources[i].def;
+        if current.version != def.version
+            || current.kind != def.kind
+            || current.namespaced != def.namespaced
+        {
+            return Err(Status::failure(
+                409,
+                "AlreadyExists",
+                format!(
+                    "resource {} is already registered with another version, kind or scope",
+                    def.qualified_name()
+                ),
+            ));
+        }
+        if **current != def {
+            self.resources[i].def = Arc::new(def);
+        }
+        Ok(true)
+    }
+
     pub(crate) fn find(&self, name: &str) -> Option<usize> {
         self.resources.iter().position(|r| r.def.is_named(name))
     }
@@ -693,6 +727,7 @@ impl Store {
             },
         };
         validate_name(&def, &name)?;
+        apply_schema(&def, &name, &mut body)?;
         let key = object_key(&def, ns.as_deref(), &name);
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
@@ -781,6 +816,7 @@ impl Store {
                 body = merged;
             }
         }
+        apply_schema(&def, name, &mut body)?;
         match meta_str(&body, "name") {
             Some(n) if n != name => {
                 return Err(status::bad_request(format!(
@@ -1185,6 +1221,22 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
     check_metadata(def, body)?;
     drop_empty_metadata(body);
     Ok(())
+}
+
+/// A custom resource's schema applied to a write: pruned, defaulted, validated (422 with
+/// every violation).
+fn apply_schema(def: &ResourceDef, name: &str, body: &mut Value) -> Result<(), Status> {
+    let Some(schema) = &def.schema else {
+        return Ok(());
+    };
+    schema::prune(schema, body);
+    schema::apply_defaults(schema, body);
+    let violations = schema::validate(schema, body);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(status::invalid(&def.kind, &def.group, name, &violations))
+    }
 }
 
 /// What the real server's round trip through the typed `ObjectMeta` does (built-in kinds

@@ -90,6 +90,11 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         _ => ResourceDef::namespaced(group, version, plural, kind),
     };
     def.status_subresource = status_subresource;
+    def.schema = stored
+        .and_then(|v| v.pointer("/schema/openAPIV3Schema"))
+        .filter(|s| s.is_object())
+        .cloned()
+        .map(std::sync::Arc::new);
     if let Some(s) = text("/spec/names/singular") {
         s.clone_into(&mut def.singular);
     }

@@ -297,6 +297,7 @@ async fn resource(
             match sub {
                 Sub::None => {
                     let obj = app.server.update_at(&target, name, body)?;
+                    refresh_crd(app, &target, name)?;
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Status => {
@@ -319,7 +320,9 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
             let target = dry_run(&req, None, "PatchOptions", &target)?;
-            patch_object(app, &req, &target, name, sub, &bytes, answer)
+            let patched = patch_object(app, &req, &target, name, sub, &bytes, answer)?;
+            refresh_crd(app, &target, name)?;
+            Ok(patched)
         }
         (
             &Method::DELETE,
@@ -619,7 +622,9 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
         // Checked, not registered: a dry run leaves nothing behind.
         return app.server.create_at(target, body);
     }
-    app.server.register(def)?;
+    if !app.server.redefine(def.clone())? {
+        app.server.register(def)?;
+    }
     let created = app.server.create_at(target, body)?;
     let mut value = created.to_value();
     super::crd::mark_established(&mut value);
@@ -627,6 +632,22 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
         Ok(established) => Ok(established),
         Err(_) => Ok(created),
     }
+}
+
+/// After a write to a CRD (not a dry run): its resource is served by the CRD's new
+/// definition (schema, subresources, names), as the real server serves a CRD's latest.
+fn refresh_crd(app: &App, target: &Target, name: &str) -> Result<(), Status> {
+    if !is_crd_resource(target.resource()) || target.is_dry_run() {
+        return Ok(());
+    }
+    let Ok(crd) = app
+        .server
+        .get("customresourcedefinitions.apiextensions.k8s.io", None, name)
+    else {
+        return Ok(());
+    };
+    let def = super::crd::resource_def(&crd.to_value())?;
+    app.server.redefine(def).map(|_| ())
 }
 
 fn is_crd_resource(def: &ResourceDef) -> bool {

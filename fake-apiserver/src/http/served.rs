@@ -79,7 +79,9 @@ pub fn served_summary() -> String {
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
          (`name: 5`) are a 400. No defaulting, no workload controllers (only the garbage \
          collector and the namespace controller, below), no webhooks, no RBAC, no \
-         field-level schema validation (any fields are stored). Dry runs (dryRun=All, or in a \
+         field-level validation of built-in kinds (any fields are stored); custom resources \
+         are pruned, defaulted and validated by their CRD's structural schema (type, \
+         required, enum, bounds; not pattern, format or CEL). Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
          stored. Events are one storage served as v1 and as events.k8s.io/v1 Events, fields \

@@ -500,3 +500,70 @@ async fn timestamps_follow_tokio_time() {
         "2026-01-02T03:05:06Z"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_schema_prunes_defaults_and_validates_every_write() {
+    let server = FakeApiServer::new();
+    let schema = |default: i64| {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "minimum": 0, "default": default}}}}})
+    };
+    let widgets = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget");
+    server
+        .register(widgets.clone().with_schema(schema(1)))
+        .unwrap();
+    // The test's direct writes too: the schema is the resource's, not admission.
+    let w = server
+        .create(
+            "widgets",
+            &json!({"metadata": {"name": "a", "namespace": "ns"}, "spec": {"colour": "red"}}),
+        )
+        .unwrap();
+    assert_eq!(w.to_value()["spec"], json!({"replicas": 1}));
+    let refused = server
+        .patch(
+            "widgets",
+            Some("ns"),
+            "a",
+            &json!({"spec": {"replicas": -1}}),
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, 422);
+    assert_eq!(
+        refused.message,
+        "Widget.example.com \"a\" is invalid: spec.replicas: Invalid value: -1: spec.replicas \
+         in body should be greater than or equal to 0"
+    );
+    // Redefined: later writes follow the new schema; the stored objects stay.
+    assert!(
+        server
+            .redefine(widgets.clone().with_schema(schema(3)))
+            .unwrap()
+    );
+    let b = server
+        .create(
+            "widgets",
+            &json!({"metadata": {"name": "b", "namespace": "ns"}}),
+        )
+        .unwrap();
+    assert_eq!(
+        b.to_value().get("spec"),
+        None,
+        "no spec object, nothing to default in"
+    );
+    let c = server
+        .create(
+            "widgets",
+            &json!({"metadata": {"name": "c", "namespace": "ns"}, "spec": {}}),
+        )
+        .unwrap();
+    assert_eq!(c.to_value()["spec"]["replicas"], 3);
+    assert_eq!(
+        server.get("widgets", Some("ns"), "a").unwrap().to_value()["spec"]["replicas"],
+        1
+    );
+    let other_kind = ResourceDef::namespaced("example.com", "v1", "widgets", "Gizmo");
+    assert_eq!(server.redefine(other_kind).unwrap_err().code, 409);
+    let unknown = ResourceDef::namespaced("example.com", "v1", "sprockets", "Sprocket");
+    assert!(!server.redefine(unknown).unwrap());
+}

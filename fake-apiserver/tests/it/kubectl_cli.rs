@@ -1233,3 +1233,103 @@ async fn kubectl_delete_namespace_terminates_it_and_removes_its_content() {
             .is_empty()
     );
 }
+
+/// A CRD's structural schema, as the real server applies it: unknown fields pruned, defaults
+/// filled in, violations refused with the server's wording; a changed CRD serves its new
+/// schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_follow_their_crd_schema() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("custom_resources_follow_their_crd_schema", "prod").await
+    else {
+        return;
+    };
+    let crd = |replicas_max: u32| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gadgets.example.com\n\
+             spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: gadgets\n    kind: Gadget\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    subresources:\n      status: {{}}\n    schema:\n      openAPIV3Schema:\n\
+             \x20       type: object\n        properties:\n          spec:\n            type: object\n            required: [size]\n            properties:\n\
+             \x20             size:\n                type: string\n                enum: [small, large]\n\
+             \x20             replicas:\n                type: integer\n                minimum: 0\n                maximum: {replicas_max}\n                default: 1\n\
+             \x20             extra:\n                type: object\n                x-kubernetes-preserve-unknown-fields: true\n\
+             \x20         status:\n            type: object\n            properties:\n              ready:\n                type: boolean\n"
+        )
+    };
+    let file = kubectl.manifest("crd.yaml", &crd(5));
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+
+    let gadget = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g1\nspec:\n{spec}")
+    };
+    let good = kubectl.manifest(
+        "g.yaml",
+        &gadget("  size: small\n  colour: red\n  extra:\n    anything: [1, 2]\n"),
+    );
+    // kubectl's strict field validation is the server's to do; unknown fields are pruned.
+    kubectl
+        .ok(&["apply", "-f", good.to_str().unwrap(), "--validate=false"])
+        .await;
+    let stored = server
+        .get("gadgets.example.com", Some("prod"), "g1")
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        stored["spec"],
+        json!({"size": "small", "replicas": 1, "extra": {"anything": [1, 2]}}),
+        "pruned and defaulted"
+    );
+
+    let bad = kubectl.manifest("bad.yaml", &gadget("  size: medium\n  replicas: 9\n"));
+    let refused = kubectl
+        .run(&["apply", "-f", bad.to_str().unwrap(), "--validate=false"])
+        .await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    for expected in [
+        "The Gadget \"g1\" is invalid",
+        "spec.replicas: Invalid value: 9: spec.replicas in body should be less than or equal to 5",
+        "spec.size: Unsupported value: \"medium\": supported values: \"small\", \"large\"",
+    ] {
+        assert!(said.contains(expected), "{expected} missing from: {said}");
+    }
+    let missing = kubectl.manifest("missing.yaml", &gadget("  replicas: 2\n"));
+    let refused = kubectl
+        .run(&["apply", "-f", missing.to_str().unwrap(), "--validate=false"])
+        .await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("spec.size: Required value"), "{said}");
+
+    // The status subresource is validated too.
+    let status = kubectl
+        .run(&[
+            "patch",
+            "gadget",
+            "g1",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"ready":"yes"}}"#,
+        ])
+        .await;
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        said.contains(
+            "status.ready: Invalid value: \"string\": status.ready in body must be of type boolean: \"string\""
+        ),
+        "{said}"
+    );
+
+    // The CRD changed (a larger maximum): the new schema applies at once.
+    std::fs::write(&file, crd(10)).unwrap();
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    let allowed = kubectl.manifest("nine.yaml", &gadget("  size: large\n  replicas: 9\n"));
+    kubectl
+        .ok(&["apply", "-f", allowed.to_str().unwrap(), "--validate=false"])
+        .await;
+    let stored = server
+        .get("gadgets.example.com", Some("prod"), "g1")
+        .unwrap()
+        .to_value();
+    assert_eq!(stored["spec"]["replicas"], 9);
+}

@@ -1,0 +1,420 @@
+//! A custom resource's structural schema (its CRD's `openAPIV3Schema`), applied as the real
+//! server applies it to every write: unknown fields pruned, defaults filled in, then the
+//! value validated.
+//!
+//! Upstream (`apiextensions-apiserver`, read there): pruning drops every field the schema
+//! does not specify (except under `x-kubernetes-preserve-unknown-fields: true`, and
+//! `apiVersion`/`kind`/`metadata` at the root and in `x-kubernetes-embedded-resource`
+//! objects), and nulls of fields that are not `nullable`; defaulting fills in `default`
+//! for absent fields of present objects; validation reports every violation at once as a
+//! 422 with one cause each. What is checked here: `type` (with `x-kubernetes-int-or-string`
+//! and `nullable`), `required`, `enum`, `minimum`/`maximum` (and their exclusive forms),
+//! `minLength`/`maxLength`, `minItems`/`maxItems`, `properties`, `additionalProperties` and
+//! `items`. Not checked: `pattern`, `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/
+//! `oneOf`/`not`, CEL rules (`x-kubernetes-validations`) and list types.
+
+use serde_json::{Map, Value};
+
+/// One validation failure: the field path, the cause type and the detail.
+pub(crate) type Violation = (String, &'static str, String);
+
+const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+fn flag(schema: &Value, name: &str) -> bool {
+    schema.get(name).and_then(Value::as_bool) == Some(true)
+}
+
+/// Drops what `schema` does not specify from `value` (the whole object: the root keeps
+/// `apiVersion`, `kind` and `metadata`).
+pub(crate) fn prune(schema: &Value, value: &mut Value) {
+    prune_at(schema, value, true);
+}
+
+fn prune_at(schema: &Value, value: &mut Value, embedded: bool) {
+    match value {
+        Value::Object(fields) => {
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let keep_unknown = flag(schema, "x-kubernetes-preserve-unknown-fields");
+            fields.retain(|name, field| {
+                if embedded && ROOT_FIELDS.contains(&name.as_str()) {
+                    return true;
+                }
+                let sub = properties.and_then(|p| p.get(name)).or(additional);
+                match sub {
+                    Some(sub) => !field.is_null() || flag(sub, "nullable"),
+                    None => keep_unknown,
+                }
+            });
+            for (name, field) in fields.iter_mut() {
+                if embedded && name == "metadata" {
+                    continue;
+                }
+                if let Some(sub) = properties.and_then(|p| p.get(name)).or(additional) {
+                    let embeds = flag(sub, "x-kubernetes-embedded-resource");
+                    prune_at(sub, field, embeds);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
+                let embeds = flag(sub, "x-kubernetes-embedded-resource");
+                for item in items {
+                    prune_at(sub, item, embeds);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Fills in the `default` of every absent property of every object present in `value`
+/// (defaults are pruned and defaulted themselves, as upstream requires of them).
+pub(crate) fn apply_defaults(schema: &Value, value: &mut Value) {
+    match value {
+        Value::Object(fields) => {
+            if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+                for (name, sub) in properties {
+                    if let Some(default) = sub.get("default")
+                        && !fields.contains_key(name)
+                    {
+                        fields.insert(name.clone(), default.clone());
+                    }
+                }
+            }
+            let properties = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (name, field) in fields.iter_mut() {
+                if let Some(sub) = properties.and_then(|p| p.get(name)).or(additional) {
+                    apply_defaults(sub, field);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
+                for item in items {
+                    apply_defaults(sub, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every violation of `schema` in `value` (the whole object; `metadata` is ObjectMeta's
+/// business, checked elsewhere).
+pub(crate) fn validate(schema: &Value, value: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    validate_at(schema, value, "", true, &mut out);
+    out
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+/// Go's rendering of a JSON value in field errors: strings quoted, numbers and booleans
+/// bare, anything else as its JSON.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_ok(schema: &Value, value: &Value) -> bool {
+    if flag(schema, "x-kubernetes-int-or-string") {
+        return matches!(type_name(value), "integer" | "string");
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        None => true,
+        Some("number") => matches!(type_name(value), "integer" | "number"),
+        Some(want) => type_name(value) == want,
+    }
+}
+
+fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<Violation>) {
+    let label = if path.is_empty() { "<root>" } else { path };
+    if value.is_null() {
+        if !flag(schema, "nullable") && schema.get("type").is_some() && !root {
+            let want = schema.get("type").and_then(Value::as_str).unwrap_or("");
+            out.push((
+                path.to_owned(),
+                "FieldValueInvalid",
+                format!("\"null\": {label} in body must be of type {want}: \"null\""),
+            ));
+        }
+        return;
+    }
+    if !type_ok(schema, value) {
+        let want = if flag(schema, "x-kubernetes-int-or-string") {
+            "integer,string"
+        } else {
+            schema.get("type").and_then(Value::as_str).unwrap_or("")
+        };
+        let got = type_name(value);
+        out.push((
+            path.to_owned(),
+            "FieldValueInvalid",
+            format!("\"{got}\": {label} in body must be of type {want}: \"{got}\""),
+        ));
+        return;
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let listed: Vec<String> = allowed.iter().map(shown).collect();
+        out.push((
+            path.to_owned(),
+            "FieldValueNotSupported",
+            format!("{}: supported values: {}", shown(value), listed.join(", ")),
+        ));
+    }
+    match value {
+        Value::Number(n) => check_number(schema, n.as_f64().unwrap_or(0.0), value, path, out),
+        Value::String(s) => {
+            let chars = s.chars().count();
+            if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+                && chars as u64 > max
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueTooLong",
+                    format!("may not be more than {max} bytes"),
+                ));
+            }
+            if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+                && (chars as u64) < min
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueInvalid",
+                    format!(
+                        "{}: {label} in body should be at least {min} chars long",
+                        shown(value)
+                    ),
+                ));
+            }
+        }
+        Value::Array(items) => {
+            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+                && items.len() as u64 > max
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueTooMany",
+                    format!("{}: must have at most {max} items", items.len()),
+                ));
+            }
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+                && (items.len() as u64) < min
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueInvalid",
+                    format!(
+                        "{}: {label} in body should have at least {min} items",
+                        items.len()
+                    ),
+                ));
+            }
+            if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
+                for (i, item) in items.iter().enumerate() {
+                    validate_at(sub, item, &format!("{path}[{i}]"), false, out);
+                }
+            }
+        }
+        Value::Object(fields) => validate_object(schema, fields, path, root, out),
+        _ => {}
+    }
+}
+
+fn check_number(schema: &Value, n: f64, value: &Value, path: &str, out: &mut Vec<Violation>) {
+    let label = if path.is_empty() { "<root>" } else { path };
+    let bound = |k: &str| schema.get(k).and_then(Value::as_f64);
+    let shown_bound = |k: &str| schema.get(k).map(Value::to_string).unwrap_or_default();
+    if let Some(min) = bound("minimum") {
+        let exclusive = flag(schema, "exclusiveMinimum");
+        if n < min || (exclusive && n <= min) {
+            let relation = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            out.push((
+                path.to_owned(),
+                "FieldValueInvalid",
+                format!(
+                    "{value}: {label} in body should be {relation} {}",
+                    shown_bound("minimum")
+                ),
+            ));
+        }
+    }
+    if let Some(max) = bound("maximum") {
+        let exclusive = flag(schema, "exclusiveMaximum");
+        if n > max || (exclusive && n >= max) {
+            let relation = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            out.push((
+                path.to_owned(),
+                "FieldValueInvalid",
+                format!(
+                    "{value}: {label} in body should be {relation} {}",
+                    shown_bound("maximum")
+                ),
+            ));
+        }
+    }
+}
+
+fn validate_object(
+    schema: &Value,
+    fields: &Map<String, Value>,
+    path: &str,
+    root: bool,
+    out: &mut Vec<Violation>,
+) {
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !fields.contains_key(name) {
+                out.push((join(path, name), "FieldValueRequired", String::new()));
+            }
+        }
+    }
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+    for (name, field) in fields {
+        if root && ROOT_FIELDS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Some(sub) = properties.and_then(|p| p.get(name)).or(additional) {
+            validate_at(sub, field, &join(path, name), false, out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["size"],
+                    "properties": {
+                        "size": {"type": "string", "enum": ["small", "large"]},
+                        "replicas": {"type": "integer", "minimum": 0, "maximum": 10, "default": 1},
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "name": {"type": "string", "maxLength": 5, "minLength": 1},
+                        "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "note": {"type": "string", "nullable": true},
+                        "ratio": {"type": "number", "exclusiveMinimum": true, "minimum": 0},
+                        "nested": {"type": "object", "default": {},
+                                   "properties": {"mode": {"type": "string", "default": "auto"}}},
+                    },
+                },
+                "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            },
+        })
+    }
+
+    #[test]
+    fn pruning_keeps_what_the_schema_specifies() {
+        let mut v = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
+            "spec": {"size": "small", "unknown": 1, "labels": {"a": "b"},
+                     "free": {"anything": {"goes": true}}, "note": null, "name": null},
+            "extra": true, "status": {"phase": "x"},
+        });
+        prune(&schema(), &mut v);
+        assert_eq!(
+            v,
+            json!({
+                "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "x": 1},
+                "spec": {"size": "small", "labels": {"a": "b"},
+                         "free": {"anything": {"goes": true}}, "note": null},
+                "status": {"phase": "x"},
+            })
+        );
+    }
+
+    #[test]
+    fn defaults_fill_absent_fields_of_present_objects() {
+        let mut v = json!({"spec": {"size": "small", "nested": {}}});
+        apply_defaults(&schema(), &mut v);
+        assert_eq!(v["spec"]["replicas"], 1);
+        assert_eq!(v["spec"]["nested"], json!({"mode": "auto"}));
+        let mut absent_nested = json!({"spec": {"size": "small"}});
+        apply_defaults(&schema(), &mut absent_nested);
+        assert_eq!(absent_nested["spec"]["nested"], json!({"mode": "auto"}));
+        let mut kept = json!({"spec": {"replicas": 3}});
+        apply_defaults(&schema(), &mut kept);
+        assert_eq!(kept["spec"]["replicas"], 3);
+    }
+
+    #[test]
+    fn violations_are_worded_like_upstream() {
+        let v = json!({"spec": {"size": "medium", "replicas": "two", "name": "toolong",
+                                "tags": ["a", "b", "c"], "port": 80, "ratio": 0,
+                                "labels": {"a": 1}}});
+        let found = validate(&schema(), &v);
+        let text: Vec<String> = found
+            .iter()
+            .map(|(f, t, m)| format!("{f} {t} {m}"))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "spec.labels.a FieldValueInvalid \"integer\": spec.labels.a in body must be of type string: \"integer\"",
+                "spec.name FieldValueTooLong may not be more than 5 bytes",
+                "spec.ratio FieldValueInvalid 0: spec.ratio in body should be greater than 0",
+                "spec.replicas FieldValueInvalid \"string\": spec.replicas in body must be of type integer: \"string\"",
+                "spec.size FieldValueNotSupported \"medium\": supported values: \"small\", \"large\"",
+                "spec.tags FieldValueTooMany 3: must have at most 2 items",
+            ]
+        );
+        let missing = validate(
+            &schema(),
+            &json!({"spec": {"replicas": 11, "port": "http"}}),
+        );
+        let text: Vec<String> = missing
+            .iter()
+            .map(|(f, t, m)| format!("{f} {t} {m}"))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "spec.size FieldValueRequired ",
+                "spec.replicas FieldValueInvalid 11: spec.replicas in body should be less than or equal to 10",
+            ]
+        );
+        assert!(validate(&schema(), &json!({"spec": {"size": "large", "note": null}})).is_empty());
+    }
+}
