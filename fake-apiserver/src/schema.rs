@@ -25,12 +25,23 @@ fn flag(schema: &Value, name: &str) -> bool {
 }
 
 /// Drops what `schema` does not specify from `value` (the whole object: the root keeps
-/// `apiVersion`, `kind` and `metadata`).
-pub(crate) fn prune(schema: &Value, value: &mut Value) {
-    prune_at(schema, value, true);
+/// `apiVersion`, `kind` and `metadata`); answers the paths of the unknown fields it dropped
+/// (`spec.colour`, `spec.items[0].x`), sorted (nulls of fields that are not `nullable` go
+/// too, without being unknown).
+pub(crate) fn prune(schema: &Value, value: &mut Value) -> Vec<String> {
+    let mut unknown = Vec::new();
+    prune_at(schema, value, true, "", &mut unknown);
+    unknown.sort();
+    unknown
 }
 
-fn prune_at(schema: &Value, value: &mut Value, embedded: bool) {
+fn prune_at(
+    schema: &Value,
+    value: &mut Value,
+    embedded: bool,
+    path: &str,
+    unknown: &mut Vec<String>,
+) {
     match value {
         Value::Object(fields) => {
             let properties = schema.get("properties").and_then(Value::as_object);
@@ -43,7 +54,11 @@ fn prune_at(schema: &Value, value: &mut Value, embedded: bool) {
                 let sub = properties.and_then(|p| p.get(name)).or(additional);
                 match sub {
                     Some(sub) => !field.is_null() || flag(sub, "nullable"),
-                    None => keep_unknown,
+                    None if keep_unknown => true,
+                    None => {
+                        unknown.push(join(path, name));
+                        false
+                    }
                 }
             });
             for (name, field) in fields.iter_mut() {
@@ -52,15 +67,15 @@ fn prune_at(schema: &Value, value: &mut Value, embedded: bool) {
                 }
                 if let Some(sub) = properties.and_then(|p| p.get(name)).or(additional) {
                     let embeds = flag(sub, "x-kubernetes-embedded-resource");
-                    prune_at(sub, field, embeds);
+                    prune_at(sub, field, embeds, &join(path, name), unknown);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
                 let embeds = flag(sub, "x-kubernetes-embedded-resource");
-                for item in items {
-                    prune_at(sub, item, embeds);
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_at(sub, item, embeds, &format!("{path}[{i}]"), unknown);
                 }
             }
         }
@@ -353,7 +368,7 @@ mod tests {
                      "free": {"anything": {"goes": true}}, "note": null, "name": null},
             "extra": true, "status": {"phase": "x"},
         });
-        prune(&schema(), &mut v);
+        assert_eq!(prune(&schema(), &mut v), ["extra", "spec.unknown"]);
         assert_eq!(
             v,
             json!({

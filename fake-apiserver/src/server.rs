@@ -36,6 +36,7 @@ pub struct Target {
     def: Arc<ResourceDef>,
     namespace: Option<String>,
     dry_run: bool,
+    strict_fields: bool,
     propagation: PropagationPolicy,
 }
 
@@ -52,6 +53,20 @@ impl Target {
     /// Whether writes to this target are dry runs.
     pub fn is_dry_run(&self) -> bool {
         self.dry_run
+    }
+
+    /// The same target with strict field validation (`fieldValidation=Strict`, what kubectl
+    /// sends by default): a write to a custom resource with a schema that carries fields the
+    /// schema does not declare is a 400 (`strict decoding error: unknown field "spec.x"`)
+    /// instead of being pruned. Built-in kinds have no schema here: nothing to check.
+    pub fn strict_field_validation(mut self) -> Self {
+        self.strict_fields = true;
+        self
+    }
+
+    /// Whether writes to this target validate fields strictly.
+    pub fn is_strict_field_validation(&self) -> bool {
+        self.strict_fields
     }
 
     /// The same target with deletes that treat dependents as `policy` says
@@ -274,6 +289,7 @@ impl FakeApiServer {
             def,
             namespace,
             dry_run: false,
+            strict_fields: false,
             propagation: PropagationPolicy::Background,
         }
     }
@@ -737,6 +753,7 @@ impl FakeApiServer {
     fn writing(&self, target: &Target) -> Writing<'_> {
         let mut store = self.shared.store.lock();
         store.dry_run = target.dry_run;
+        store.strict_fields = target.strict_fields;
         Writing(store)
     }
 
@@ -1064,6 +1081,7 @@ impl std::ops::DerefMut for Writing<'_> {
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.dry_run = false;
+        self.0.strict_fields = false;
     }
 }
 

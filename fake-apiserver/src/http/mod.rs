@@ -71,8 +71,10 @@
 //! - **CRDs**: `POST`ing an `apiextensions.k8s.io/v1` `CustomResourceDefinition` registers its
 //!   resource (storage version) with the engine, so `kubectl apply -f crd.yaml` followed by
 //!   `kubectl get <plural>` works; the storage version's `openAPIV3Schema` prunes, defaults
-//!   and validates its objects, and a changed CRD serves its new schema, subresources and
-//!   names; deleting the CRD object leaves the resource served.
+//!   and validates its objects (`fieldValidation=Strict`, kubectl's default, refuses
+//!   undeclared fields with a 400 instead of pruning them; no `Warning` headers for `Warn`),
+//!   and a changed CRD serves its new schema, subresources and names; deleting the CRD
+//!   object leaves the resource served.
 //!   [`FakeApiServer::register`] registers a resource without a CRD object.
 //! - **Slow watchers**: each watch reads the engine's history with its own cursor and is only
 //!   advanced when the connection can take more bytes, so a reader that stops reading never

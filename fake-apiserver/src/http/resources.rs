@@ -287,6 +287,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "CreateOptions", &target)?;
+            let target = field_validation(&req, "CreateOptions", target)?;
             let obj = create(app, &target, body)?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
@@ -294,6 +295,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "UpdateOptions", &target)?;
+            let target = field_validation(&req, "UpdateOptions", target)?;
             match sub {
                 Sub::None => {
                     let obj = app.server.update_at(&target, name, body)?;
@@ -320,6 +322,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
             let target = dry_run(&req, None, "PatchOptions", &target)?;
+            let target = field_validation(&req, "PatchOptions", target)?;
             let patched = patch_object(app, &req, &target, name, sub, &bytes, answer)?;
             refresh_crd(app, &target, name)?;
             Ok(patched)
@@ -400,6 +403,26 @@ fn dry_run(
     } else {
         target.clone().dry_run()
     })
+}
+
+/// `target` with the write's `fieldValidation`: `Strict` makes unknown fields of a custom
+/// resource with a schema a 400; `Warn` (the default) and `Ignore` prune them (this server
+/// sends no `Warning` header). Any other value is the real server's 422.
+fn field_validation(req: &Parsed, kind: &str, target: Target) -> Result<Target, Status> {
+    match req.param("fieldValidation").unwrap_or_default() {
+        "Strict" => Ok(target.strict_field_validation()),
+        "" | "Warn" | "Ignore" => Ok(target),
+        other => Err(status::invalid(
+            kind,
+            "meta.k8s.io",
+            "",
+            &[(
+                "fieldValidation".to_owned(),
+                "FieldValueNotSupported",
+                format!("{other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""),
+            )],
+        )),
+    }
 }
 
 /// `target` with the delete's propagation policy: `propagationPolicy` (or the deprecated

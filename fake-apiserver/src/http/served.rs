@@ -81,7 +81,8 @@ pub fn served_summary() -> String {
          collector and the namespace controller, below), no webhooks, no RBAC, no \
          field-level validation of built-in kinds (any fields are stored); custom resources \
          are pruned, defaulted and validated by their CRD's structural schema (type, \
-         required, enum, bounds; not pattern, format or CEL). Dry runs (dryRun=All, or in a \
+         required, enum, bounds; not pattern, format or CEL), and fieldValidation=Strict \
+         refuses their undeclared fields. Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
          stored. Events are one storage served as v1 and as events.k8s.io/v1 Events, fields \

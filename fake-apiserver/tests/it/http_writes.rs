@@ -1059,3 +1059,45 @@ async fn deletes_take_a_propagation_policy() {
         assert!(left.body["metadata"].get("ownerReferences").is_none());
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn field_validation_is_strict_when_asked() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    server
+        .register(
+            fake_apiserver::ResourceDef::namespaced("example.com", "v1", "widgets", "Widget")
+                .with_schema(
+                    json!({"type": "object", "properties": {"spec": {"type": "object",
+                    "properties": {"items": {"type": "array", "items": {"type": "object",
+                        "properties": {"name": {"type": "string"}}}}}}}}),
+                ),
+        )
+        .unwrap();
+    let widgets = "/apis/example.com/v1/namespaces/a/widgets";
+    let body = json!({"metadata": {"name": "w"}, "spec": {"colour": "red", "items": [{"name": "x", "size": 1}]}});
+    let strict = post(&http, &format!("{widgets}?fieldValidation=Strict"), &body).await;
+    assert_eq!(strict.status, 400, "{}", strict.body);
+    assert_eq!(
+        strict.body["message"],
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown \
+         field \"spec.colour\", unknown field \"spec.items[0].size\""
+    );
+    let unknown = post(&http, &format!("{widgets}?fieldValidation=Loose"), &body).await;
+    assert_eq!(unknown.status, 422, "{}", unknown.body);
+    assert!(
+        unknown.body["message"].as_str().unwrap().ends_with(
+            "fieldValidation: Unsupported value: \"Loose\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+        ),
+        "{}",
+        unknown.body
+    );
+    for mode in ["Ignore", "Warn"] {
+        let name = format!("w-{}", mode.to_lowercase());
+        let mut b = body.clone();
+        b["metadata"]["name"] = json!(name);
+        let pruned = post(&http, &format!("{widgets}?fieldValidation={mode}"), &b).await;
+        assert_eq!(pruned.status, 201, "{}", pruned.body);
+        assert_eq!(pruned.body["spec"], json!({"items": [{"name": "x"}]}));
+    }
+}

@@ -1266,7 +1266,18 @@ async fn custom_resources_follow_their_crd_schema() {
         "g.yaml",
         &gadget("  size: small\n  colour: red\n  extra:\n    anything: [1, 2]\n"),
     );
-    // kubectl's strict field validation is the server's to do; unknown fields are pruned.
+    // kubectl asks for strict field validation by default: an undeclared field is refused.
+    let strict = kubectl.run(&["apply", "-f", good.to_str().unwrap()]).await;
+    assert!(!strict.status.success());
+    let said = String::from_utf8_lossy(&strict.stderr);
+    assert!(
+        said.contains(
+            "Gadget in version \"v1\" cannot be handled as a Gadget: strict decoding error: \
+             unknown field \"spec.colour\""
+        ),
+        "{said}"
+    );
+    // Without it, unknown fields are pruned.
     kubectl
         .ok(&["apply", "-f", good.to_str().unwrap(), "--validate=false"])
         .await;
