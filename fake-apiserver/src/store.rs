@@ -874,6 +874,11 @@ impl Store {
             Some(g) => set_meta(&mut body, "generation", Value::from(g)),
             None => remove_meta(&mut body, "generation"),
         }
+        if part == Part::Main {
+            // Requests change a namespace's finalizers only through `/finalize`, which this
+            // server does not serve: its collector finalizes (as a whole-object write).
+            self.keep_namespace_finalizers(&def, &old, &mut body);
+        }
         self.prepare_namespace(&def, &mut body, false, false);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.

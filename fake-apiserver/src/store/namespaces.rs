@@ -2,7 +2,8 @@
 //! controller does when a namespace is deleted.
 //!
 //! Upstream (`pkg/registry/core/namespace`, `pkg/controller/namespace`, read there): a created
-//! namespace gets the finalizer `kubernetes` in `spec.finalizers`, the label
+//! namespace gets the finalizer `kubernetes` in `spec.finalizers` (which updates keep as
+//! stored; only `/finalize` changes it, not served here: requests cannot), the label
 //! `kubernetes.io/metadata.name` with its name (kept on every update) and `status.phase:
 //! Active`. Deleting it sets `deletionTimestamp` and `status.phase: Terminating` and keeps
 //! it; the NamespaceLifecycle admission refuses new content in it (403); the namespace
@@ -110,6 +111,31 @@ impl Store {
     ) {
         if is_namespaces(def) {
             prepare(body, creating, reset_status);
+        }
+    }
+
+    /// The namespace strategy's rule for updates: `spec.finalizers` stays as stored.
+    pub(super) fn keep_namespace_finalizers(
+        &self,
+        def: &ResourceDef,
+        old: &Value,
+        body: &mut Value,
+    ) {
+        if !is_namespaces(def) {
+            return;
+        }
+        let stored = old.pointer("/spec/finalizers").cloned();
+        let Some(object) = body.as_object_mut() else {
+            return;
+        };
+        let spec = object
+            .entry("spec")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(spec) = spec.as_object_mut() {
+            match stored {
+                Some(f) => spec.insert("finalizers".into(), f),
+                None => spec.remove("finalizers"),
+            };
         }
     }
 

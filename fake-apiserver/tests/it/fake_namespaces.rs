@@ -129,6 +129,17 @@ async fn a_held_object_keeps_its_namespace_terminating_and_new_content_is_refuse
     );
     let cause = &refused.details.as_ref().unwrap().causes[0];
     assert_eq!(cause.reason, "NamespaceTerminating");
+    // A request cannot take the namespace controller's finalizer away (only `/finalize`
+    // could upstream).
+    let ns_target = server.target("namespaces", None).unwrap();
+    let mut unfinalized = server.get("namespaces", None, "a").unwrap().to_value();
+    unfinalized["spec"] = json!({});
+    let kept = server
+        .update_at(&ns_target, "a", unfinalized)
+        .unwrap()
+        .to_value();
+    assert_eq!(kept["spec"]["finalizers"], json!(["kubernetes"]));
+    assert!(server.get("namespaces", None, "a").is_ok());
     // Deleting it again changes nothing.
     let rv = server.resource_version();
     server.delete("namespaces", None, "a").unwrap();
