@@ -434,6 +434,27 @@ pub(crate) struct Store {
     pub garbage_collection: bool,
     /// Owner uid → the objects whose `ownerReferences` name it (resource index, key).
     dependents: HashMap<String, BTreeSet<(usize, Arc<str>)>>,
+    /// The collectors' work still owed for the write under way, done in order by the
+    /// outermost write (iteratively: an owner chain of any length never deepens the stack).
+    /// At most one entry per object the write removes or marks.
+    chores: VecDeque<Chore>,
+    /// Whether the collectors are working through `chores` (nested writes only add to it).
+    collecting: bool,
+}
+
+/// Work for the collectors ([`gc`], [`namespaces`]).
+enum Chore {
+    /// An object left the store: collect its dependents, release owners waiting for it, and
+    /// finish its namespace if that terminates.
+    Removed(Arc<StoredObject>),
+    /// An owner was marked deleted behind the finalizer of `policy`.
+    Marked {
+        res: usize,
+        owner: Arc<StoredObject>,
+        policy: PropagationPolicy,
+    },
+    /// A namespace was marked deleted: delete its content.
+    EmptyNamespace(String),
 }
 
 /// The largest resourceVersion the server hands out: etcd's revisions (which the real
@@ -465,6 +486,8 @@ impl Store {
             strict_fields: false,
             garbage_collection: true,
             dependents: HashMap::new(),
+            chores: VecDeque::new(),
+            collecting: false,
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -980,11 +1003,19 @@ impl Store {
             set_meta(&mut value, "resourceVersion", Value::String(rv.to_string()));
             let obj = Arc::new(StoredObject::from_value(&value, rv, &def)?);
             self.commit(res, EventKind::Modified, Arc::clone(&obj), Some(existing));
-            if gc_finalizer.is_some() && !self.dry_run {
-                self.collect_for_marked_owner(res, &obj, policy);
-            }
-            if namespace_held && !self.dry_run {
-                self.empty_namespace(name);
+            if !self.dry_run {
+                if gc_finalizer.is_some() {
+                    self.chores.push_back(Chore::Marked {
+                        res,
+                        owner: Arc::clone(&obj),
+                        policy,
+                    });
+                }
+                if namespace_held {
+                    self.chores
+                        .push_back(Chore::EmptyNamespace(name.to_owned()));
+                }
+                self.run_collectors();
             }
             return Ok(DeleteOutcome::Finalizing(obj));
         }
@@ -1027,10 +1058,8 @@ impl Store {
         if let Some(removed) = removed
             && self.garbage_collection
         {
-            self.collect_after_removal(&removed);
-            if let Some(ns) = removed.namespace() {
-                self.finish_namespace(ns);
-            }
+            self.chores.push_back(Chore::Removed(removed));
+            self.run_collectors();
         }
     }
 

@@ -16,8 +16,9 @@
 //!
 //! The fake server runs the collector synchronously, inside the write that removes (or
 //! marks) the owner: every step is a write of its own, with its own resourceVersion and
-//! watch event, in the order the real collector would make them, but all of them have
-//! happened when the request answers (the real collector takes a moment). References are
+//! watch event, taken in order from a queue (so an owner chain of any length never deepens
+//! the stack), and all of them have happened when the request answers (the real collector
+//! takes a moment). References are
 //! resolved as upstream resolves them: by group, kind and name in the dependent's namespace,
 //! and the uid must match. What the fake does not do: collect dependents whose owner never
 //! existed (upstream deletes them once it has checked that the owner is absent; seeded pods
@@ -27,7 +28,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{EventKind, Part, Preconditions, Store};
+use super::{Chore, EventKind, Part, Preconditions, Store};
 use crate::object::{OwnerRef, StoredObject};
 use crate::propagation::{FOREGROUND, ORPHAN, PropagationPolicy};
 
@@ -41,6 +42,30 @@ fn has_finalizer(object: &StoredObject, finalizer: &str) -> bool {
 }
 
 impl Store {
+    /// Works through the collectors' chores, unless an outer write already does: every
+    /// write they make adds its own chores to the queue instead of recursing.
+    pub(super) fn run_collectors(&mut self) {
+        if self.collecting {
+            return;
+        }
+        self.collecting = true;
+        while let Some(chore) = self.chores.pop_front() {
+            match chore {
+                Chore::Removed(object) => {
+                    self.collect_after_removal(&object);
+                    if let Some(ns) = object.namespace() {
+                        self.finish_namespace(ns);
+                    }
+                }
+                Chore::Marked { res, owner, policy } => {
+                    self.collect_for_marked_owner(res, &owner, policy);
+                }
+                Chore::EmptyNamespace(ns) => self.empty_namespace(&ns),
+            }
+        }
+        self.collecting = false;
+    }
+
     /// Keeps the owner → dependents index in step with one change of one resource.
     pub(super) fn index_owners(
         &mut self,
@@ -119,7 +144,7 @@ impl Store {
 
     /// After `removed` left the store: its dependents are collected, and owners waiting in
     /// a foreground deletion for it are released if it was the last to block them.
-    pub(super) fn collect_after_removal(&mut self, removed: &StoredObject) {
+    fn collect_after_removal(&mut self, removed: &StoredObject) {
         for (res, key) in self.dependents_of(removed.uid()) {
             self.collect_dependent(res, &key);
         }
@@ -131,7 +156,7 @@ impl Store {
     }
 
     /// After `owner` was marked deleted with the finalizer of `policy`.
-    pub(super) fn collect_for_marked_owner(
+    fn collect_for_marked_owner(
         &mut self,
         res: usize,
         owner: &StoredObject,

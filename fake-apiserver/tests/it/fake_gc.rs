@@ -248,3 +248,38 @@ async fn dry_runs_and_a_server_without_collector_cascade_nothing() {
     assert_eq!(names(&off.server, "replicasets"), ["web-1"]);
     assert_eq!(names(&off.server, "pods").len(), 4);
 }
+
+/// A chain of owners thousands long (each config map owning the next) is collected without
+/// deepening the stack: the collector works from a queue. (Recursing, this overflowed the
+/// test thread's stack.)
+#[tokio::test(start_paused = true)]
+async fn a_long_owner_chain_is_collected_whatever_its_length() {
+    const LENGTH: usize = 3_000;
+    for policy in [PropagationPolicy::Background, PropagationPolicy::Foreground] {
+        let server = FakeApiServer::new();
+        let mut previous = make(&server, "configmaps", "ConfigMap", "link-0", &[], &[]);
+        for i in 1..LENGTH {
+            previous = make(
+                &server,
+                "configmaps",
+                "ConfigMap",
+                &format!("link-{i}"),
+                &[("ConfigMap", "v1", &previous, true)],
+                &[],
+            );
+        }
+        assert_eq!(names(&server, "configmaps").len(), LENGTH);
+        server
+            .delete_at(
+                &target(&server, "configmaps", policy),
+                "link-0",
+                &Preconditions::default(),
+            )
+            .unwrap();
+        assert_eq!(
+            names(&server, "configmaps"),
+            Vec::<String>::new(),
+            "{policy:?}"
+        );
+    }
+}
