@@ -58,7 +58,8 @@
 //!   fields are pointers whose zero matters (`replicas: 0`), except in `metadata`.
 //! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
 //!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
-//!   IP, NODE for `-o wide`; other kinds NAME, AGE and a few kind-specific columns);
+//!   IP, NODE for `-o wide`; deployments, replica sets, stateful sets, nodes and events as
+//!   the real printers print them; other kinds NAME, AGE and a few kind-specific columns);
 //!   `as=PartialObjectMetadata[List]` gives metadata only.
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.

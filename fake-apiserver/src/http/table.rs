@@ -207,18 +207,69 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ],
         ("apps", "deployments") => vec![
             NAME,
-            col("Ready", "string", 0, |v, _| {
-                let ready = v
-                    .pointer("/status/readyReplicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let want = v
-                    .pointer("/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1);
-                Value::String(format!("{ready}/{want}"))
+            col("Ready", "string", 0, |v, _| ready_of_wanted(v)),
+            col("Up-to-date", "integer", 0, |v, _| {
+                int_at(v, "/status/updatedReplicas")
+            }),
+            col("Available", "integer", 0, |v, _| {
+                int_at(v, "/status/availableReplicas")
             }),
             AGE,
+            col("Containers", "string", 1, |v, _| {
+                template_containers(v, "name")
+            }),
+            col("Images", "string", 1, |v, _| {
+                template_containers(v, "image")
+            }),
+        ],
+        ("apps", "replicasets") => vec![
+            NAME,
+            col("Desired", "integer", 0, |v, _| {
+                Value::from(
+                    v.pointer("/spec/replicas")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1),
+                )
+            }),
+            col("Current", "integer", 0, |v, _| {
+                int_at(v, "/status/replicas")
+            }),
+            col("Ready", "integer", 0, |v, _| {
+                int_at(v, "/status/readyReplicas")
+            }),
+            AGE,
+            col("Containers", "string", 1, |v, _| {
+                template_containers(v, "name")
+            }),
+            col("Images", "string", 1, |v, _| {
+                template_containers(v, "image")
+            }),
+        ],
+        ("apps", "statefulsets") => vec![
+            NAME,
+            col("Ready", "string", 0, |v, _| ready_of_wanted(v)),
+            AGE,
+            col("Containers", "string", 1, |v, _| {
+                template_containers(v, "name")
+            }),
+            col("Images", "string", 1, |v, _| {
+                template_containers(v, "image")
+            }),
+        ],
+        ("", "nodes") => vec![
+            NAME,
+            col("Status", "string", 0, |v, _| Value::String(node_status(v))),
+            col("Roles", "string", 0, |v, _| Value::String(node_roles(v))),
+            AGE,
+            col("Version", "string", 0, |v, _| {
+                str_at(v, "/status/nodeInfo/kubeletVersion")
+            }),
+            col("Internal-IP", "string", 1, |v, _| {
+                Value::String(node_address(v, "InternalIP"))
+            }),
+            col("External-IP", "string", 1, |v, _| {
+                Value::String(node_address(v, "ExternalIP"))
+            }),
         ],
         ("" | "events.k8s.io", "events") => vec![
             col("Last Seen", "string", 0, |v, now| {
@@ -281,6 +332,98 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ],
         _ => vec![NAME, AGE],
     }
+}
+
+fn int_at(v: &Value, ptr: &str) -> Value {
+    Value::from(v.pointer(ptr).and_then(Value::as_i64).unwrap_or(0))
+}
+
+/// `ready/wanted` replicas, as the deployment and stateful set printers show them.
+fn ready_of_wanted(v: &Value) -> Value {
+    let ready = v
+        .pointer("/status/readyReplicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let want = v
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    Value::String(format!("{ready}/{want}"))
+}
+
+/// The pod template's containers' `field`, comma-separated (`-o wide`).
+fn template_containers(v: &Value, field: &str) -> Value {
+    let listed: Vec<&str> = v
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter_map(|c| c.get(field).and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::String(listed.join(","))
+}
+
+/// `Ready`, `NotReady` or `Unknown` from the node's Ready condition, with
+/// `,SchedulingDisabled` when it is cordoned (the node printer's rule).
+fn node_status(v: &Value) -> String {
+    let ready = v
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| {
+            cs.iter()
+                .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+        })
+        .map(|c| c.get("status").and_then(Value::as_str) == Some("True"));
+    let mut status = match ready {
+        Some(true) => "Ready".to_owned(),
+        Some(false) => "NotReady".to_owned(),
+        None => "Unknown".to_owned(),
+    };
+    if v.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push_str(",SchedulingDisabled");
+    }
+    status
+}
+
+/// The roles in the node's `node-role.kubernetes.io/<role>` and `kubernetes.io/role` labels.
+fn node_roles(v: &Value) -> String {
+    let mut roles: Vec<&str> = v
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|labels| {
+            labels
+                .iter()
+                .filter_map(
+                    |(k, val)| match k.strip_prefix("node-role.kubernetes.io/") {
+                        Some(role) if !role.is_empty() => Some(role),
+                        _ if k == "kubernetes.io/role" => val.as_str(),
+                        _ => None,
+                    },
+                )
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort_unstable();
+    roles.dedup();
+    if roles.is_empty() {
+        "<none>".to_owned()
+    } else {
+        roles.join(",")
+    }
+}
+
+fn node_address(v: &Value, kind: &str) -> String {
+    v.pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").and_then(Value::as_str) == Some(kind))
+        })
+        .and_then(|x| x.get("address").and_then(Value::as_str))
+        .unwrap_or("<none>")
+        .to_owned()
 }
 
 fn event_text(v: &Value, core: &str) -> Value {

@@ -1344,3 +1344,81 @@ async fn custom_resources_follow_their_crd_schema() {
         .to_value();
     assert_eq!(stored["spec"]["replicas"], 9);
 }
+
+/// `kubectl get` of workloads and nodes prints the real printers' columns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workload_and_node_tables_print_the_real_columns() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("workload_and_node_tables_print_the_real_columns", "prod").await
+    else {
+        return;
+    };
+    let template = json!({"spec": {"containers": [{"name": "web", "image": "nginx:1"},
+                                                   {"name": "log", "image": "busybox:1"}]}});
+    server
+        .create(
+            "deployments",
+            &json!({"metadata": {"name": "web", "namespace": "prod"},
+                    "spec": {"replicas": 3, "template": template},
+                    "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}}),
+        )
+        .unwrap();
+    server
+        .create(
+            "replicasets",
+            &json!({"metadata": {"name": "web-1", "namespace": "prod"},
+                    "spec": {"replicas": 3, "template": template},
+                    "status": {"replicas": 3, "readyReplicas": 2}}),
+        )
+        .unwrap();
+    server
+        .create(
+            "nodes",
+            &json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                               "nodeInfo": {"kubeletVersion": "v1.32.0"},
+                               "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]}}),
+        )
+        .unwrap();
+    let rows = |out: &str| -> Vec<Vec<String>> {
+        out.lines()
+            .map(|l| l.split_whitespace().map(str::to_owned).collect())
+            .collect()
+    };
+    let deployments = rows(&kubectl.ok(&["get", "deployments", "-o", "wide"]).await);
+    assert_eq!(
+        deployments[0][..6],
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS"
+        ]
+    );
+    assert_eq!(deployments[1][..4], ["web", "2/3", "3", "2"]);
+    assert_eq!(deployments[1][5..], ["web,log", "nginx:1,busybox:1"]);
+    let sets = rows(&kubectl.ok(&["get", "replicasets"]).await);
+    assert_eq!(sets[0], ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]);
+    assert_eq!(sets[1][..4], ["web-1", "3", "3", "2"]);
+    kubectl.ok(&["cordon", "n1"]).await;
+    let nodes = rows(&kubectl.ok(&["get", "nodes", "-o", "wide"]).await);
+    assert_eq!(
+        nodes[0][..7],
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP"
+        ]
+    );
+    assert_eq!(
+        nodes[1][..3],
+        ["n1", "Ready,SchedulingDisabled", "control-plane"]
+    );
+    assert_eq!(nodes[1][4..], ["v1.32.0", "10.0.0.1", "<none>"]);
+}
