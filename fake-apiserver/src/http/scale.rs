@@ -7,6 +7,15 @@ use serde_json::{Value, json};
 
 use crate::{StoredObject, status};
 
+/// `.spec.replicas` of a workload; absent, the real server's default (1: this server does
+/// no defaulting).
+pub(crate) fn spec_replicas(object: &Value) -> i64 {
+    object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
 /// The `Scale` of an object.
 pub(crate) fn of(object: &Value) -> Value {
     let meta = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
@@ -20,11 +29,7 @@ pub(crate) fn of(object: &Value) -> Value {
     if let Some(ns) = meta.get("namespace") {
         scale_meta["namespace"] = ns.clone();
     }
-    // Without defaulting an absent `.spec.replicas` reads as the real server's default, 1.
-    let spec_replicas = object
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let spec_replicas = spec_replicas(object);
     let status_replicas = object
         .pointer("/status/replicas")
         .and_then(Value::as_i64)

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use super::scale::spec_replicas;
 use crate::twins::event_field;
 use crate::{ResourceDef, StoredObject};
 
@@ -215,21 +216,14 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 int_at(v, "/status/availableReplicas")
             }),
             AGE,
-            col("Containers", "string", 1, |v, _| {
-                template_containers(v, "name")
-            }),
-            col("Images", "string", 1, |v, _| {
-                template_containers(v, "image")
-            }),
-        ],
+        ]
+        .into_iter()
+        .chain(template_columns())
+        .collect(),
         ("apps", "replicasets") => vec![
             NAME,
             col("Desired", "integer", 0, |v, _| {
-                Value::from(
-                    v.pointer("/spec/replicas")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(1),
-                )
+                Value::from(spec_replicas(v))
             }),
             col("Current", "integer", 0, |v, _| {
                 int_at(v, "/status/replicas")
@@ -238,24 +232,18 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
                 int_at(v, "/status/readyReplicas")
             }),
             AGE,
-            col("Containers", "string", 1, |v, _| {
-                template_containers(v, "name")
-            }),
-            col("Images", "string", 1, |v, _| {
-                template_containers(v, "image")
-            }),
-        ],
+        ]
+        .into_iter()
+        .chain(template_columns())
+        .collect(),
         ("apps", "statefulsets") => vec![
             NAME,
             col("Ready", "string", 0, |v, _| ready_of_wanted(v)),
             AGE,
-            col("Containers", "string", 1, |v, _| {
-                template_containers(v, "name")
-            }),
-            col("Images", "string", 1, |v, _| {
-                template_containers(v, "image")
-            }),
-        ],
+        ]
+        .into_iter()
+        .chain(template_columns())
+        .collect(),
         ("", "nodes") => vec![
             NAME,
             col("Status", "string", 0, |v, _| Value::String(node_status(v))),
@@ -344,11 +332,20 @@ fn ready_of_wanted(v: &Value) -> Value {
         .pointer("/status/readyReplicas")
         .and_then(Value::as_i64)
         .unwrap_or(0);
-    let want = v
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
+    let want = spec_replicas(v);
     Value::String(format!("{ready}/{want}"))
+}
+
+/// `-o wide`'s CONTAINERS and IMAGES of a workload's pod template.
+fn template_columns() -> [Column; 2] {
+    [
+        col("Containers", "string", 1, |v, _| {
+            template_containers(v, "name")
+        }),
+        col("Images", "string", 1, |v, _| {
+            template_containers(v, "image")
+        }),
+    ]
 }
 
 /// The pod template's containers' `field`, comma-separated (`-o wide`).
