@@ -968,9 +968,7 @@ impl Store {
         // Orphan and Foreground deletions wait for the garbage collector behind a finalizer,
         // and a namespace for the namespace controller (behind `spec.finalizers`).
         let gc_finalizer = policy.finalizer().filter(|_| self.garbage_collection);
-        let namespace_held = def.group.is_empty()
-            && def.plural == "namespaces"
-            && self.namespace_held(&def, &existing.to_value());
+        let namespace_held = self.stored_namespace_held(&def, &existing);
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {

@@ -145,6 +145,11 @@ impl Store {
         self.garbage_collection && is_namespaces(def) && held(value)
     }
 
+    /// [`Store::namespace_held`] for a stored object (parsed only if it is a namespace).
+    pub(super) fn stored_namespace_held(&self, def: &ResourceDef, object: &StoredObject) -> bool {
+        self.garbage_collection && is_namespaces(def) && held(&object.to_value())
+    }
+
     /// [`mark_terminating`] for namespaces, nothing for other kinds.
     pub(super) fn mark_namespace_terminating(&self, def: &ResourceDef, value: &mut Value) {
         if is_namespaces(def) {
