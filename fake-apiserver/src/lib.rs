@@ -248,6 +248,14 @@
 //!   `NamespaceTerminating`), as on the real server. Turn it off with
 //!   [`ServerConfig::require_namespaces`] (`fake-apiserver --allow-missing-namespaces`).
 //! - **Status subresource** handling, as [above](#built-in-resources).
+//! - **Field management**: every request's write keeps `metadata.managedFields` as the real
+//!   server does (its manager, `fieldManager` or the user agent up to its first `/`, owns
+//!   the fields it changed and takes them from the others), and server-side apply
+//!   ([`FakeApiServer::server_side_apply_at`]; HTTP `application/apply-patch+yaml`) follows
+//!   them: a change to a field another manager owns is a 409 `Conflict` naming it unless
+//!   forced, and what the manager applied before and no longer applies is removed unless
+//!   another manager owns it. In-process writes keep the `managedFields` they are given
+//!   unless their target names a manager ([`Target::field_manager`]).
 //!
 //! Every write (direct ones too) is validated: `metadata` fields of the wrong JSON type
 //! (`"name": 5`, labels that are not a string map) are a 400 (the real server's decode
@@ -319,6 +327,7 @@ pub mod http;
 mod lister_watcher;
 mod log;
 mod mailbox;
+mod managed;
 mod names;
 mod object;
 mod patch;

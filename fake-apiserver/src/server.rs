@@ -19,10 +19,11 @@ use super::continue_token::ContinueToken;
 use super::fault_state::{FaultState, Scope};
 use super::faults::Faults;
 use super::mailbox::Injection;
+use super::managed;
 use super::object::Clock;
 use super::shared::{ServerConfig, Shared};
 use super::store::{
-    DeleteOutcome, Filter, HistoryConfig, Part, Preconditions, PropagationPolicy, Store,
+    DeleteOutcome, Filter, HistoryConfig, Managing, Part, Preconditions, PropagationPolicy, Store,
     WritePolicy,
 };
 use super::time::later;
@@ -38,6 +39,7 @@ pub struct Target {
     dry_run: bool,
     strict_fields: bool,
     propagation: PropagationPolicy,
+    manager: Option<String>,
 }
 
 impl Target {
@@ -67,6 +69,28 @@ impl Target {
     /// Whether writes to this target validate fields strictly.
     pub fn is_strict_field_validation(&self) -> bool {
         self.strict_fields
+    }
+
+    /// The same target with writes made by field manager `manager` (`fieldManager`, or what
+    /// the HTTP front end reads from the user agent): they keep `metadata.managedFields` as
+    /// the real server keeps it, the manager owning the fields it changed (see
+    /// [`server_side_apply_at`](FakeApiServer::server_side_apply_at) for applies). Without
+    /// one, writes store the object's `managedFields` as they are sent.
+    pub fn field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.manager = Some(manager.into());
+        self
+    }
+
+    /// The same target without a field manager.
+    #[cfg(feature = "http")]
+    pub(crate) fn without_field_manager(mut self) -> Self {
+        self.manager = None;
+        self
+    }
+
+    /// The field manager of writes through this target, if any.
+    pub fn manager(&self) -> Option<&str> {
+        self.manager.as_deref()
     }
 
     /// The same target with deletes that treat dependents as `policy` says
@@ -291,6 +315,7 @@ impl FakeApiServer {
             dry_run: false,
             strict_fields: false,
             propagation: PropagationPolicy::Background,
+            manager: None,
         }
     }
 
@@ -689,19 +714,37 @@ impl FakeApiServer {
         name: &str,
         apply: impl FnOnce(Option<Value>) -> Result<Value, Status>,
     ) -> Result<(Arc<StoredObject>, bool), Status> {
+        self.apply_with(target, name, None, |_, current| apply(current))
+    }
+
+    /// [`apply_at`](Self::apply_at), `apply` also getting the store; with `applier`, the
+    /// write is that manager's server-side apply (its managed fields reckoned by `apply`).
+    fn apply_with(
+        &self,
+        target: &Target,
+        name: &str,
+        applier: Option<String>,
+        apply: impl FnOnce(&Store, Option<Value>) -> Result<Value, Status>,
+    ) -> Result<(Arc<StoredObject>, bool), Status> {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
         let policy = self.policy(target, false);
         let mut store = self.writing(target);
+        if let Some(manager) = applier {
+            store.managing = Some(Managing {
+                manager,
+                applied: true,
+            });
+        }
         match store.get(target.res, target.namespace(), name) {
             Ok(existing) => {
-                let value = apply(Some(existing.to_value()))?;
+                let value = apply(&store, Some(existing.to_value()))?;
                 let obj =
                     store.update_with(target.res, target.namespace(), name, value, policy.part)?;
                 Ok((obj, false))
             }
             Err(s) if s.code == 404 => {
-                let value = apply(None)?;
+                let value = apply(&store, None)?;
                 match super::object::meta_str(&value, "name") {
                     Some(n) if n != name => {
                         return Err(status::bad_request(format!(
@@ -718,6 +761,80 @@ impl FakeApiServer {
             }
             Err(s) => Err(s),
         }
+    }
+
+    /// Server-side apply (`PATCH` with `application/apply-patch+yaml`) by the target's field
+    /// manager ([`Target::field_manager`]; without one, a 422 as upstream's
+    /// `fieldManager: Required value`): `config` is merged into the object (created when
+    /// there is none), the fields the manager applied last time and no longer applies are
+    /// removed unless another manager owns them, and the managed fields are updated. A change
+    /// to a field another manager owns is a 409 `Conflict` with one `FieldManagerConflict`
+    /// cause per field, unless `force`. Returns the stored object and whether it was created.
+    /// Recorded in the request log as a `PATCH`.
+    pub fn server_side_apply_at(
+        &self,
+        target: &Target,
+        name: &str,
+        config: &Value,
+        force: bool,
+    ) -> Result<(Arc<StoredObject>, bool), Status> {
+        let manager = required_manager(target)?;
+        let api_version = target.def.api_version();
+        let part = self.policy(target, false).part;
+        self.apply_with(target, name, Some(manager.clone()), |store, current| {
+            let now = store.now_rfc3339();
+            let writer = managed::Writer {
+                manager: &manager,
+                api_version: &api_version,
+                subresource: "",
+                now: &now,
+                scope: part.scope(),
+            };
+            managed::apply(&target.def, current.as_ref(), config, force, &writer)
+        })
+    }
+
+    /// Server-side apply of `<object>/status` (as
+    /// [`server_side_apply_at`](Self::server_side_apply_at), the manager's entry naming the
+    /// `status` subresource): only `.status` of `config` counts. Only for resources with a
+    /// status subresource, and existing objects (404 otherwise). Recorded in the request
+    /// log as a `PATCH`.
+    pub fn server_side_apply_status_at(
+        &self,
+        target: &Target,
+        name: &str,
+        config: &Value,
+        force: bool,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, &format!("{name}/status"));
+        if !target.def.status_subresource {
+            return Err(status::resource_not_found());
+        }
+        let manager = required_manager(target)?;
+        self.write_fault(target)?;
+        let mut store = self.writing(target);
+        store.managing = Some(Managing {
+            manager: manager.clone(),
+            applied: true,
+        });
+        let existing = store.get(target.res, target.namespace(), name)?;
+        let now = store.now_rfc3339();
+        let api_version = target.def.api_version();
+        let writer = managed::Writer {
+            manager: &manager,
+            api_version: &api_version,
+            subresource: "status",
+            now: &now,
+            scope: Part::Status.scope(),
+        };
+        let value = managed::apply(
+            &target.def,
+            Some(&existing.to_value()),
+            config,
+            force,
+            &writer,
+        )?;
+        store.update_with(target.res, target.namespace(), name, value, Part::Status)
     }
 
     /// `DELETE` of an object. With finalizers only `deletionTimestamp` is set. Recorded in the
@@ -754,6 +871,10 @@ impl FakeApiServer {
         let mut store = self.shared.store.lock();
         store.dry_run = target.dry_run;
         store.strict_fields = target.strict_fields;
+        store.managing = target.manager.clone().map(|manager| Managing {
+            manager,
+            applied: false,
+        });
         Writing(store)
     }
 
@@ -1061,6 +1182,22 @@ fn watch_timeout(seconds: Option<i64>) -> Option<Duration> {
     }
 }
 
+/// The manager an apply needs (upstream's `PatchOptions` validation: 422).
+fn required_manager(target: &Target) -> Result<String, Status> {
+    target.manager.clone().ok_or_else(|| {
+        status::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            &[(
+                "fieldManager".to_owned(),
+                "FieldValueRequired",
+                "is required for apply patch".to_owned(),
+            )],
+        )
+    })
+}
+
 /// The store locked for one request-layer write; see [`FakeApiServer::writing`].
 struct Writing<'a>(parking_lot::MutexGuard<'a, Store>);
 
@@ -1082,6 +1219,7 @@ impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.dry_run = false;
         self.0.strict_fields = false;
+        self.0.managing = None;
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::generation;
+use super::managed;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
 use super::patch::merge_patch;
 use super::schema;
@@ -429,6 +430,10 @@ pub(crate) struct Store {
     /// Whether the writes under way validate fields strictly: fields a schema does not
     /// declare are a 400 instead of being pruned. Set by the request layer for one request.
     pub strict_fields: bool,
+    /// The field management of the request's write (set by the request layer for one
+    /// request). Taken by the first write, so the writes the collectors make on its behalf
+    /// are not its manager's.
+    pub managing: Option<Managing>,
     /// Whether removals cascade to dependents as the garbage collector cascades them
     /// ([`gc`]).
     pub garbage_collection: bool,
@@ -440,6 +445,35 @@ pub(crate) struct Store {
     chores: VecDeque<Chore>,
     /// Whether the collectors are working through `chores` (nested writes only add to it).
     collecting: bool,
+}
+
+/// Who makes a request's write, for its field management ([`managed`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Managing {
+    /// The field manager.
+    pub manager: String,
+    /// Whether the write is a server-side apply whose managed fields are already reckoned
+    /// (then the body's are stored as they are); otherwise the write is tracked as an
+    /// update.
+    pub applied: bool,
+}
+
+impl Part {
+    /// The subresource a write of this part is made through, as `managedFields` names it.
+    fn subresource(self) -> &'static str {
+        match self {
+            Part::Status => "status",
+            _ => "",
+        }
+    }
+
+    pub(crate) fn scope(self) -> managed::Scope {
+        match self {
+            Part::Whole => managed::Scope::Whole,
+            Part::Main => managed::Scope::NoStatus,
+            Part::Status => managed::Scope::StatusOnly,
+        }
+    }
 }
 
 /// Work for the collectors ([`gc`], [`namespaces`]).
@@ -484,6 +518,7 @@ impl Store {
             clock,
             dry_run: false,
             strict_fields: false,
+            managing: None,
             garbage_collection: true,
             dependents: HashMap::new(),
             chores: VecDeque::new(),
@@ -718,6 +753,8 @@ impl Store {
         mut body: Value,
         policy: WritePolicy,
     ) -> Result<Arc<StoredObject>, Status> {
+        let managing = self.managing.take();
+        let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
         let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
@@ -755,6 +792,9 @@ impl Store {
         };
         validate_name(&def, &name)?;
         apply_schema(&def, &name, &mut body, self.strict_fields)?;
+        // Before the server's own fields and defaults, which nobody owns (upstream's field
+        // manager runs before the registry's strategy).
+        self.track(&def, managing, sent, policy.part, None, &mut body);
         let key = object_key(&def, ns.as_deref(), &name);
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
@@ -803,6 +843,8 @@ impl Store {
         mut body: Value,
         part: Part,
     ) -> Result<Arc<StoredObject>, Status> {
+        let managing = self.managing.take();
+        let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
         let ns = if def.namespaced {
@@ -834,7 +876,13 @@ impl Store {
                         None => obj.remove("status"),
                     };
                 }
-                for field in ["resourceVersion", "name", "namespace", "uid"] {
+                // An apply through `/status` reckons the managed fields itself.
+                let applied = managing.as_ref().is_some_and(|m| m.applied);
+                let sent_fields = if applied { &["managedFields"][..] } else { &[] };
+                for &field in ["resourceVersion", "name", "namespace", "uid"]
+                    .iter()
+                    .chain(sent_fields)
+                {
                     match body.get("metadata").and_then(|m| m.get(field)) {
                         Some(v) => set_meta(&mut merged, field, v.clone()),
                         None => remove_meta(&mut merged, field),
@@ -844,6 +892,10 @@ impl Store {
             }
         }
         apply_schema(&def, name, &mut body, self.strict_fields)?;
+        let old = existing.to_value();
+        // Before the server's own fields, which nobody owns (upstream's field manager runs
+        // before the registry's strategy).
+        self.track(&def, managing, sent, part, Some(&old), &mut body);
         match meta_str(&body, "name") {
             Some(n) if n != name => {
                 return Err(status::bad_request(format!(
@@ -872,7 +924,6 @@ impl Store {
         {
             return Err(uid_mismatch(&def, name, uid, existing.uid()));
         }
-        let old = existing.to_value();
         if existing.is_deleting() {
             no_new_finalizers(&def, name, &old, &body)?;
         }
@@ -919,6 +970,37 @@ impl Store {
             };
         self.commit(res, kind, Arc::clone(&obj), Some(existing));
         Ok(obj)
+    }
+
+    /// Keeps the field management of a request's write that is not an apply (a write the
+    /// server makes itself, or an apply, keeps the body's).
+    fn track(
+        &self,
+        def: &ResourceDef,
+        managing: Option<Managing>,
+        sent: managed::Sent,
+        part: Part,
+        old: Option<&Value>,
+        body: &mut Value,
+    ) {
+        let Some(managing) = managing.filter(|m| !m.applied) else {
+            return;
+        };
+        let now = self.clock.now_rfc3339();
+        let api_version = def.api_version();
+        let writer = managed::Writer {
+            manager: &managing.manager,
+            api_version: &api_version,
+            subresource: part.subresource(),
+            now: &now,
+            scope: part.scope(),
+        };
+        managed::track_update(def, old, body, sent, &writer);
+    }
+
+    /// The server's time, as `managedFields` and timestamps carry it.
+    pub(crate) fn now_rfc3339(&self) -> String {
+        self.clock.now_rfc3339()
     }
 
     pub(crate) fn patch(

@@ -21,8 +21,10 @@
 //!   `application/strategic-merge-patch+json` (approximated: merge patch plus merge keys for
 //!   well-known lists and the `$patch`/`$setElementOrder`/`$retainKeys`/
 //!   `$deleteFromPrimitiveList` directives) and `application/apply-patch+yaml` (server-side
-//!   apply approximated as create-or-strategic-merge, without field ownership; JSON bodies
-//!   only). `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
+//!   apply with field ownership: `fieldManager` required, conflicts as 409s unless
+//!   `force=true`, fields the manager no longer applies removed; also on `/status`). Every
+//!   write keeps `metadata.managedFields` as the real server keeps them: its manager
+//!   (`fieldManager`, else the user agent up to its first `/`) owns what it changed. `DELETE` answers with the object (pods, and objects waiting for finalizers) or a
 //!   `Success` Status; `DELETE` on a collection deletes what the selectors match. Dry runs
 //!   (`dryRun=All` in the query, or in a `DELETE`'s `DeleteOptions` body) are answered as the
 //!   real server answers them (a created object without a resourceVersion, an updated one at

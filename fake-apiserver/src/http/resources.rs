@@ -22,6 +22,7 @@ use super::response::{
 use super::reviews::Review;
 use super::table::{self, IncludeObject};
 use super::{protobuf, scale};
+use crate::managed;
 use crate::{
     DeleteOutcome, Preconditions, PropagationPolicy, Query, RequestRecord, ResourceDef,
     StoredObject, Target, WatchFrame, WatchSubscription, status,
@@ -288,6 +289,7 @@ async fn resource(
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "CreateOptions", &target)?;
             let target = field_validation(&req, "CreateOptions", target)?;
+            let target = field_manager(&req, "CreateOptions", target)?;
             let obj = create(app, &target, body)?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
@@ -296,6 +298,7 @@ async fn resource(
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "UpdateOptions", &target)?;
             let target = field_validation(&req, "UpdateOptions", target)?;
+            let target = field_manager(&req, "UpdateOptions", target)?;
             match sub {
                 Sub::None => {
                     let obj = app.server.update_at(&target, name, body)?;
@@ -323,6 +326,7 @@ async fn resource(
             let bytes = negotiate::read_body(body).await?;
             let target = dry_run(&req, None, "PatchOptions", &target)?;
             let target = field_validation(&req, "PatchOptions", target)?;
+            let target = field_manager(&req, "PatchOptions", target)?;
             let patched = patch_object(app, &req, &target, name, sub, &bytes, answer)?;
             refresh_crd(app, &target, name)?;
             Ok(patched)
@@ -422,6 +426,40 @@ fn field_validation(req: &Parsed, kind: &str, target: Target) -> Result<Target, 
                 format!("{other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""),
             )],
         )),
+    }
+}
+
+/// `target` with the write's field manager: `fieldManager` (at most 128 printable
+/// characters, else the real server's 422 naming `kind`), or the user agent up to its first
+/// `/`. An apply needs `fieldManager` itself (checked where it is applied).
+fn field_manager(req: &Parsed, kind: &str, target: Target) -> Result<Target, Status> {
+    let invalid = |ty: &'static str, detail: String| {
+        status::invalid(
+            kind,
+            "meta.k8s.io",
+            "",
+            &[("fieldManager".to_owned(), ty, detail)],
+        )
+    };
+    match req.param("fieldManager").unwrap_or_default() {
+        "" => {
+            let agent = req.header(header::USER_AGENT).unwrap_or_default();
+            Ok(target.field_manager(managed::manager_from_user_agent(agent)))
+        }
+        m if m.len() > managed::MAX_MANAGER_LEN => Err(invalid(
+            "FieldValueTooLong",
+            format!("may not be more than {} bytes", managed::MAX_MANAGER_LEN),
+        )),
+        m => match m.char_indices().find(|(_, c)| c.is_control()) {
+            Some((i, c)) => Err(invalid(
+                "FieldValueInvalid",
+                format!(
+                    "{m:?}: invalid character U+{:04X} (at position {i})",
+                    u32::from(c)
+                ),
+            )),
+            None => Ok(target.field_manager(m)),
+        },
     }
 }
 
@@ -713,6 +751,52 @@ fn patch_object(
         }
         other => return Err(negotiate::unsupported_media_type(other, PATCH_TYPES)),
     };
+    let applying = content_type.starts_with("application/apply-patch");
+    let force = match req.param("force") {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(other) => {
+            return Err(status::bad_request(format!(
+                "failed to parse \"force\" as a boolean: {other:?}"
+            )));
+        }
+    };
+    if applying && sub != Sub::Scale {
+        // The manager must be named: the user agent does not count for an apply.
+        let target = match req.param("fieldManager").unwrap_or_default() {
+            "" => target.clone().without_field_manager(),
+            _ => target.clone(),
+        };
+        let force = force.unwrap_or(false);
+        if sub == Sub::Status {
+            let obj = app
+                .server
+                .server_side_apply_status_at(&target, name, &body, force)?;
+            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
+        }
+        let (obj, created) = app
+            .server
+            .server_side_apply_at(&target, name, &body, force)?;
+        let code = if created {
+            StatusCode::CREATED
+        } else {
+            StatusCode::OK
+        };
+        return Ok(negotiate::object(code, &obj, answer));
+    }
+    if force.is_some() {
+        return Err(status::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            &[(
+                "force".to_owned(),
+                "FieldValueForbidden",
+                "may not be specified for non-apply patch".to_owned(),
+            )],
+        ));
+    }
     let patch = |v: &mut Value| -> Result<(), Status> {
         match content_type.as_str() {
             "application/merge-patch+json" => {
@@ -748,26 +832,6 @@ fn patch_object(
     }
     let obj = match content_type.as_str() {
         "application/merge-patch+json" => app.server.patch_at(target, name, &body)?,
-        "application/apply-patch+yaml" | "application/apply-patch+json" => {
-            let (obj, created) = app.server.apply_at(target, name, |current| {
-                if !body.is_object() {
-                    return Err(status::bad_request("an apply patch must be an object"));
-                }
-                match current {
-                    None => Ok(body.clone()),
-                    Some(mut v) => {
-                        patch::strategic_merge(&mut v, &body)?;
-                        Ok(v)
-                    }
-                }
-            })?;
-            let code = if created {
-                StatusCode::CREATED
-            } else {
-                StatusCode::OK
-            };
-            return Ok(negotiate::object(code, &obj, answer));
-        }
         _ => app.server.patch_with_at(target, name, patch)?,
     };
     Ok(negotiate::object(StatusCode::OK, &obj, answer))

@@ -97,8 +97,8 @@ pub fn served_summary() -> String {
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \
          produced); watches in JSON lines or length-delimited protobuf; Tables and \
          PartialObjectMetadata for kubectl. PATCH: merge, JSON, strategic merge (approximated: \
-         merge keys of well-known lists) and server-side apply (create or strategic merge, no \
-         field ownership).\n\n",
+         merge keys of well-known lists) and server-side apply (field ownership in \
+         metadata.managedFields, kept by every write; conflicts unless force=true).\n\n",
     );
     let _ = write!(
         out,
@@ -127,7 +127,7 @@ pub fn served_summary() -> String {
     out.push_str(
         "Not served: alpha and beta API versions, older stable versions of a resource \
          (autoscaling/v1 HPAs), other subresources (log, exec, eviction, binding, token, ...), \
-         the create-only review APIs (TokenReview, SubjectAccessReview, ...), aggregated APIs \
+         TokenReview, aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );
     out

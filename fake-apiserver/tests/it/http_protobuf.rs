@@ -364,10 +364,35 @@ async fn a_pod_encoded_by_k8s_pb_is_stored_as_the_same_json() {
         .unwrap();
     assert_eq!(created.status(), 201);
     let stored = server.get("pods", Some("ns-0"), "copy").unwrap().to_value();
+    // The creator owns every field it set: the managed fields sent are the base that a
+    // create's changes (every field but the status, which a create resets) are taken from,
+    // as upstream's field manager takes them.
+    let managers = stored["metadata"]["managedFields"].as_array().unwrap();
+    let creator = managers.iter().find(|m| m["manager"] == "unknown").unwrap();
+    assert_eq!(creator["operation"], "Update");
+    assert!(creator["fieldsV1"]["f:spec"]["f:containers"].is_object());
+    let created_containers = creator["fieldsV1"]["f:spec"]["f:containers"]
+        .as_object()
+        .unwrap();
+    for sent in managers.iter().filter(|m| m["manager"] != "unknown") {
+        if let Some(theirs) = sent["fieldsV1"]["f:spec"]["f:containers"].as_object() {
+            // Only items this pod does not have (the seed's own entries name others).
+            assert!(
+                theirs.keys().all(|k| !created_containers.contains_key(k)),
+                "{sent}"
+            );
+        }
+    }
     // Everything but what the server sets on create (and the status a create resets).
     let strip = |mut v: Value| {
         let meta = v["metadata"].as_object_mut().unwrap();
-        for k in ["name", "uid", "resourceVersion", "creationTimestamp"] {
+        for k in [
+            "name",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "managedFields",
+        ] {
             meta.remove(k);
         }
         v.as_object_mut().unwrap().remove("status");

@@ -1422,3 +1422,86 @@ async fn workload_and_node_tables_print_the_real_columns() {
     );
     assert_eq!(nodes[1][4..], ["v1.32.0", "10.0.0.1", "<none>"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
+    let Some((_server, _http, kubectl)) = kubectl_in(
+        "kubectl_server_side_apply_tracks_managers_and_reports_conflicts",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let cm = |data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n{data}")
+    };
+    let first = kubectl.manifest("first.yaml", &cm("  mode: fast\n  size: \"3\"\n"));
+    let out = kubectl
+        .ok(&["apply", "--server-side", "-f", first.to_str().unwrap()])
+        .await;
+    assert_eq!(out.trim(), "configmap/settings serverside-applied");
+    // Another manager changing `mode` conflicts, as kubectl prints it.
+    let other = kubectl.manifest("other.yaml", &cm("  mode: safe\n"));
+    let path = other.to_str().unwrap();
+    let conflict = kubectl
+        .run(&[
+            "apply",
+            "--server-side",
+            "--field-manager=tuner",
+            "-f",
+            path,
+        ])
+        .await;
+    assert!(!conflict.status.success());
+    let stderr = String::from_utf8_lossy(&conflict.stderr);
+    assert!(
+        stderr.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.mode"),
+        "{stderr}"
+    );
+    kubectl
+        .ok(&[
+            "apply",
+            "--server-side",
+            "--field-manager=tuner",
+            "--force-conflicts",
+            "-f",
+            path,
+        ])
+        .await;
+    // (Entries are in upstream's order: operation, then time, then manager; sorted here,
+    // since the times may straddle a second.)
+    let managers = || async {
+        let out = kubectl
+            .ok(&[
+                "get",
+                "configmap",
+                "settings",
+                "--show-managed-fields",
+                "-o",
+                "jsonpath={range .metadata.managedFields[*]}{.manager}:{.operation} {end}",
+            ])
+            .await;
+        let mut listed: Vec<String> = out.split_whitespace().map(str::to_owned).collect();
+        listed.sort();
+        listed
+    };
+    assert_eq!(managers().await, ["kubectl:Apply", "tuner:Apply"]);
+    // kubectl stops applying `size`; nobody else owns it, so it goes.
+    let last = kubectl.manifest("last.yaml", &cm("  other: \"1\"\n"));
+    kubectl
+        .ok(&["apply", "--server-side", "-f", last.to_str().unwrap()])
+        .await;
+    let data = kubectl
+        .ok(&["get", "configmap", "settings", "-o", "jsonpath={.data}"])
+        .await;
+    assert_eq!(data.trim(), r#"{"mode":"safe","other":"1"}"#);
+    // An edit by label is an update: its manager is kubectl's own name for the command.
+    kubectl
+        .ok(&["label", "configmap", "settings", "team=core"])
+        .await;
+    assert_eq!(
+        managers().await,
+        ["kubectl-label:Update", "kubectl:Apply", "tuner:Apply"]
+    );
+}
