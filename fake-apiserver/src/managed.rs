@@ -541,6 +541,12 @@ fn compare(
     path: &mut Vec<String>,
     cmp: &mut Comparison,
 ) {
+    if let (Some(a), Some(b)) = (old, new)
+        && a == b
+    {
+        // Equal values differ nowhere below (the walk would find nothing).
+        return;
+    }
     let empty = Map::new();
     let objects = match (old, new) {
         (Some(Value::Object(a)), Some(Value::Object(b))) => Some((a, b)),

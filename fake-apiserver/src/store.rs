@@ -1044,6 +1044,8 @@ impl Store {
         preconditions: &Preconditions,
         policy: PropagationPolicy,
     ) -> Result<DeleteOutcome, Status> {
+        // A delete changes no one's fields (the writes it makes are the server's).
+        self.managing = None;
         let def = Arc::clone(&self.resources[res].def);
         let ns = if def.namespaced { namespace } else { None };
         let existing = self.get(res, ns, name)?;

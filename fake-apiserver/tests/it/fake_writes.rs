@@ -567,3 +567,75 @@ async fn a_schema_prunes_defaults_and_validates_every_write() {
     let unknown = ResourceDef::namespaced("example.com", "v1", "sprockets", "Sprocket");
     assert!(!server.redefine(unknown).unwrap());
 }
+
+#[tokio::test(start_paused = true)]
+async fn in_process_writes_keep_managed_fields_when_their_target_names_a_manager() {
+    let server = FakeApiServer::new();
+    server
+        .create("namespaces", &json!({"metadata": {"name": "ns"}}))
+        .unwrap();
+    let target = server
+        .target("configmaps", Some("ns"))
+        .unwrap()
+        .field_manager("tester");
+    let created = server
+        .create_at(
+            &target,
+            json!({"metadata": {"name": "a", "namespace": "ns", "finalizers": ["x/y"]},
+                   "data": {"k": "v"}}),
+        )
+        .unwrap()
+        .to_value();
+    let owned = json!([{"manager": "tester", "operation": "Update", "apiVersion": "v1",
+        "time": created["metadata"]["creationTimestamp"], "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {".": {}, "f:k": {}},
+                     "f:metadata": {"f:finalizers": {".": {}, "v:\"x/y\"": {}}}}}]);
+    assert_eq!(created["metadata"]["managedFields"], owned);
+    // A delete waiting for the finalizer is the server's write: nobody's fields change; nor
+    // do the collector's writes it causes (orphaning a dependent drops its owner reference).
+    let dependent = server
+        .create(
+            "configmaps",
+            &json!({"metadata": {"name": "dep", "namespace": "ns", "ownerReferences": [
+                {"apiVersion": "v1", "kind": "ConfigMap", "name": "a",
+                 "uid": created["metadata"]["uid"]}]}}),
+        )
+        .unwrap()
+        .to_value();
+    assert!(dependent["metadata"]["managedFields"].is_null());
+    let orphaning = target
+        .clone()
+        .propagation(fake_apiserver::PropagationPolicy::Orphan);
+    server
+        .delete_at(&orphaning, "a", &Preconditions::default())
+        .unwrap();
+    let marked = server
+        .get("configmaps", Some("ns"), "a")
+        .unwrap()
+        .to_value();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(marked["metadata"]["managedFields"], owned);
+    let orphaned = server
+        .get("configmaps", Some("ns"), "dep")
+        .unwrap()
+        .to_value();
+    assert!(
+        orphaned["metadata"]["ownerReferences"].is_null(),
+        "{orphaned}"
+    );
+    assert!(
+        orphaned["metadata"]["managedFields"].is_null(),
+        "{orphaned}"
+    );
+    // Without a manager, in-process writes store managedFields as given.
+    let plain = server
+        .create(
+            "configmaps",
+            &json!({"metadata": {"name": "b", "namespace": "ns",
+                    "managedFields": [{"manager": "m", "operation": "Apply",
+                        "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]}}),
+        )
+        .unwrap()
+        .to_value();
+    assert_eq!(plain["metadata"]["managedFields"][0]["manager"], "m");
+}
