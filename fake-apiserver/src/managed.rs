@@ -17,13 +17,13 @@
 //! merge keys of well-known fields of built-in kinds (containers, env and volumes by name,
 //! ports by port and protocol, conditions by type, owner references by uid, finalizers as a
 //! set, label selectors atomic), and is otherwise atomic for lists and granular for maps, as
-//! upstream deduces for objects without a schema. Not modelled: the cap of ten update managers
-//! (upstream folds the oldest into `ancient-changes`), the upgrade of kubectl's client-side
-//! `last-applied-configuration` to server-side ownership, the version conversion of field
+//! upstream deduces for objects without a schema. Beyond ten update managers the oldest fold
+//! into `ancient-changes`, as upstream's do. Not modelled: the upgrade of kubectl's
+//! client-side `last-applied-configuration` to server-side ownership, the version conversion of field
 //! sets, and the Go zero values of built-in kinds beyond their structs (a `.` on a pointer
 //! struct the real server lists may be missing here).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use informer_core::{Status, StatusCause, StatusDetails};
 use serde_json::{Map, Value};
@@ -667,33 +667,95 @@ fn merge(target: &mut Value, config: &Value, ty: Ty<'_>, root: bool) -> Result<(
     }
     if let (Value::Array(items), Value::Array(applied)) = (&mut *target, config) {
         let (kind, element) = ty.list(applied);
-        match kind {
-            ListKind::Atomic => {}
-            ListKind::Set => {
-                for value in applied {
-                    if !items.contains(value) {
-                        items.push(value.clone());
-                    }
-                }
-                return Ok(());
-            }
-            ListKind::Keyed(_) => {
-                for value in applied {
-                    let pe = item_element(&kind, value)?;
-                    let found = items
-                        .iter_mut()
-                        .find(|i| item_element(&kind, i).is_ok_and(|p| p == pe));
-                    match found {
-                        Some(existing) => merge(existing, value, element, false)?,
-                        None => items.push(value.clone()),
-                    }
-                }
-                return Ok(());
-            }
+        if kind != ListKind::Atomic {
+            *items = merge_items(items, applied, &kind, element)?;
+            return Ok(());
         }
     }
     *target = config.clone();
     Ok(())
+}
+
+/// Merges the items of a keyed list or set (upstream's order: the object's items stay where
+/// they are, the configuration's shared items follow the configuration's order, and its
+/// new items come where the configuration puts them).
+fn merge_items(
+    live: &[Value],
+    applied: &[Value],
+    kind: &ListKind,
+    element: Ty<'_>,
+) -> Result<Vec<Value>, String> {
+    let keys = |items: &[Value]| -> Result<Vec<String>, String> {
+        items.iter().map(|i| item_element(kind, i)).collect()
+    };
+    let applied_keys = keys(applied)?;
+    let Ok(live_keys) = keys(live) else {
+        // Stored items without their keys: the list is taken as applied.
+        return Ok(applied.to_vec());
+    };
+    let first = |keys: &[String]| {
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for (i, k) in keys.iter().enumerate() {
+            at.entry(k.clone()).or_insert(i);
+        }
+        at
+    };
+    let (in_live, in_applied) = (first(&live_keys), first(&applied_keys));
+    let mut shared = applied_keys
+        .iter()
+        .filter(|k| in_live.contains_key(*k))
+        .collect::<VecDeque<_>>();
+    let mut next = shared.pop_front();
+    let mut merged: HashSet<&String> = HashSet::new();
+    let merge_one = |l: Option<&Value>, r: &Value| -> Result<Value, String> {
+        match l {
+            Some(l) => {
+                let mut out = l.clone();
+                merge(&mut out, r, element, false)?;
+                Ok(out)
+            }
+            None => Ok(r.clone()),
+        }
+    };
+    let mut out = Vec::with_capacity(live.len().max(applied.len()));
+    let (mut l, mut r) = (0, 0);
+    while l < live.len() || r < applied.len() {
+        if l < live.len() && r < applied.len() {
+            if live_keys[l] == applied_keys[r] {
+                merged.insert(&applied_keys[r]);
+                out.push(merge_one(Some(&live[l]), &applied[r])?);
+                l += 1;
+                r += 1;
+                next = shared.pop_front();
+                continue;
+            }
+            if in_applied.contains_key(&live_keys[l]) && next.is_some_and(|n| *n != live_keys[l]) {
+                // A shared item, but not the one the configuration places next.
+                l += 1;
+                continue;
+            }
+        }
+        if l < live.len() {
+            if !in_applied.contains_key(&live_keys[l]) {
+                out.push(live[l].clone());
+                l += 1;
+                continue;
+            }
+            if merged.contains(&live_keys[l]) {
+                l += 1;
+            }
+        }
+        if r < applied.len() {
+            let key = &applied_keys[r];
+            merged.insert(key);
+            out.push(merge_one(in_live.get(key).map(|&i| &live[i]), &applied[r])?);
+            r += 1;
+            if next == Some(key) {
+                next = shared.pop_front();
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Removes the members of `set` from `value` (a member's subtree goes with it).
@@ -955,7 +1017,81 @@ pub(crate) fn track_update(
             None => entries.push(Entry { set: mine, ..me }),
         }
     }
+    cap_updaters(&mut entries);
     store_entries(new, entries);
+}
+
+/// How many update managers an object keeps (upstream's `DefaultMaxUpdateManagers`).
+const MAX_UPDATE_MANAGERS: usize = 10;
+
+/// The manager the oldest update managers beyond [`MAX_UPDATE_MANAGERS`] are folded into,
+/// one per version.
+const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// Folds the oldest update managers into `ancient-changes` until at most
+/// [`MAX_UPDATE_MANAGERS`] are left (upstream's `capManagersManager`: the first of a version
+/// becomes the bucket when the second comes, each folded entry's fields join it, and the
+/// bucket takes the time of the last one folded).
+fn cap_updaters(entries: &mut Vec<Entry>) {
+    let mut order: Vec<usize> = (0..entries.len())
+        .filter(|&i| entries[i].operation != APPLY && !entries[i].set.is_empty())
+        .collect();
+    if order.len() <= MAX_UPDATE_MANAGERS {
+        return;
+    }
+    let rank = |e: &Entry| {
+        (
+            e.time.clone().unwrap_or_default(),
+            e.manager.clone(),
+            e.api_version.clone(),
+            e.subresource.clone(),
+        )
+    };
+    order.sort_by_key(|&i| rank(&entries[i]));
+    let mut slots: Vec<Option<Entry>> = entries.drain(..).map(Some).collect();
+    let is_bucket = |e: &Entry, version: &str| {
+        e.manager == ANCIENT_CHANGES
+            && e.operation == UPDATE
+            && e.api_version == version
+            && e.subresource.is_empty()
+    };
+    let mut first_of_version: HashMap<String, usize> = HashMap::new();
+    let mut left = order.len();
+    for i in order {
+        if left <= MAX_UPDATE_MANAGERS {
+            break;
+        }
+        let Some(version) = slots[i].as_ref().map(|e| e.api_version.clone()) else {
+            continue;
+        };
+        let Some(&first) = first_of_version.get(&version) else {
+            first_of_version.insert(version, i);
+            continue;
+        };
+        let bucket = match slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|e| is_bucket(e, &version)))
+        {
+            Some(b) if b == i => continue,
+            Some(b) => b,
+            None => {
+                if let Some(e) = slots[first].as_mut() {
+                    e.manager = ANCIENT_CHANGES.to_owned();
+                    e.subresource.clear();
+                }
+                first
+            }
+        };
+        let Some(folded) = slots[i].take() else {
+            continue;
+        };
+        if let Some(b) = slots[bucket].as_mut() {
+            b.set.union(&folded.set);
+            b.time = folded.time;
+        }
+        left -= 1;
+    }
+    *entries = slots.into_iter().flatten().collect();
 }
 
 /// Server-side apply: `config` merged into `live` (`None`: the object is created), what
@@ -1366,6 +1502,68 @@ mod tests {
             &writer("kubectl"),
         );
         assert_eq!(same, created);
+    }
+
+    #[test]
+    fn the_oldest_update_managers_fold_into_ancient_changes() {
+        let def = deployments();
+        let mut object = apply(&def, None, &deployment(1, "a"), false, &writer("ctl")).unwrap();
+        let times: Vec<String> = (0..12)
+            .map(|i| format!("2026-11-27T10:00:{i:02}Z"))
+            .collect();
+        for (i, now) in times.iter().enumerate() {
+            let mut next = object.clone();
+            next["metadata"]["labels"][format!("l{i}")] = json!("x");
+            let manager = format!("m{i:02}");
+            let w = Writer {
+                now,
+                ..writer(&manager)
+            };
+            track_update(&def, Some(&object), &mut next, Sent::Absent, &w);
+            object = next;
+        }
+        let m = managers(&object);
+        let updaters: Vec<&str> = m
+            .iter()
+            .filter(|e| e.1 == "Update")
+            .map(|e| e.0.as_str())
+            .collect();
+        assert_eq!(updaters.len(), 10, "{updaters:?}");
+        assert_eq!(updaters[0], "ancient-changes");
+        let bucket = &m.iter().find(|e| e.0 == "ancient-changes").unwrap().2;
+        assert_eq!(
+            bucket,
+            &json!({"f:metadata": {"f:labels": {"f:l0": {}, "f:l1": {}, "f:l2": {}}}})
+        );
+        assert_eq!(m[0].0, "ctl", "appliers are never folded");
+    }
+
+    #[test]
+    fn keyed_items_merge_in_the_configuration_s_order() {
+        let kind = ListKind::Keyed(vec![("name".to_owned(), None)]);
+        let item = |n: &str, v: i64| json!({"name": n, "v": v});
+        let live = [item("a", 1), item("b", 1), item("c", 1)];
+        // Shared items follow the configuration; the object's own stay where they are; a
+        // new item comes where the configuration puts it.
+        let merged = merge_items(
+            &live,
+            &[item("c", 2), item("x", 2), item("a", 2)],
+            &kind,
+            Ty::Deduced,
+        )
+        .unwrap();
+        let names: Vec<&str> = merged.iter().map(|i| i["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["b", "c", "x", "a"]);
+        assert_eq!(merged[1]["v"], 2);
+        let set = merge_items(
+            &[json!("p"), json!("q")],
+            &[json!("r"), json!("p")],
+            &ListKind::Set,
+            Ty::Deduced,
+        )
+        .unwrap();
+        // `r` comes before `p`, the shared value it precedes in the configuration.
+        assert_eq!(set, [json!("r"), json!("p"), json!("q")]);
     }
 
     #[cfg(feature = "http")]
