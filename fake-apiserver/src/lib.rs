@@ -248,6 +248,11 @@
 //!   `NamespaceTerminating`), as on the real server. Turn it off with
 //!   [`ServerConfig::require_namespaces`] (`fake-apiserver --allow-missing-namespaces`).
 //! - **Status subresource** handling, as [above](#built-in-resources).
+//! - **Evictions** (`POST pods/<name>/eviction`, [`FakeApiServer::evict_at`]): the pod is
+//!   deleted unless its `PodDisruptionBudget` forbids it (429 `TooManyRequests` with a
+//!   `DisruptionBudget` cause, as upstream's eviction subresource answers; `kubectl drain`
+//!   waits on it). The budget's status is the test's to set, as the disruption controller
+//!   sets it in a cluster: the fake runs no such controller.
 //! - **Field management**: every request's write keeps `metadata.managedFields` as the real
 //!   server does (its manager, `fieldManager` or the user agent up to its first `/`, owns
 //!   the fields it changed and takes them from the others), and server-side apply

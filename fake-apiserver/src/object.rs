@@ -306,6 +306,47 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     )
 }
 
+/// A label selector as selector text (`app=web,tier in (a,b)`): a `LabelSelector`
+/// (`matchLabels`, `matchExpressions`) or a plain map (a replication controller's). Empty
+/// for an empty selector.
+pub(crate) fn label_selector_text(sel: &Value) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    // A replication controller's selector is a plain map; the others' a LabelSelector.
+    let labels = sel.get("matchLabels").or_else(|| {
+        sel.as_object()
+            .filter(|m| !m.contains_key("matchExpressions"))
+            .map(|_| sel)
+    });
+    if let Some(map) = labels.and_then(Value::as_object) {
+        for (k, v) in map {
+            if let Some(v) = v.as_str() {
+                parts.push(format!("{k}={v}"));
+            }
+        }
+    }
+    for expr in sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let key = expr.get("key").and_then(Value::as_str).unwrap_or_default();
+        let values: Vec<&str> = expr
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match expr.get("operator").and_then(Value::as_str) {
+            Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
+            Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
+            Some("Exists") => parts.push(key.to_owned()),
+            Some("DoesNotExist") => parts.push(format!("!{key}")),
+            _ => {}
+        }
+    }
+    parts.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

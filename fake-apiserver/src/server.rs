@@ -23,8 +23,8 @@ use super::managed;
 use super::object::Clock;
 use super::shared::{ServerConfig, Shared};
 use super::store::{
-    DeleteOutcome, Filter, HistoryConfig, Managing, Part, Preconditions, PropagationPolicy, Store,
-    WritePolicy,
+    DeleteOutcome, Eviction, Filter, HistoryConfig, Managing, Part, Preconditions,
+    PropagationPolicy, Store, WritePolicy,
 };
 use super::time::later;
 use super::watch::{StartMode, WatchSubscription, Watcher, WatcherSpec};
@@ -863,6 +863,34 @@ impl FakeApiServer {
             .store
             .lock()
             .get(target.res, target.namespace(), name)
+    }
+
+    /// `POST pods/<name>/eviction`: the pod deleted as an eviction deletes it, if no
+    /// `PodDisruptionBudget` forbids it (429 `TooManyRequests` with a `DisruptionBudget`
+    /// cause when one does, as upstream's eviction subresource answers; the budget's status
+    /// is the test's to keep, as the disruption controller keeps it upstream), with the
+    /// target's dry run and propagation policy and `preconditions`. Only for pods (404
+    /// otherwise). Recorded in the request log as a `POST`.
+    pub fn evict_at(
+        &self,
+        target: &Target,
+        name: &str,
+        preconditions: &Preconditions,
+    ) -> Result<DeleteOutcome, Status> {
+        self.record_object_request("POST", target, &format!("{name}/eviction"));
+        let Some(namespace) = target.namespace() else {
+            return Err(status::resource_not_found());
+        };
+        if !(target.def.group.is_empty() && target.def.plural == "pods") {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        let eviction = Eviction {
+            preconditions: preconditions.clone(),
+            propagation: target.propagation,
+        };
+        self.writing(target)
+            .evict(target.res, namespace, name, &eviction)
     }
 
     /// The store, locked for one request-layer write to `target` (a dry run if the target

@@ -405,8 +405,16 @@ pub(crate) enum Part {
     Status,
 }
 
+mod eviction;
 mod gc;
 mod namespaces;
+
+/// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Eviction {
+    pub preconditions: Preconditions,
+    pub propagation: PropagationPolicy,
+}
 
 pub use crate::propagation::PropagationPolicy;
 

@@ -55,6 +55,8 @@ const EXTRA_ROOTS: &[&str] = &[
     "api.authorization.v1.SubjectAccessReview",
     "api.authorization.v1.LocalSubjectAccessReview",
     "api.authentication.v1.SelfSubjectReview",
+    // `pods/<name>/eviction`: client-go clients configured for protobuf post it so.
+    "api.policy.v1.Eviction",
 ];
 
 /// Rust field names k8s-pb and k8s-openapi spell differently (k8s-pb's first).

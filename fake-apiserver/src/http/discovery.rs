@@ -28,6 +28,11 @@ const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 /// The verbs of a `scale` subresource.
 const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
 
+/// Pods have the `eviction` subresource (`policy/v1` `Eviction`, create only).
+fn has_eviction(def: &ResourceDef) -> bool {
+    def.group.is_empty() && def.plural == "pods"
+}
+
 /// Resources that have a `status` subresource (writes to it change only `.status`).
 pub(crate) fn has_status(def: &ResourceDef) -> bool {
     def.status_subresource
@@ -178,6 +183,17 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "version": "v1",
                 "kind": "Scale",
                 "verbs": SCALE_VERBS,
+            }));
+        }
+        if has_eviction(def) {
+            resources.push(json!({
+                "name": "pods/eviction",
+                "singularName": "",
+                "namespaced": true,
+                "group": "policy",
+                "version": "v1",
+                "kind": "Eviction",
+                "verbs": ["create"],
             }));
         }
     }
@@ -337,6 +353,13 @@ fn discovery_resource(def: &ResourceDef) -> Value {
             "subresource": "scale",
             "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
             "verbs": SCALE_VERBS,
+        }));
+    }
+    if has_eviction(def) {
+        subresources.push(json!({
+            "subresource": "eviction",
+            "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "verbs": ["create"],
         }));
     }
     if !subresources.is_empty() {

@@ -194,6 +194,8 @@ enum Sub {
     None,
     Status,
     Scale,
+    /// `pods/<name>/eviction` (create only).
+    Eviction,
 }
 
 async fn resource(
@@ -246,6 +248,10 @@ async fn resource(
             name,
             sub: Sub::Scale,
         },
+        [name, "eviction"] if is_pods(&def) && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Eviction,
+        },
         _ => return Err(status::resource_not_found()),
     };
     let accept = req.header(header::ACCEPT);
@@ -272,6 +278,23 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, true)?;
             watch(app, &req, &target, &query, answer).await
         }
+        (
+            &Method::POST,
+            Url::Object {
+                name,
+                sub: Sub::Eviction,
+            },
+        ) => {
+            let answer = negotiate::answer(accept, &def, false)?;
+            let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
+            evict(app, &req, &target, name, &body, answer)
+        }
+        (
+            _,
+            Url::Object {
+                sub: Sub::Eviction, ..
+            },
+        ) => Err(method_not_allowed(&req)),
         (&Method::GET, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let obj = app.server.get_at(&target, name)?;
@@ -319,6 +342,7 @@ async fn resource(
                         answer,
                     ))
                 }
+                Sub::Eviction => Err(method_not_allowed(&req)),
             }
         }
         (&Method::PATCH, Url::Object { name, sub }) => {
@@ -353,6 +377,48 @@ async fn resource(
         }
         _ => Err(method_not_allowed(&req)),
     }
+}
+
+fn is_pods(def: &ResourceDef) -> bool {
+    def.group.is_empty() && def.plural == "pods"
+}
+
+/// `POST pods/<name>/eviction` with a `policy/v1` (or `v1beta1`) `Eviction`: its
+/// `deleteOptions` (dry run, preconditions, propagation) apply to the pod's deletion;
+/// answered `201` with a `Success` Status, as upstream answers.
+fn evict(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    name: &str,
+    body: &Value,
+    answer: Answer,
+) -> Result<Response, Status> {
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    // A body without its type is taken as the subresource's (kube-client sends none).
+    if !matches!(kind, "" | "Eviction")
+        || !matches!(api_version, "" | "policy/v1" | "policy/v1beta1")
+    {
+        return Err(status::bad_request(format!(
+            "not a Eviction object: {api_version}, Kind={kind}"
+        )));
+    }
+    if crate::object::meta_str(body, "name") != Some(name) {
+        return Err(status::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let options = body.get("deleteOptions").filter(|o| !o.is_null());
+    let target = dry_run(req, options, "CreateOptions", target)?;
+    let target = propagation(req, Some(options.unwrap_or(&Value::Null)), target)?;
+    app.server
+        .evict_at(&target, name, &preconditions(options))?;
+    Ok(negotiate::value(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
+        answer,
+    ))
 }
 
 fn method_not_allowed(req: &Parsed) -> Status {
@@ -828,6 +894,7 @@ fn patch_object(
             let obj = app.server.patch_status_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
+        Sub::Eviction => return Err(method_not_allowed(req)),
         Sub::None => {}
     }
     let obj = match content_type.as_str() {

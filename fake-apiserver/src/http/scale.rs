@@ -50,44 +50,10 @@ pub(crate) fn of_stored(obj: &StoredObject) -> Value {
 
 /// The object's pod selector as a label selector string (`app=web,tier in (a,b)`).
 fn selector(object: &Value) -> String {
-    let Some(sel) = object.pointer("/spec/selector") else {
-        return String::new();
-    };
-    let mut parts: Vec<String> = Vec::new();
-    // A replication controller's selector is a plain map; the others' a LabelSelector.
-    let labels = sel.get("matchLabels").or_else(|| {
-        sel.as_object()
-            .filter(|m| !m.contains_key("matchExpressions"))
-            .map(|_| sel)
-    });
-    if let Some(map) = labels.and_then(Value::as_object) {
-        for (k, v) in map {
-            if let Some(v) = v.as_str() {
-                parts.push(format!("{k}={v}"));
-            }
-        }
-    }
-    for expr in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let key = expr.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> = expr
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        match expr.get("operator").and_then(Value::as_str) {
-            Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
-            Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
-            Some("Exists") => parts.push(key.to_owned()),
-            Some("DoesNotExist") => parts.push(format!("!{key}")),
-            _ => {}
-        }
-    }
-    parts.join(",")
+    object
+        .pointer("/spec/selector")
+        .map(crate::object::label_selector_text)
+        .unwrap_or_default()
 }
 
 /// Writes a new `Scale` into `object`: `.spec.replicas` from the scale's spec, with the

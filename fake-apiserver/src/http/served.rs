@@ -126,7 +126,7 @@ pub fn served_summary() -> String {
     );
     out.push_str(
         "Not served: alpha and beta API versions, older stable versions of a resource \
-         (autoscaling/v1 HPAs), other subresources (log, exec, eviction, binding, token, ...), \
+         (autoscaling/v1 HPAs), other subresources (log, exec, binding, token, ...), \
          TokenReview, aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );

@@ -471,3 +471,51 @@ async fn protobuf_for_every_built_in_kind_decodes_with_k8s_pb() {
     assert_eq!(resp.headers()["content-type"], "application/json");
     http.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_eviction_posted_in_protobuf_evicts() {
+    // client-go clients configured for protobuf post `policy/v1` Evictions in it.
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    server
+        .create(
+            "pods",
+            &json!({"metadata": {"name": "p", "namespace": "a"}}),
+        )
+        .unwrap();
+    let eviction = k8s_pb::api::policy::v1::Eviction {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("p".into()),
+            namespace: Some("a".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let body = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some("policy/v1".into()),
+            kind: Some("Eviction".into()),
+        }),
+        raw: Some(eviction.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut bytes = b"k8s\0".to_vec();
+    bytes.extend(body.encode_to_vec());
+    let resp = client()
+        .post(format!(
+            "{}/api/v1/namespaces/a/pods/p/eviction",
+            http.url()
+        ))
+        .header("Content-Type", PROTOBUF)
+        .header("Accept", "application/json")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201);
+    let answer: Value = resp.json().await.unwrap();
+    assert_eq!(answer["status"], "Success");
+    assert!(server.get("pods", Some("a"), "p").is_err());
+    http.shutdown().await.unwrap();
+}

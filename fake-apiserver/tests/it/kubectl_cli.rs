@@ -1505,3 +1505,71 @@ async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
         ["kubectl-label:Update", "kubectl:Apply", "tuner:Apply"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drain_evicts_through_disruption_budgets() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_drain_evicts_through_disruption_budgets", "prod").await
+    else {
+        return;
+    };
+    server
+        .create(
+            "nodes",
+            &json!({"metadata": {"name": "n1"},
+                    "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        )
+        .unwrap();
+    for name in ["a", "b"] {
+        let mut p = pod("prod", name, json!({"app": "web"}));
+        p["spec"]["nodeName"] = json!("n1");
+        p["status"] = json!({"phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}]});
+        server.create("pods", &p).unwrap();
+    }
+    // The disruption controller's view: two healthy pods, one may go.
+    let budget = |allowed: i64| {
+        json!({"metadata": {"name": "web", "namespace": "prod"},
+               "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+               "status": {"observedGeneration": 1, "disruptionsAllowed": allowed,
+                          "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}})
+    };
+    server.create("poddisruptionbudgets", &budget(1)).unwrap();
+    let blocked = kubectl
+        .run(&["drain", "n1", "--force", "--timeout=3s"])
+        .await;
+    assert!(!blocked.status.success());
+    let stderr = String::from_utf8_lossy(&blocked.stderr);
+    assert!(
+        stderr.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{stderr}"
+    );
+    let left = kubectl
+        .ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"])
+        .await;
+    assert_eq!(
+        left.split_whitespace().count(),
+        1,
+        "one pod was evicted: {left}"
+    );
+    let cordoned = kubectl
+        .ok(&["get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"])
+        .await;
+    assert_eq!(cordoned.trim(), "true");
+    // The controller allows another disruption: the drain completes.
+    let mut allowed = budget(1);
+    let stored = server
+        .get("poddisruptionbudgets", Some("prod"), "web")
+        .unwrap();
+    allowed["metadata"]["resourceVersion"] = json!(stored.resource_version().to_string());
+    server.update("poddisruptionbudgets", &allowed).unwrap();
+    let drained = kubectl
+        .ok(&["drain", "n1", "--force", "--timeout=20s"])
+        .await;
+    assert!(drained.contains("evicted"), "{drained}");
+    assert!(drained.contains("node/n1 drained"), "{drained}");
+    let left = kubectl
+        .ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"])
+        .await;
+    assert_eq!(left.trim(), "");
+}

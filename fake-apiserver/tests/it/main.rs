@@ -29,6 +29,7 @@ mod http_binary;
 mod http_clients;
 mod http_discovery;
 mod http_event_views;
+mod http_eviction;
 mod http_in_process;
 mod http_kube_client;
 mod http_limits;

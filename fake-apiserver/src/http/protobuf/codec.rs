@@ -511,6 +511,7 @@ fn kinds() -> &'static HashMap<(String, String), usize> {
                 "Scale",
                 "api.autoscaling.v1.Scale".to_owned(),
             ),
+            ("policy/v1", "Eviction", "api.policy.v1.Eviction".to_owned()),
         ]
         .into_iter()
         .chain(REVIEWS.iter().map(|(api_version, kind)| {
