@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::reviews::Review;
 use crate::ResourceDef;
 
 /// The Kubernetes version the fake server reports at `/version` and in OpenAPI documents.
@@ -27,6 +28,15 @@ const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 
 /// The verbs of a `scale` subresource.
 const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
+
+/// The verbs of a resource: every verb, or `create` alone for the review resources.
+fn verbs(def: &ResourceDef) -> &'static [&'static str] {
+    if Review::is_review(def) {
+        &["create"]
+    } else {
+        VERBS
+    }
+}
 
 /// Pods have the `eviction` subresource (`policy/v1` `Eviction`, create only).
 fn has_eviction(def: &ResourceDef) -> bool {
@@ -156,7 +166,7 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
             "singularName": def.singular,
             "namespaced": def.namespaced,
             "kind": def.kind,
-            "verbs": VERBS,
+            "verbs": verbs(def),
         });
         if !def.short_names.is_empty() {
             r["shortNames"] = json!(def.short_names);
@@ -332,7 +342,7 @@ fn discovery_resource(def: &ResourceDef) -> Value {
         "responseKind": kind,
         "scope": if def.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": def.singular,
-        "verbs": VERBS,
+        "verbs": verbs(def),
     });
     if !def.short_names.is_empty() {
         r["shortNames"] = json!(def.short_names);

@@ -119,7 +119,7 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
         }
         ["apis", group] => {
             req.record(app);
-            discovery::api_group_of(&gvs(app), group)
+            discovery::api_group_of(&discovery_gvs(app), group)
                 .map(|v| json_value(StatusCode::OK, &v))
                 .ok_or_else(status::resource_not_found)
         }
@@ -162,8 +162,15 @@ fn gvs(app: &App) -> GroupVersions {
     GroupVersions::new(&app.server.resources())
 }
 
+/// What discovery lists: the resources, and the review resources (create only).
+fn discovery_gvs(app: &App) -> GroupVersions {
+    let mut resources = app.server.resources();
+    resources.extend(Review::ALL.iter().map(|r| Arc::new(r.def())));
+    GroupVersions::new(&resources)
+}
+
 fn discovery_root(app: &App, req: &Parsed, core: bool) -> Response {
-    let gvs = gvs(app);
+    let gvs = discovery_gvs(app);
     match discovery::negotiate_discovery(req.header(header::ACCEPT)) {
         Some(form) => {
             let body = discovery::aggregated(&gvs, core, form).to_string();
@@ -212,7 +219,7 @@ async fn resource(
     };
     if rest.is_empty() && !watch_prefix {
         req.record(app);
-        return discovery::api_resource_list(&gvs(app), group, version)
+        return discovery::api_resource_list(&discovery_gvs(app), group, version)
             .map(|v| json_value(StatusCode::OK, &v))
             .ok_or_else(status::resource_not_found);
     }

@@ -6,6 +6,8 @@
 //!   `localsubjectaccessreviews`.
 //! - `authentication.k8s.io/v1`: `selfsubjectreviews` (`kubectl auth whoami`).
 //!
+//! Discovery lists them with the `create` verb only, as the real server does.
+//!
 //! The fake server has no authorizer (every request it serves is allowed), so every access
 //! review is allowed and the rules review lists everything; every caller is the same user,
 //! `system:admin` in `system:masters`. The requests are checked as upstream's registry checks
@@ -41,6 +43,20 @@ pub(crate) enum Review {
 }
 
 impl Review {
+    /// Every review resource served.
+    pub(crate) const ALL: [Review; 5] = [
+        Self::SelfSubjectAccess,
+        Self::SelfSubjectRules,
+        Self::SubjectAccess,
+        Self::LocalSubjectAccess,
+        Self::SelfSubject,
+    ];
+
+    /// Whether `def` is a review resource (discovery lists them with the `create` verb only).
+    pub(crate) fn is_review(def: &ResourceDef) -> bool {
+        Self::at(&def.group, &def.version, &def.plural, def.namespaced).is_some()
+    }
+
     /// The review served at `group`/`version`/`plural`, if any; `namespaced` says whether the
     /// URL named a namespace (only local access reviews live in one).
     pub(crate) fn at(group: &str, version: &str, plural: &str, namespaced: bool) -> Option<Self> {

@@ -1070,6 +1070,35 @@ async fn auth_can_i_and_whoami_are_answered() {
         review["status"]["userInfo"]["groups"],
         json!(["system:masters", "system:authenticated"])
     );
+    // Discovery lists the review resources, create only, as `kubectl api-resources` shows.
+    let listed = kubectl
+        .ok(&[
+            "api-resources",
+            "--api-group=authorization.k8s.io",
+            "-o",
+            "wide",
+            "--no-headers",
+        ])
+        .await;
+    let rows: Vec<Vec<&str>> = listed
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 4, "{listed}");
+    assert!(rows.iter().all(|r| r.last() == Some(&"create")), "{listed}");
+    assert!(
+        rows.iter()
+            .any(|r| r[0] == "localsubjectaccessreviews" && r.contains(&"true")),
+        "{listed}"
+    );
+    let authn = kubectl
+        .ok(&[
+            "api-resources",
+            "--api-group=authentication.k8s.io",
+            "--no-headers",
+        ])
+        .await;
+    assert!(authn.contains("selfsubjectreviews"), "{authn}");
     // Nothing is stored: the reviews are answered, not kept.
     let asked: Vec<String> = server
         .requests()
