@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::reviews::Review;
 use crate::ResourceDef;
 
 /// The Kubernetes version the fake server reports at `/version` and in OpenAPI documents.
@@ -29,15 +28,6 @@ const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 /// The verbs of a `scale` subresource.
 const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// The verbs of a resource: every verb, or `create` alone for the review resources.
-fn verbs(def: &ResourceDef) -> &'static [&'static str] {
-    if Review::is_review(def) {
-        &["create"]
-    } else {
-        VERBS
-    }
-}
-
 /// Pods have the `eviction` subresource (`policy/v1` `Eviction`, create only).
 fn has_eviction(def: &ResourceDef) -> bool {
     def.group.is_empty() && def.plural == "pods"
@@ -58,6 +48,8 @@ pub(crate) type GroupEntry = (String, Vec<VersionResources>);
 pub(crate) struct GroupVersions {
     /// `(group, versions)`; each version with its resources.
     pub groups: Vec<GroupEntry>,
+    /// `(group, plural)` of the resources that take `create` only (the reviews).
+    create_only: Vec<(String, String)>,
 }
 
 impl GroupVersions {
@@ -81,7 +73,37 @@ impl GroupVersions {
             };
             versions[vi].1.push(Arc::clone(def));
         }
-        Self { groups }
+        Self {
+            groups,
+            create_only: Vec::new(),
+        }
+    }
+
+    /// `resources` and `create_only`, the resources that take `create` only (the reviews).
+    pub(crate) fn with_create_only(
+        resources: &[Arc<ResourceDef>],
+        create_only: &[Arc<ResourceDef>],
+    ) -> Self {
+        let all: Vec<Arc<ResourceDef>> = resources.iter().chain(create_only).cloned().collect();
+        let mut gvs = Self::new(&all);
+        gvs.create_only = create_only
+            .iter()
+            .map(|d| (d.group.clone(), d.plural.clone()))
+            .collect();
+        gvs
+    }
+
+    /// The verbs of a resource: every verb, or `create` alone.
+    fn verbs(&self, def: &ResourceDef) -> &'static [&'static str] {
+        if self
+            .create_only
+            .iter()
+            .any(|(g, p)| *g == def.group && *p == def.plural)
+        {
+            &["create"]
+        } else {
+            VERBS
+        }
     }
 
     /// The resources of one group version, `None` if it is not served.
@@ -166,7 +188,7 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
             "singularName": def.singular,
             "namespaced": def.namespaced,
             "kind": def.kind,
-            "verbs": verbs(def),
+            "verbs": gvs.verbs(def),
         });
         if !def.short_names.is_empty() {
             r["shortNames"] = json!(def.short_names);
@@ -315,7 +337,7 @@ pub(crate) fn aggregated(gvs: &GroupVersions, core: bool, form: Aggregated) -> V
                 .iter()
                 .map(|(version, defs)| {
                     let resources: Vec<Value> =
-                        defs.iter().map(|d| discovery_resource(d)).collect();
+                        defs.iter().map(|d| discovery_resource(gvs, d)).collect();
                     json!({"version": version, "resources": resources, "freshness": "Current"})
                 })
                 .collect();
@@ -335,14 +357,14 @@ pub(crate) fn aggregated(gvs: &GroupVersions, core: bool, form: Aggregated) -> V
     })
 }
 
-fn discovery_resource(def: &ResourceDef) -> Value {
+fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
     let kind = json!({"group": def.group, "version": def.version, "kind": def.kind});
     let mut r = json!({
         "resource": def.plural,
         "responseKind": kind,
         "scope": if def.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": def.singular,
-        "verbs": verbs(def),
+        "verbs": gvs.verbs(def),
     });
     if !def.short_names.is_empty() {
         r["shortNames"] = json!(def.short_names);

@@ -164,9 +164,8 @@ fn gvs(app: &App) -> GroupVersions {
 
 /// What discovery lists: the resources, and the review resources (create only).
 fn discovery_gvs(app: &App) -> GroupVersions {
-    let mut resources = app.server.resources();
-    resources.extend(Review::ALL.iter().map(|r| Arc::new(r.def())));
-    GroupVersions::new(&resources)
+    let reviews: Vec<Arc<ResourceDef>> = Review::ALL.iter().map(|r| Arc::new(r.def())).collect();
+    GroupVersions::with_create_only(&app.server.resources(), &reviews)
 }
 
 fn discovery_root(app: &App, req: &Parsed, core: bool) -> Response {

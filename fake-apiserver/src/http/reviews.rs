@@ -52,11 +52,6 @@ impl Review {
         Self::SelfSubject,
     ];
 
-    /// Whether `def` is a review resource (discovery lists them with the `create` verb only).
-    pub(crate) fn is_review(def: &ResourceDef) -> bool {
-        Self::at(&def.group, &def.version, &def.plural, def.namespaced).is_some()
-    }
-
     /// The review served at `group`/`version`/`plural`, if any; `namespaced` says whether the
     /// URL named a namespace (only local access reviews live in one).
     pub(crate) fn at(group: &str, version: &str, plural: &str, namespaced: bool) -> Option<Self> {

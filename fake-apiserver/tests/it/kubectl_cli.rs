@@ -1602,3 +1602,44 @@ async fn kubectl_drain_evicts_through_disruption_budgets() {
         .await;
     assert_eq!(left.trim(), "");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
+    let Some((_server, _http, kubectl)) = kubectl_in(
+        "kubectl_moves_a_client_side_applied_object_to_server_side_apply",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let cm = |data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\ndata:\n{data}")
+    };
+    let both = kubectl.manifest("both.yaml", &cm("  a: \"1\"\n  b: \"2\"\n"));
+    let out = kubectl.ok(&["apply", "-f", both.to_str().unwrap()]).await;
+    assert_eq!(out.trim(), "configmap/moved created");
+    let managers = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            "moved",
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={.metadata.managedFields[*].manager}",
+        ])
+        .await;
+    assert_eq!(managers.trim(), "kubectl-client-side-apply");
+    // kubectl hands the client-side applier's fields to its server-side manager (a patch of
+    // managedFields), so the first server-side apply conflicts with nothing, and a field
+    // the manifest no longer has is removed.
+    let one = kubectl.manifest("one.yaml", &cm("  a: \"1\"\n"));
+    let out = kubectl
+        .ok(&["apply", "--server-side", "-f", one.to_str().unwrap()])
+        .await;
+    assert_eq!(out.trim(), "configmap/moved serverside-applied");
+    let data = kubectl
+        .ok(&["get", "configmap", "moved", "-o", "jsonpath={.data}"])
+        .await;
+    assert_eq!(data.trim(), r#"{"a":"1"}"#);
+}
