@@ -4,8 +4,9 @@
 //! kubectl 1.32 reads these to learn whether the server validates fields itself: when the
 //! `PATCH` operation of a kind lists the `fieldValidation` query parameter, `kubectl create`
 //! and `kubectl apply` send `fieldValidation=Strict` and skip client-side schema validation.
-//! The schemas are deliberately open (`x-kubernetes-preserve-unknown-fields`): the fake server
-//! stores any JSON and does not validate fields. Patch operations do not offer strategic merge
+//! The schemas of built-in kinds are deliberately open (`x-kubernetes-preserve-unknown-fields`):
+//! the fake server stores any JSON for them; a custom resource with a schema publishes its
+//! CRD's schema (what it validates against), so `kubectl explain` shows its fields. Patch operations do not offer strategic merge
 //! patches in the document, so client-side `kubectl apply` computes its patch from kubectl's
 //! built-in types (built-in kinds) or as a JSON merge patch (custom resources).
 
@@ -62,8 +63,10 @@ pub(crate) fn v2_document(gvs: &GroupVersions) -> Value {
         for (_, defs) in versions {
             for def in defs {
                 add_paths(&mut paths, def, Dialect::V2);
-                definitions.insert(schema_name(def, false), object_schema(def, false));
-                definitions.insert(schema_name(def, true), object_schema(def, true));
+                // Open schemas only: Swagger 2.0 has no `nullable` and friends, and kubectl
+                // reads the v3 documents for `explain`.
+                definitions.insert(schema_name(def, false), open_schema(def, false));
+                definitions.insert(schema_name(def, true), open_schema(def, true));
             }
         }
     }
@@ -126,6 +129,13 @@ fn gvk(def: &ResourceDef, list: bool) -> Value {
 }
 
 fn object_schema(def: &ResourceDef, list: bool) -> Value {
+    match (&def.schema, list) {
+        (Some(schema), false) => custom_resource_schema(def, schema),
+        _ => open_schema(def, list),
+    }
+}
+
+fn open_schema(def: &ResourceDef, list: bool) -> Value {
     let mut props = json!({
         "apiVersion": {"type": "string"},
         "kind": {"type": "string"},
@@ -141,6 +151,33 @@ fn object_schema(def: &ResourceDef, list: bool) -> Value {
         "x-kubernetes-preserve-unknown-fields": true,
         "x-kubernetes-group-version-kind": [gvk(def, list)],
     })
+}
+
+/// A custom resource's published schema: its CRD's structural schema, with `apiVersion`,
+/// `kind` and an open `metadata` added where the schema leaves them out (as the real server
+/// publishes a CRD's schema), so `kubectl explain` walks its fields and descriptions.
+fn custom_resource_schema(def: &ResourceDef, schema: &Value) -> Value {
+    let mut published = schema.clone();
+    if let Value::Object(root) = &mut published {
+        root.entry("type").or_insert_with(|| json!("object"));
+        if let Value::Object(props) = root.entry("properties").or_insert_with(|| json!({})) {
+            props
+                .entry("apiVersion")
+                .or_insert_with(|| json!({"type": "string"}));
+            props
+                .entry("kind")
+                .or_insert_with(|| json!({"type": "string"}));
+            props.insert(
+                "metadata".into(),
+                json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+            );
+        }
+        root.insert(
+            "x-kubernetes-group-version-kind".into(),
+            json!([gvk(def, false)]),
+        );
+    }
+    published
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

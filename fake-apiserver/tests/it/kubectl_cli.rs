@@ -1643,3 +1643,29 @@ async fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
         .await;
     assert_eq!(data.trim(), r#"{"a":"1"}"#);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_walks_a_custom_resource_s_schema() {
+    let Some((_server, _http, kubectl)) =
+        kubectl_in("kubectl_explain_walks_a_custom_resource_s_schema", "prod").await
+    else {
+        return;
+    };
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+               metadata:\n  name: gizmos.example.com\n\
+               spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: gizmos\n    kind: Gizmo\n\
+               \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n\
+               \x20       type: object\n        description: A gizmo does one thing well.\n        properties:\n\
+               \x20         spec:\n            type: object\n            description: What the gizmo should do.\n            properties:\n\
+               \x20             speed:\n                type: integer\n                description: Turns per second.\n";
+    let file = kubectl.manifest("crd.yaml", crd);
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    let top = kubectl.ok(&["explain", "gizmos"]).await;
+    assert!(top.contains("A gizmo does one thing well."), "{top}");
+    let speed = kubectl.ok(&["explain", "gizmos.spec.speed"]).await;
+    assert!(speed.contains("FIELD: speed <integer>"), "{speed}");
+    assert!(speed.contains("Turns per second."), "{speed}");
+    let spec = kubectl.ok(&["explain", "gizmos.spec"]).await;
+    assert!(spec.contains("What the gizmo should do."), "{spec}");
+    assert!(spec.contains("speed\t<integer>"), "{spec}");
+}
