@@ -40,6 +40,8 @@ pub struct Target {
     strict_fields: bool,
     propagation: PropagationPolicy,
     manager: Option<String>,
+    /// The subresource writes go through when the write's part does not say (`scale`).
+    subresource: Option<&'static str>,
 }
 
 impl Target {
@@ -78,6 +80,14 @@ impl Target {
     /// one, writes store the object's `managedFields` as they are sent.
     pub fn field_manager(mut self, manager: impl Into<String>) -> Self {
         self.manager = Some(manager.into());
+        self
+    }
+
+    /// The same target for writes through `/scale` (their managed fields name the `scale`
+    /// subresource, as upstream's scale handler records them).
+    #[cfg(feature = "http")]
+    pub(crate) fn via_scale(mut self) -> Self {
+        self.subresource = Some("scale");
         self
     }
 
@@ -316,6 +326,7 @@ impl FakeApiServer {
             strict_fields: false,
             propagation: PropagationPolicy::Background,
             manager: None,
+            subresource: None,
         }
     }
 
@@ -734,6 +745,7 @@ impl FakeApiServer {
             store.managing = Some(Managing {
                 manager,
                 applied: true,
+                subresource: None,
             });
         }
         match store.get(target.res, target.namespace(), name) {
@@ -816,6 +828,7 @@ impl FakeApiServer {
         store.managing = Some(Managing {
             manager: manager.clone(),
             applied: true,
+            subresource: None,
         });
         let existing = store.get(target.res, target.namespace(), name)?;
         let now = store.now_rfc3339();
@@ -902,6 +915,7 @@ impl FakeApiServer {
         store.managing = target.manager.clone().map(|manager| Managing {
             manager,
             applied: false,
+            subresource: target.subresource,
         });
         Writing(store)
     }

@@ -464,6 +464,8 @@ pub(crate) struct Managing {
     /// (then the body's are stored as they are); otherwise the write is tracked as an
     /// update.
     pub applied: bool,
+    /// The subresource the write is made through when its part does not say (`scale`).
+    pub subresource: Option<&'static str>,
 }
 
 impl Part {
@@ -999,7 +1001,7 @@ impl Store {
         let writer = managed::Writer {
             manager: &managing.manager,
             api_version: &api_version,
-            subresource: part.subresource(),
+            subresource: managing.subresource.unwrap_or(part.subresource()),
             now: &now,
             scope: part.scope(),
         };

@@ -341,7 +341,9 @@ async fn resource(
                 Sub::Scale => {
                     let obj = app
                         .server
-                        .patch_with_at(&target, name, |v| scale::apply(v, &body))?;
+                        .patch_with_at(&target.clone().via_scale(), name, |v| {
+                            scale::apply(v, &body)
+                        })?;
                     Ok(negotiate::value(
                         StatusCode::OK,
                         &scale::of_stored(&obj),
@@ -885,11 +887,13 @@ fn patch_object(
     match sub {
         Sub::Scale => {
             // The patch applies to the Scale; its replicas go to the object.
-            let obj = app.server.patch_with_at(target, name, |v| {
-                let mut view = scale::of(v);
-                patch(&mut view)?;
-                scale::apply(v, &view)
-            })?;
+            let obj = app
+                .server
+                .patch_with_at(&target.clone().via_scale(), name, |v| {
+                    let mut view = scale::of(v);
+                    patch(&mut view)?;
+                    scale::apply(v, &view)
+                })?;
             return Ok(negotiate::value(
                 StatusCode::OK,
                 &scale::of_stored(&obj),

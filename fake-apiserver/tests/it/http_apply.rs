@@ -391,3 +391,57 @@ async fn custom_resources_follow_their_schema_s_list_types_and_status_is_its_own
     assert_eq!(main.status, 200, "{}", main.body);
     assert_eq!(main.body["status"]["phase"], "Ready");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_through_scale_is_the_scale_subresource_s() {
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "w"}]}}}});
+    let url = "/apis/apps/v1/namespaces/ns-0/deployments/web";
+    let applied = send(
+        &http,
+        Method::PATCH,
+        &format!("{url}?fieldManager=ctl"),
+        Some(("application/apply-patch+yaml", &deployment)),
+    )
+    .await;
+    assert_eq!(applied.status, 201, "{}", applied.body);
+    // An autoscaler scales through `/scale`: it takes `.spec.replicas`, as that subresource.
+    let scaled = send(
+        &http,
+        Method::PATCH,
+        &format!("{url}/scale?fieldManager=hpa"),
+        Some((
+            "application/merge-patch+json",
+            &json!({"spec": {"replicas": 5}}),
+        )),
+    )
+    .await;
+    assert_eq!(scaled.status, 200, "{}", scaled.body);
+    let stored = server
+        .get("deployments", Some("ns-0"), "web")
+        .unwrap()
+        .to_value();
+    let entries = stored["metadata"]["managedFields"].as_array().unwrap();
+    let hpa = entries.iter().find(|e| e["manager"] == "hpa").unwrap();
+    assert_eq!(hpa["subresource"], "scale");
+    assert_eq!(hpa["operation"], "Update");
+    assert_eq!(hpa["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let again = send(
+        &http,
+        Method::PATCH,
+        &format!("{url}?fieldManager=ctl"),
+        Some(("application/apply-patch+yaml", &deployment)),
+    )
+    .await;
+    assert_eq!(again.status, 409);
+    assert_eq!(
+        again.body["message"],
+        "Apply failed with 1 conflict: conflict with \"hpa\" with subresource \"scale\" using \
+         apps/v1: .spec.replicas"
+    );
+}
