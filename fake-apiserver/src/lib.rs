@@ -269,9 +269,10 @@
 //! deleted are a 422 `Invalid` with one cause per problem. A custom resource whose
 //! definition has a schema ([`ResourceDef::schema`]: a CRD's `openAPIV3Schema`) is pruned
 //! (unknown fields dropped, except under `x-kubernetes-preserve-unknown-fields`), defaulted
-//! (`default`) and validated (`type`, `required`, `enum`, bounds on numbers, lengths and
-//! item counts: a 422 worded as upstream's, one cause per violation); `pattern`, `format`,
-//! the combinators and CEL rules are not checked. Built-in kinds get no defaulting and no
+//! (`default`) and validated (`type`, `required`, `enum`, bounds and multiples of numbers,
+//! lengths, patterns, item and property counts, unique items, `allOf`/`anyOf`/`oneOf`/`not`:
+//! a 422 worded as upstream's, one cause per violation); `format` and CEL rules are not
+//! checked. Built-in kinds get no defaulting and no
 //! field-level validation (any fields are stored as given); there are no webhooks and no
 //! RBAC.
 //!

@@ -9,9 +9,12 @@
 //! for absent fields of present objects; validation reports every violation at once as a
 //! 422 with one cause each. What is checked here: `type` (with `x-kubernetes-int-or-string`
 //! and `nullable`), `required`, `enum`, `minimum`/`maximum` (and their exclusive forms),
-//! `minLength`/`maxLength`, `minItems`/`maxItems`, `properties`, `additionalProperties` and
-//! `items`. Not checked: `pattern`, `format`, `multipleOf`, `uniqueItems`, `allOf`/`anyOf`/
-//! `oneOf`/`not`, CEL rules (`x-kubernetes-validations`) and list types.
+//! `multipleOf`, `minLength`/`maxLength`, `pattern` (Rust's `regex`, RE2 syntax like Go's),
+//! `minItems`/`maxItems`, `uniqueItems`, `minProperties`/`maxProperties`, `allOf`/`anyOf`/
+//! `oneOf`/`not` (kube-openapi's messages; of a failed `anyOf`/`oneOf` the alternative with
+//! the fewest violations is reported, where upstream counts the checks that passed),
+//! `properties`, `additionalProperties` and `items`. Not checked: `format`, CEL rules
+//! (`x-kubernetes-validations`) and list types.
 
 use serde_json::{Map, Value};
 
@@ -201,9 +204,20 @@ fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut 
             format!("{}: supported values: {}", shown(value), listed.join(", ")),
         ));
     }
+    check_combinators(schema, value, path, root, out);
     match value {
         Value::Number(n) => check_number(schema, n.as_f64().unwrap_or(0.0), value, path, out),
         Value::String(s) => {
+            if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+                && let Ok(re) = regex::Regex::new(pattern)
+                && !re.is_match(s)
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueInvalid",
+                    format!("{}: {label} in body should match '{pattern}'", shown(value)),
+                ));
+            }
             let chars = s.chars().count();
             if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
                 && chars as u64 > max
@@ -249,19 +263,152 @@ fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut 
                     ),
                 ));
             }
+            if flag(schema, "uniqueItems")
+                && items
+                    .iter()
+                    .enumerate()
+                    .any(|(i, a)| items[..i].contains(a))
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueInvalid",
+                    format!("\"\": {label} in body shouldn't contain duplicates"),
+                ));
+            }
             if let Some(sub) = schema.get("items").filter(|i| i.is_object()) {
                 for (i, item) in items.iter().enumerate() {
                     validate_at(sub, item, &format!("{path}[{i}]"), false, out);
                 }
             }
         }
-        Value::Object(fields) => validate_object(schema, fields, path, root, out),
+        Value::Object(fields) => {
+            let count = fields.len() as u64;
+            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64)
+                && count > max
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueTooMany",
+                    format!("{count}: must have at most {max} items"),
+                ));
+            }
+            if let Some(min) = schema.get("minProperties").and_then(Value::as_u64)
+                && count < min
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueInvalid",
+                    format!("{count}: {label} in body should have at least {min} properties"),
+                ));
+            }
+            validate_object(schema, fields, path, root, out)
+        }
         _ => {}
+    }
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not`, with kube-openapi's messages (reported, as upstream
+/// reports these, against no field: `<nil>`).
+fn check_combinators(
+    schema: &Value,
+    value: &Value,
+    path: &str,
+    root: bool,
+    out: &mut Vec<Violation>,
+) {
+    let subs = |k: &str| -> Vec<&Value> {
+        schema
+            .get(k)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter(|s| s.is_object()).collect())
+            .unwrap_or_default()
+    };
+    let run = |sub: &Value| {
+        let mut found = Vec::new();
+        validate_at(sub, value, path, root, &mut found);
+        found
+    };
+    let composite = |message: String| ("<nil>".to_owned(), "FieldValueInvalid", message);
+    let any_of = subs("anyOf");
+    if !any_of.is_empty() {
+        let results: Vec<Vec<Violation>> = any_of.iter().map(|s| run(s)).collect();
+        if !results.iter().any(Vec::is_empty) {
+            out.push(composite(format!(
+                "\"\": {path:?} must validate at least one schema (anyOf)"
+            )));
+            out.extend(fewest(results));
+        }
+    }
+    let one_of = subs("oneOf");
+    if !one_of.is_empty() {
+        let results: Vec<Vec<Violation>> = one_of.iter().map(|s| run(s)).collect();
+        let valid = results.iter().filter(|r| r.is_empty()).count();
+        if valid != 1 {
+            let found = if valid == 0 {
+                "Found none valid".to_owned()
+            } else {
+                format!("Found {valid} valid alternatives")
+            };
+            out.push(composite(format!(
+                "\"\": {path:?} must validate one and only one schema (oneOf). {found}"
+            )));
+            if valid == 0 {
+                out.extend(fewest(results));
+            }
+        }
+    }
+    let all_of = subs("allOf");
+    if !all_of.is_empty() {
+        let results: Vec<Vec<Violation>> = all_of.iter().map(|s| run(s)).collect();
+        let valid = results.iter().filter(|r| r.is_empty()).count();
+        out.extend(results.into_iter().flatten());
+        if valid != all_of.len() {
+            let none = if valid == 0 { ". None validated" } else { "" };
+            out.push(composite(format!(
+                "\"\": {path:?} must validate all the schemas (allOf){none}"
+            )));
+        }
+    }
+    if let Some(not) = schema.get("not").filter(|n| n.is_object())
+        && run(not).is_empty()
+    {
+        out.push(composite(format!(
+            "\"\": {path:?} must not validate the schema (not)"
+        )));
+    }
+}
+
+/// The violations of the alternative that came closest.
+fn fewest(results: Vec<Vec<Violation>>) -> Vec<Violation> {
+    results.into_iter().min_by_key(Vec::len).unwrap_or_default()
+}
+
+/// A number as Go's `%v` prints it (`5`, not `5.0`).
+fn go_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
     }
 }
 
 fn check_number(schema: &Value, n: f64, value: &Value, path: &str, out: &mut Vec<Violation>) {
     let label = if path.is_empty() { "<root>" } else { path };
+    if let Some(factor) = schema.get("multipleOf").and_then(Value::as_f64)
+        && factor > 0.0
+    {
+        let quotient = n / factor;
+        if (quotient - quotient.round()).abs() > 1e-9 {
+            out.push((
+                path.to_owned(),
+                "FieldValueInvalid",
+                format!(
+                    "{value}: {label} in body should be a multiple of {}",
+                    go_number(factor)
+                ),
+            ));
+        }
+    }
     let bound = |k: &str| schema.get(k).and_then(Value::as_f64);
     let shown_bound = |k: &str| schema.get(k).map(Value::to_string).unwrap_or_default();
     if let Some(min) = bound("minimum") {
@@ -431,5 +578,67 @@ mod tests {
             ]
         );
         assert!(validate(&schema(), &json!({"spec": {"size": "large", "note": null}})).is_empty());
+    }
+
+    #[test]
+    fn patterns_multiples_uniqueness_property_counts_and_combinators() {
+        let schema = json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "maxProperties": 5,
+        "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+        "properties": {
+            "a": {"type": "string", "pattern": "^[a-z]+$"},
+            "b": {"type": "string"},
+            "step": {"type": "number", "multipleOf": 0.5},
+            "tags": {"type": "array", "uniqueItems": true, "items": {"type": "string"}},
+            "labels": {"type": "object", "minProperties": 1,
+                       "additionalProperties": {"type": "string"}},
+            "mode": {"type": "string", "not": {"enum": ["off"]},
+                     "anyOf": [{"enum": ["fast"]}, {"enum": ["slow", "off"]}]},
+        }}}});
+        let text = |v: Value| -> Vec<String> {
+            validate(&schema, &v)
+                .iter()
+                .map(|(f, t, m)| format!("{f} {t} {m}"))
+                .collect()
+        };
+        assert_eq!(
+            text(json!({"spec": {"a": "ok", "step": 1.5, "tags": ["x", "y"],
+                                     "labels": {"k": "v"}, "mode": "slow"}})),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            text(
+                json!({"spec": {"a": "Not", "b": "x", "step": 0.7, "tags": ["x", "x"],
+                                 "labels": {}}})
+            ),
+            [
+                "<nil> FieldValueInvalid \"\": \"spec\" must validate one and only one schema \
+                 (oneOf). Found 2 valid alternatives",
+                "spec.a FieldValueInvalid \"Not\": spec.a in body should match '^[a-z]+$'",
+                "spec.labels FieldValueInvalid 0: spec.labels in body should have at least 1 \
+                 properties",
+                "spec.step FieldValueInvalid 0.7: spec.step in body should be a multiple of 0.5",
+                "spec.tags FieldValueInvalid \"\": spec.tags in body shouldn't contain duplicates",
+            ]
+        );
+        assert_eq!(
+            text(json!({"spec": {"mode": "off", "x1": 1, "x2": 2, "x3": 3, "x4": 4, "x5": 5}})),
+            [
+                "<nil> FieldValueInvalid \"\": \"spec\" must validate one and only one schema \
+                 (oneOf). Found none valid",
+                "spec.a FieldValueRequired ",
+                "spec FieldValueTooMany 6: must have at most 5 items",
+                "<nil> FieldValueInvalid \"\": \"spec.mode\" must not validate the schema (not)",
+            ]
+        );
+        assert_eq!(
+            text(json!({"spec": {"b": "x", "mode": "medium"}})),
+            [
+                "<nil> FieldValueInvalid \"\": \"spec.mode\" must validate at least one schema \
+                 (anyOf)",
+                "spec.mode FieldValueNotSupported \"medium\": supported values: \"fast\"",
+            ]
+        );
     }
 }
