@@ -81,8 +81,8 @@ pub fn served_summary() -> String {
          collector and the namespace controller, below), no webhooks, no RBAC, no \
          field-level validation of built-in kinds (any fields are stored); custom resources \
          are pruned, defaulted and validated by their CRD's structural schema (type, \
-         required, enum, bounds; not pattern, format or CEL), and fieldValidation=Strict \
-         refuses their undeclared fields. Dry runs (dryRun=All, or in a \
+         required, enum, bounds, pattern, combinators; not format or CEL), and \
+         fieldValidation=Strict refuses their undeclared fields. Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \
          stored. Events are one storage served as v1 and as events.k8s.io/v1 Events, fields \
@@ -91,7 +91,9 @@ pub fn served_summary() -> String {
          dependents (ownerReferences) as the garbage collector does, by propagationPolicy \
          (Background by default, Foreground, Orphan), within the request; a deleted namespace \
          terminates and goes once its content is deleted (--disable-garbage-collection turns \
-         both off).\n\n\
+         both off). Evictions (pods/<name>/eviction) delete the pod unless its \
+         PodDisruptionBudget's status forbids it (429); budgets' status is the caller's to \
+         set, as no disruption controller runs.\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \
