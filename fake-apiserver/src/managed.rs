@@ -255,25 +255,37 @@ enum Builtin {
     Set,
 }
 
-fn builtin_field(name: &str) -> Builtin {
-    match name {
-        "labels" | "annotations" | "data" | "binaryData" | "stringData" | "nodeSelector"
-        | "limits" | "requests" | "capacity" | "allocatable" | "hard" | "used" => Builtin::Map,
-        "selector" => Builtin::Atomic,
+/// The key fields of a built-in kind's well-known keyed list, by the list's field name (the
+/// real types' merge keys; `ports`, keyed on `containerPort` or `port` with `protocol`, is
+/// its own case).
+pub(crate) fn builtin_list_keys(field: &str) -> Option<&'static [&'static str]> {
+    match field {
         "containers"
         | "initContainers"
         | "ephemeralContainers"
         | "env"
         | "volumes"
         | "imagePullSecrets"
-        | "resourceClaims" => Builtin::Keyed(&["name"]),
+        | "resourceClaims" => Some(&["name"]),
+        "volumeMounts" => Some(&["mountPath"]),
+        "volumeDevices" => Some(&["devicePath"]),
+        "conditions" => Some(&["type"]),
+        "ownerReferences" => Some(&["uid"]),
+        "hostAliases" => Some(&["ip"]),
+        "topologySpreadConstraints" => Some(&["topologyKey", "whenUnsatisfiable"]),
+        _ => None,
+    }
+}
+
+fn builtin_field(name: &str) -> Builtin {
+    if let Some(keys) = builtin_list_keys(name) {
+        return Builtin::Keyed(keys);
+    }
+    match name {
+        "labels" | "annotations" | "data" | "binaryData" | "stringData" | "nodeSelector"
+        | "limits" | "requests" | "capacity" | "allocatable" | "hard" | "used" => Builtin::Map,
+        "selector" => Builtin::Atomic,
         "ports" => Builtin::Ports,
-        "volumeMounts" => Builtin::Keyed(&["mountPath"]),
-        "volumeDevices" => Builtin::Keyed(&["devicePath"]),
-        "conditions" => Builtin::Keyed(&["type"]),
-        "ownerReferences" => Builtin::Keyed(&["uid"]),
-        "hostAliases" => Builtin::Keyed(&["ip"]),
-        "topologySpreadConstraints" => Builtin::Keyed(&["topologyKey", "whenUnsatisfiable"]),
         "finalizers" => Builtin::Set,
         _ => Builtin::Struct,
     }

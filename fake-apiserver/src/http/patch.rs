@@ -96,14 +96,7 @@ fn merge_map(target: &mut Value, patch: &Map<String, Value>) {
 /// The merge key of a list field, when its elements are objects merged one by one.
 fn merge_key(field: &str, patch: &[Value], current: &[Value]) -> Option<&'static str> {
     let known = match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "env"
-        | "volumes"
-        | "imagePullSecrets"
-        | "resourceClaims"
-        | "readinessGates" => Some("name"),
+        "readinessGates" => Some("name"),
         "ports" => {
             if patch
                 .iter()
@@ -115,13 +108,8 @@ fn merge_key(field: &str, patch: &[Value], current: &[Value]) -> Option<&'static
                 Some("port")
             }
         }
-        "volumeMounts" => Some("mountPath"),
-        "volumeDevices" => Some("devicePath"),
-        "conditions" => Some("type"),
-        "ownerReferences" => Some("uid"),
-        "hostAliases" => Some("ip"),
-        "topologySpreadConstraints" => Some("topologyKey"),
-        _ => None,
+        // The first of the key fields (strategic merge keys on one).
+        other => crate::managed::builtin_list_keys(other).and_then(|keys| keys.first().copied()),
     };
     if known.is_some() {
         return known;

@@ -26,6 +26,28 @@ fn budget(name: &str, app: &str, allowed: i64) -> Value {
                       "currentHealthy": 2, "desiredHealthy": 1, "expectedPods": 2}})
 }
 
+/// `POST pods/<name>/eviction` in ns-0 (`query` appended), the Eviction naming `body_name`.
+/// Raw: kube-client's default retry policy would retry a 429 for minutes, as it would
+/// against a cluster.
+async fn evict(
+    http: &fake_apiserver::http::FakeHttpServer,
+    name: &str,
+    query: &str,
+    body_name: &str,
+) -> crate::support::http::Answer {
+    send(
+        http,
+        Method::POST,
+        &format!("/api/v1/namespaces/ns-0/pods/{name}/eviction{query}"),
+        Some((
+            "application/json",
+            &json!({"apiVersion": "policy/v1", "kind": "Eviction",
+                    "metadata": {"name": body_name, "namespace": "ns-0"}}),
+        )),
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn evictions_respect_disruption_budgets() {
     let (server, http) = start().await;
@@ -62,19 +84,8 @@ async fn evictions_respect_disruption_budgets() {
     assert!(pdb["status"]["disruptedPods"]["web-1"].is_string(), "{pdb}");
     assert_eq!(pdb["status"]["conditions"][0]["type"], "DisruptionAllowed");
     assert_eq!(pdb["status"]["conditions"][0]["status"], "False");
-    // The second is refused, as upstream refuses it. (Raw: kube-client's default retry
-    // policy would retry the 429 for minutes, as it would against a cluster.)
-    let raw = send(
-        &http,
-        Method::POST,
-        "/api/v1/namespaces/ns-0/pods/web-2/eviction",
-        Some((
-            "application/json",
-            &json!({"apiVersion": "policy/v1", "kind": "Eviction",
-                    "metadata": {"name": "web-2", "namespace": "ns-0"}}),
-        )),
-    )
-    .await;
+    // The second is refused, as upstream refuses it.
+    let raw = evict(&http, "web-2", "", "web-2").await;
     assert_eq!(raw.status, 429);
     assert_eq!(raw.body["reason"], "TooManyRequests");
     assert_eq!(
@@ -100,17 +111,7 @@ async fn evictions_respect_disruption_budgets() {
         .unwrap();
     changed["metadata"]["resourceVersion"] = json!(stale.resource_version().to_string());
     server.update("poddisruptionbudgets", &changed).unwrap();
-    let processing = send(
-        &http,
-        Method::POST,
-        "/api/v1/namespaces/ns-0/pods/web-2/eviction",
-        Some((
-            "application/json",
-            &json!({"apiVersion": "policy/v1", "kind": "Eviction",
-                    "metadata": {"name": "web-2"}}),
-        )),
-    )
-    .await;
+    let processing = evict(&http, "web-2", "", "web-2").await;
     assert_eq!(processing.status, 429, "{}", processing.body);
     assert_eq!(processing.header("retry-after"), Some("10"));
     assert_eq!(
@@ -140,30 +141,14 @@ async fn evictions_are_checked_dry_run_and_listed_in_discovery() {
     server
         .create("poddisruptionbudgets", &budget("third", "both", 1))
         .unwrap();
-    let evict = |name: &'static str, query: &'static str, body_name: &'static str| {
-        let http = &http;
-        async move {
-            send(
-                http,
-                Method::POST,
-                &format!("/api/v1/namespaces/ns-0/pods/{name}/eviction{query}"),
-                Some((
-                    "application/json",
-                    &json!({"apiVersion": "policy/v1", "kind": "Eviction",
-                            "metadata": {"name": body_name}}),
-                )),
-            )
-            .await
-        }
-    };
-    let mismatch = evict("web-1", "", "other").await;
+    let mismatch = evict(&http, "web-1", "", "other").await;
     assert_eq!(mismatch.status, 400);
     assert_eq!(
         mismatch.body["message"],
         "name in URL does not match name in Eviction object"
     );
     // Two budgets select the pod: upstream does not support it.
-    let two = evict("both", "", "both").await;
+    let two = evict(&http, "both", "", "both").await;
     assert_eq!(two.status, 500);
     assert_eq!(
         two.body["message"],
@@ -172,7 +157,7 @@ async fn evictions_are_checked_dry_run_and_listed_in_discovery() {
     );
     // A pod that is not ready while the budget has its healthy pods goes without using the
     // budget's allowance (none is left here).
-    let sick = evict("sick", "", "sick").await;
+    let sick = evict(&http, "sick", "", "sick").await;
     assert_eq!(sick.status, 201, "{}", sick.body);
     assert_eq!(sick.body["status"], "Success");
     assert!(server.get("pods", Some("ns-0"), "sick").is_err());
@@ -183,7 +168,7 @@ async fn evictions_are_checked_dry_run_and_listed_in_discovery() {
     let before = server
         .get("poddisruptionbudgets", Some("ns-0"), "other")
         .unwrap();
-    let dry = evict("both", "?dryRun=All", "both").await;
+    let dry = evict(&http, "both", "?dryRun=All", "both").await;
     assert_eq!(dry.status, 201, "{}", dry.body);
     assert!(server.get("pods", Some("ns-0"), "both").is_ok());
     let after = server

@@ -20,6 +20,22 @@ const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
 
 /// Strips `k8s\0` and decodes the `runtime.Unknown` envelope.
+/// A protobuf request body: `k8s\0` and an `Unknown` around `raw`.
+fn wrap_envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let body = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut bytes = b"k8s\0".to_vec();
+    bytes.extend(body.encode_to_vec());
+    bytes
+}
+
 fn unwrap_envelope(body: &[u8]) -> Unknown {
     let rest = body.strip_prefix(b"k8s\0").expect("the k8s\\0 prefix");
     Unknown::decode(rest).expect("a runtime.Unknown")
@@ -343,17 +359,7 @@ async fn a_pod_encoded_by_k8s_pb_is_stored_as_the_same_json() {
     meta.uid = None;
     meta.resource_version = None;
     meta.creation_timestamp = None;
-    let body = Unknown {
-        type_meta: Some(TypeMeta {
-            api_version: Some("v1".into()),
-            kind: Some("Pod".into()),
-        }),
-        raw: Some(pod.encode_to_vec()),
-        content_encoding: Some(String::new()),
-        content_type: Some(String::new()),
-    };
-    let mut bytes = b"k8s\0".to_vec();
-    bytes.extend(body.encode_to_vec());
+    let bytes = wrap_envelope("v1", "Pod", pod.encode_to_vec());
     let created = client()
         .post(format!("{}/api/v1/namespaces/ns-0/pods", http.url()))
         .header("Content-Type", PROTOBUF)
@@ -491,17 +497,7 @@ async fn an_eviction_posted_in_protobuf_evicts() {
         }),
         ..Default::default()
     };
-    let body = Unknown {
-        type_meta: Some(TypeMeta {
-            api_version: Some("policy/v1".into()),
-            kind: Some("Eviction".into()),
-        }),
-        raw: Some(eviction.encode_to_vec()),
-        content_encoding: Some(String::new()),
-        content_type: Some(String::new()),
-    };
-    let mut bytes = b"k8s\0".to_vec();
-    bytes.extend(body.encode_to_vec());
+    let bytes = wrap_envelope("policy/v1", "Eviction", eviction.encode_to_vec());
     let resp = client()
         .post(format!(
             "{}/api/v1/namespaces/a/pods/p/eviction",
