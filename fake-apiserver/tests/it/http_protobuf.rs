@@ -20,6 +20,24 @@ const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
 
 /// Strips `k8s\0` and decodes the `runtime.Unknown` envelope.
+/// `POST`s `raw` (a message of `kind`) in protobuf, asking for JSON back.
+async fn post_in_protobuf(
+    http: &fake_apiserver::http::FakeHttpServer,
+    path: &str,
+    api_version: &str,
+    kind: &str,
+    raw: Vec<u8>,
+) -> reqwest::Response {
+    client()
+        .post(format!("{}{path}", http.url()))
+        .header("Content-Type", PROTOBUF)
+        .header("Accept", "application/json")
+        .body(wrap_envelope(api_version, kind, raw))
+        .send()
+        .await
+        .unwrap()
+}
+
 /// A protobuf request body: `k8s\0` and an `Unknown` around `raw`.
 fn wrap_envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
     let body = Unknown {
@@ -359,15 +377,14 @@ async fn a_pod_encoded_by_k8s_pb_is_stored_as_the_same_json() {
     meta.uid = None;
     meta.resource_version = None;
     meta.creation_timestamp = None;
-    let bytes = wrap_envelope("v1", "Pod", pod.encode_to_vec());
-    let created = client()
-        .post(format!("{}/api/v1/namespaces/ns-0/pods", http.url()))
-        .header("Content-Type", PROTOBUF)
-        .header("Accept", "application/json")
-        .body(bytes)
-        .send()
-        .await
-        .unwrap();
+    let created = post_in_protobuf(
+        &http,
+        "/api/v1/namespaces/ns-0/pods",
+        "v1",
+        "Pod",
+        pod.encode_to_vec(),
+    )
+    .await;
     assert_eq!(created.status(), 201);
     let stored = server.get("pods", Some("ns-0"), "copy").unwrap().to_value();
     // The creator owns every field it set: the managed fields sent are the base that a
@@ -497,18 +514,14 @@ async fn an_eviction_posted_in_protobuf_evicts() {
         }),
         ..Default::default()
     };
-    let bytes = wrap_envelope("policy/v1", "Eviction", eviction.encode_to_vec());
-    let resp = client()
-        .post(format!(
-            "{}/api/v1/namespaces/a/pods/p/eviction",
-            http.url()
-        ))
-        .header("Content-Type", PROTOBUF)
-        .header("Accept", "application/json")
-        .body(bytes)
-        .send()
-        .await
-        .unwrap();
+    let resp = post_in_protobuf(
+        &http,
+        "/api/v1/namespaces/a/pods/p/eviction",
+        "policy/v1",
+        "Eviction",
+        eviction.encode_to_vec(),
+    )
+    .await;
     assert_eq!(resp.status(), 201);
     let answer: Value = resp.json().await.unwrap();
     assert_eq!(answer["status"], "Success");
