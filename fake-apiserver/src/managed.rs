@@ -905,23 +905,33 @@ fn entries_of(object: Option<&Value>) -> Result<Vec<Entry>, String> {
 }
 
 /// Writes `entries` (without empty ones, in upstream's order) into `object`.
-fn store_entries(object: &mut Value, mut entries: Vec<Entry>) {
-    entries.retain(|e| !e.set.is_empty());
-    entries.sort_by(|a, b| {
+fn store_entries(object: &mut Value, entries: Vec<Entry>) {
+    store_values(
+        object,
+        entries
+            .iter()
+            .filter(|e| !e.set.is_empty())
+            .map(Entry::to_value)
+            .collect(),
+    );
+}
+
+/// Writes encoded entries (without empty ones, in upstream's order: operation, time,
+/// manager, version, subresource) into `object`.
+fn store_values(object: &mut Value, mut entries: Vec<Value>) {
+    entries.retain(|e| {
+        e.get("fieldsV1")
+            .is_some_and(|f| f.as_object().is_some_and(|m| !m.is_empty()))
+    });
+    let text = |e: &Value, k: &str| e.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    entries.sort_by_cached_key(|e| {
         (
-            &a.operation,
-            &a.time,
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
+            text(e, "operation"),
+            text(e, "time"),
+            text(e, "manager"),
+            text(e, "apiVersion"),
+            text(e, "subresource"),
         )
-            .cmp(&(
-                &b.operation,
-                &b.time,
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
     });
     let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
@@ -929,11 +939,49 @@ fn store_entries(object: &mut Value, mut entries: Vec<Entry>) {
     if entries.is_empty() {
         meta.remove("managedFields");
     } else {
-        meta.insert(
-            "managedFields".into(),
-            Value::Array(entries.iter().map(Entry::to_value).collect()),
-        );
+        meta.insert("managedFields".into(), Value::Array(entries));
     }
+}
+
+/// Whether an encoded entry decodes (upstream drops managed fields that do not), checked
+/// without building it.
+fn decodes(entry: &Value) -> bool {
+    fn fields_ok(v: &Value) -> bool {
+        v.as_object().is_some_and(|m| {
+            m.iter().all(|(pe, child)| {
+                pe == "."
+                    || (["f:", "k:", "v:", "i:"].iter().any(|p| pe.starts_with(p))
+                        && fields_ok(child))
+            })
+        })
+    }
+    entry.is_object()
+        && entry.get("fieldsType").and_then(Value::as_str) == Some("FieldsV1")
+        && entry.get("fieldsV1").is_some_and(fields_ok)
+}
+
+/// Whether an encoded field set (`fieldsV1`) has a member of `set`.
+fn shares_member(fields: &Value, set: &FieldSet) -> bool {
+    let Some(map) = fields.as_object() else {
+        return false;
+    };
+    set.children.iter().any(|(pe, sub)| {
+        map.get(pe).is_some_and(|child| {
+            let member = child
+                .as_object()
+                .is_some_and(|c| c.is_empty() || c.contains_key("."));
+            (sub.member && member) || shares_member(child, sub)
+        })
+    })
+}
+
+/// Whether an encoded entry is the manager `me` names (see [`Entry::same_manager`]).
+fn is_manager(entry: &Value, me: &Entry) -> bool {
+    let text = |k: &str| entry.get(k).and_then(Value::as_str).unwrap_or("");
+    text("manager") == me.manager
+        && text("operation") == me.operation
+        && text("subresource") == me.subresource
+        && (me.operation == APPLY || text("apiVersion") == me.api_version)
 }
 
 fn strip(set: &mut FieldSet) {
@@ -960,7 +1008,8 @@ pub(crate) enum Sent {
     Absent,
     /// `[]` or `[{}]`: the request resets the field management.
     Reset,
-    Given(Value),
+    /// Entries (read from the body when the write is tracked).
+    Given,
 }
 
 impl Sent {
@@ -974,7 +1023,7 @@ impl Sent {
             {
                 Sent::Reset
             }
-            Some(v) => Sent::Given(v.clone()),
+            Some(_) => Sent::Given,
         }
     }
 }
@@ -990,25 +1039,43 @@ pub(crate) fn track_update(
     sent: Sent,
     writer: &Writer<'_>,
 ) {
-    let live = || entries_of(old).unwrap_or_default();
+    // Entries stay encoded as they are stored unless the write touches them: most writes
+    // change a few fields, and an object's managed fields are most of its metadata.
+    let live = || match old.and_then(|o| o.pointer("/metadata/managedFields")) {
+        Some(Value::Array(entries)) if entries.iter().all(decodes) => entries.clone(),
+        _ => Vec::new(),
+    };
+    let sent_entries = new
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .and_then(|m| m.remove("managedFields"));
     let mut entries = if !writer.subresource.is_empty() {
         live()
     } else {
-        match sent {
-            Sent::Reset => Vec::new(),
-            Sent::Given(v) => match parse_entries(&v) {
-                Ok(e) if !e.is_empty() => e,
-                _ => live(),
-            },
-            Sent::Absent => live(),
+        match (sent, sent_entries) {
+            (Sent::Reset, _) => Vec::new(),
+            (Sent::Given, Some(Value::Array(given)))
+                if !given.is_empty() && given.iter().all(decodes) =>
+            {
+                given
+            }
+            _ => live(),
         }
     };
     let ty = Ty::root(def);
     let cmp = Comparison::of(old, new, ty, writer.scope);
     let changed = cmp.changed();
-    for entry in &mut entries {
-        entry.set.subtract(&changed);
-        entry.set.subtract(&cmp.removed);
+    let mut taken = changed.clone();
+    taken.union(&cmp.removed);
+    for encoded in &mut entries {
+        if encoded
+            .get("fieldsV1")
+            .is_some_and(|f| shares_member(f, &taken))
+            && let Ok(mut entry) = Entry::parse(encoded)
+        {
+            entry.set.subtract(&taken);
+            *encoded = entry.to_value();
+        }
     }
     let mut mine = changed;
     strip(&mut mine);
@@ -1021,16 +1088,30 @@ pub(crate) fn track_update(
             subresource: writer.subresource.to_owned(),
             set: FieldSet::default(),
         };
-        match entries.iter_mut().find(|e| e.same_manager(&me)) {
-            Some(existing) => {
-                existing.set.union(&mine);
-                existing.time = me.time;
+        match entries.iter_mut().find(|e| is_manager(e, &me)) {
+            Some(encoded) => {
+                if let Ok(mut entry) = Entry::parse(encoded) {
+                    entry.set.union(&mine);
+                    entry.time = me.time;
+                    *encoded = entry.to_value();
+                }
             }
-            None => entries.push(Entry { set: mine, ..me }),
+            None => entries.push(Entry { set: mine, ..me }.to_value()),
         }
     }
-    cap_updaters(&mut entries);
-    store_entries(new, entries);
+    let updaters = entries
+        .iter()
+        .filter(|e| e.get("operation").and_then(Value::as_str) != Some(APPLY))
+        .count();
+    if updaters > MAX_UPDATE_MANAGERS {
+        let mut parsed: Vec<Entry> = entries
+            .iter()
+            .filter_map(|e| Entry::parse(e).ok())
+            .collect();
+        cap_updaters(&mut parsed);
+        entries = parsed.iter().map(Entry::to_value).collect();
+    }
+    store_values(new, entries);
 }
 
 /// How many update managers an object keeps (upstream's `DefaultMaxUpdateManagers`).
