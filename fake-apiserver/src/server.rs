@@ -24,7 +24,7 @@ use super::object::Clock;
 use super::shared::{ServerConfig, Shared};
 use super::store::{
     DeleteOutcome, Eviction, Filter, HistoryConfig, Managing, Part, Preconditions,
-    PropagationPolicy, Store, WritePolicy,
+    PropagationPolicy, Store, Warnings, WritePolicy,
 };
 use super::time::later;
 use super::watch::{StartMode, WatchSubscription, Watcher, WatcherSpec};
@@ -42,6 +42,8 @@ pub struct Target {
     manager: Option<String>,
     /// The subresource writes go through when the write's part does not say (`scale`).
     subresource: Option<&'static str>,
+    /// Where writes report their warnings (`fieldValidation=Warn`), if anyone listens.
+    warnings: Option<Warnings>,
 }
 
 impl Target {
@@ -88,6 +90,14 @@ impl Target {
     #[cfg(feature = "http")]
     pub(crate) fn via_scale(mut self) -> Self {
         self.subresource = Some("scale");
+        self
+    }
+
+    /// The same target with writes that report, into `sink`, the unknown fields of a custom
+    /// resource they drop (upstream's `fieldValidation=Warn` warnings).
+    #[cfg(feature = "http")]
+    pub(crate) fn warning_into(mut self, sink: Warnings) -> Self {
+        self.warnings = Some(sink);
         self
     }
 
@@ -327,6 +337,7 @@ impl FakeApiServer {
             propagation: PropagationPolicy::Background,
             manager: None,
             subresource: None,
+            warnings: None,
         }
     }
 
@@ -912,6 +923,7 @@ impl FakeApiServer {
         let mut store = self.shared.store.lock();
         store.dry_run = target.dry_run;
         store.strict_fields = target.strict_fields;
+        store.warnings = target.warnings.clone();
         store.managing = target.manager.clone().map(|manager| Managing {
             manager,
             applied: false,
@@ -1261,6 +1273,7 @@ impl Drop for Writing<'_> {
     fn drop(&mut self) {
         self.0.dry_run = false;
         self.0.strict_fields = false;
+        self.0.warnings = None;
         self.0.managing = None;
     }
 }

@@ -438,6 +438,10 @@ pub(crate) struct Store {
     /// Whether the writes under way validate fields strictly: fields a schema does not
     /// declare are a 400 instead of being pruned. Set by the request layer for one request.
     pub strict_fields: bool,
+    /// Where the request's write reports what it warns about (the unknown fields it drops
+    /// under `fieldValidation=Warn`), for the answer's `Warning` headers. Set by the
+    /// request layer for one request.
+    pub warnings: Option<Warnings>,
     /// The field management of the request's write (set by the request layer for one
     /// request). Taken by the first write, so the writes the collectors make on its behalf
     /// are not its manager's.
@@ -454,6 +458,9 @@ pub(crate) struct Store {
     /// Whether the collectors are working through `chores` (nested writes only add to it).
     collecting: bool,
 }
+
+/// The warnings a request's writes collect (shared with the request layer).
+pub(crate) type Warnings = Arc<parking_lot::Mutex<Vec<String>>>;
 
 /// Who makes a request's write, for its field management ([`managed`]).
 #[derive(Clone, Debug)]
@@ -529,6 +536,7 @@ impl Store {
             dry_run: false,
             strict_fields: false,
             managing: None,
+            warnings: None,
             garbage_collection: true,
             dependents: HashMap::new(),
             chores: VecDeque::new(),
@@ -801,7 +809,13 @@ impl Store {
             },
         };
         validate_name(&def, &name)?;
-        apply_schema(&def, &name, &mut body, self.strict_fields)?;
+        apply_schema(
+            &def,
+            &name,
+            &mut body,
+            self.strict_fields,
+            self.warnings.as_ref(),
+        )?;
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
         self.track(&def, managing, sent, policy.part, None, &mut body);
@@ -901,7 +915,13 @@ impl Store {
                 body = merged;
             }
         }
-        apply_schema(&def, name, &mut body, self.strict_fields)?;
+        apply_schema(
+            &def,
+            name,
+            &mut body,
+            self.strict_fields,
+            self.warnings.as_ref(),
+        )?;
         let old = existing.to_value();
         // Before the server's own fields, which nobody owns (upstream's field manager runs
         // before the registry's strategy).
@@ -1361,6 +1381,7 @@ fn apply_schema(
     name: &str,
     body: &mut Value,
     strict: bool,
+    warnings: Option<&Warnings>,
 ) -> Result<(), Status> {
     let Some(schema) = &def.schema else {
         return Ok(());
@@ -1377,6 +1398,12 @@ fn apply_schema(
             kind = def.kind,
             version = def.version,
         )));
+    }
+    if let Some(warnings) = warnings {
+        // Upstream's `fieldValidation=Warn` (its default): a warning per field dropped.
+        warnings
+            .lock()
+            .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
     }
     schema::apply_defaults(schema, body);
     let violations = schema::validate(schema, body);

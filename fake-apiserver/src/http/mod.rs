@@ -75,7 +75,8 @@
 //!   resource (storage version) with the engine, so `kubectl apply -f crd.yaml` followed by
 //!   `kubectl get <plural>` works; the storage version's `openAPIV3Schema` prunes, defaults
 //!   and validates its objects (`fieldValidation=Strict`, kubectl's default, refuses
-//!   undeclared fields with a 400 instead of pruning them; no `Warning` headers for `Warn`),
+//!   undeclared fields with a 400 instead of pruning them; `Warn`, the default, prunes them
+//!   with a `Warning: 299` header each),
 //!   and a changed CRD serves its new schema, subresources and names; deleting the CRD
 //!   object leaves the resource served.
 //!   [`FakeApiServer::register`] registers a resource without a CRD object.

@@ -23,6 +23,7 @@ use super::reviews::Review;
 use super::table::{self, IncludeObject};
 use super::{protobuf, scale};
 use crate::managed;
+use crate::store::Warnings;
 use crate::{
     DeleteOutcome, Preconditions, PropagationPolicy, Query, RequestRecord, ResourceDef,
     StoredObject, Target, WatchFrame, WatchSubscription, status,
@@ -262,7 +263,8 @@ async fn resource(
     };
     let accept = req.header(header::ACCEPT);
     let content_type = req.header(header::CONTENT_TYPE);
-    match (&req.method, url) {
+    let warnings = Warnings::default();
+    let answered = match (&req.method, url) {
         (&Method::GET, Url::Collection) => {
             let mut query = Query::from_pairs(req.pairs.iter().map(|(k, v)| (k, v)))?;
             query.watch |= watch_prefix;
@@ -317,7 +319,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "CreateOptions", &target)?;
-            let target = field_validation(&req, "CreateOptions", target)?;
+            let target = field_validation(&req, "CreateOptions", target, &warnings)?;
             let target = field_manager(&req, "CreateOptions", target)?;
             let obj = create(app, &target, body)?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
@@ -326,7 +328,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, None, "UpdateOptions", &target)?;
-            let target = field_validation(&req, "UpdateOptions", target)?;
+            let target = field_validation(&req, "UpdateOptions", target, &warnings)?;
             let target = field_manager(&req, "UpdateOptions", target)?;
             match sub {
                 Sub::None => {
@@ -357,7 +359,7 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let bytes = negotiate::read_body(body).await?;
             let target = dry_run(&req, None, "PatchOptions", &target)?;
-            let target = field_validation(&req, "PatchOptions", target)?;
+            let target = field_validation(&req, "PatchOptions", target, &warnings)?;
             let target = field_manager(&req, "PatchOptions", target)?;
             let patched = patch_object(app, &req, &target, name, sub, &bytes, answer)?;
             refresh_crd(app, &target, name)?;
@@ -384,7 +386,19 @@ async fn resource(
             delete_collection(app, &req, &target).await
         }
         _ => Err(method_not_allowed(&req)),
+    };
+    answered.map(|response| with_warnings(response, &warnings))
+}
+
+/// `response` with a `Warning: 299 - "<text>"` header per warning the request's writes
+/// reported, as upstream answers them (kubectl prints each as `Warning: <text>`).
+fn with_warnings(mut response: Response, warnings: &Warnings) -> Response {
+    for text in warnings.lock().iter() {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&format!("299 - {text:?}")) {
+            response.headers_mut().append(header::WARNING, value);
+        }
     }
+    response
 }
 
 fn is_pods(def: &ResourceDef) -> bool {
@@ -484,12 +498,18 @@ fn dry_run(
 }
 
 /// `target` with the write's `fieldValidation`: `Strict` makes unknown fields of a custom
-/// resource with a schema a 400; `Warn` (the default) and `Ignore` prune them (this server
-/// sends no `Warning` header). Any other value is the real server's 422.
-fn field_validation(req: &Parsed, kind: &str, target: Target) -> Result<Target, Status> {
+/// resource with a schema a 400; `Warn` (the default) prunes them with a `Warning` header
+/// each (into `warnings`), `Ignore` silently. Any other value is the real server's 422.
+fn field_validation(
+    req: &Parsed,
+    kind: &str,
+    target: Target,
+    warnings: &Warnings,
+) -> Result<Target, Status> {
     match req.param("fieldValidation").unwrap_or_default() {
         "Strict" => Ok(target.strict_field_validation()),
-        "" | "Warn" | "Ignore" => Ok(target),
+        "" | "Warn" => Ok(target.warning_into(Arc::clone(warnings))),
+        "Ignore" => Ok(target),
         other => Err(status::invalid(
             kind,
             "meta.k8s.io",

@@ -1094,12 +1094,28 @@ async fn field_validation_is_strict_when_asked() {
         "{}",
         unknown.body
     );
-    for mode in ["Ignore", "Warn"] {
-        let name = format!("w-{}", mode.to_lowercase());
+    // Warn (also the default) prunes with a `Warning` per dropped field; Ignore silently.
+    for (mode, warned) in [("Ignore", false), ("Warn", true), ("", true)] {
+        let name = format!("w-{}", if mode.is_empty() { "default" } else { mode }).to_lowercase();
         let mut b = body.clone();
         b["metadata"]["name"] = json!(name);
         let pruned = post(&http, &format!("{widgets}?fieldValidation={mode}"), &b).await;
         assert_eq!(pruned.status, 201, "{}", pruned.body);
         assert_eq!(pruned.body["spec"], json!({"items": [{"name": "x"}]}));
+        let warnings: Vec<&str> = pruned
+            .headers
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap())
+            .collect();
+        let expected: &[&str] = if warned {
+            &[
+                "299 - \"unknown field \\\"spec.colour\\\"\"",
+                "299 - \"unknown field \\\"spec.items[0].size\\\"\"",
+            ]
+        } else {
+            &[]
+        };
+        assert_eq!(warnings, expected, "{mode}");
     }
 }

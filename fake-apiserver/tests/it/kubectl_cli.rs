@@ -1319,6 +1319,16 @@ async fn custom_resources_follow_their_crd_schema() {
         json!({"size": "small", "replicas": 1, "extra": {"anything": [1, 2]}}),
         "pruned and defaulted"
     );
+    // With --validate=warn they are pruned with a warning, which kubectl prints.
+    let warned = kubectl
+        .run(&["apply", "-f", good.to_str().unwrap(), "--validate=warn"])
+        .await;
+    assert!(warned.status.success());
+    let said = String::from_utf8_lossy(&warned.stderr);
+    assert!(
+        said.contains("Warning: unknown field \"spec.colour\""),
+        "{said}"
+    );
 
     let bad = kubectl.manifest("bad.yaml", &gadget("  size: medium\n  replicas: 9\n"));
     let refused = kubectl
