@@ -103,6 +103,11 @@ impl ResourceDef {
         self
     }
 
+    /// Whether this is the core group's pods (graceful deletes, the eviction subresource).
+    pub(crate) fn is_pods(&self) -> bool {
+        self.group.is_empty() && self.plural == "pods"
+    }
+
     /// `apiVersion` of the objects: `v1` for the core group, else `group/version`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -905,7 +905,7 @@ impl FakeApiServer {
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        if !(target.def.group.is_empty() && target.def.plural == "pods") {
+        if !target.def.is_pods() {
             return Err(status::resource_not_found());
         }
         self.write_fault(target)?;

@@ -781,7 +781,7 @@ impl Store {
         {
             // The real server's create strategies reset the status (pods start Pending).
             obj.remove("status");
-            if def.group.is_empty() && def.kind == "Pod" {
+            if def.is_pods() {
                 obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
             }
         }

@@ -28,11 +28,6 @@ const STATUS_VERBS: &[&str] = &["get", "patch", "update"];
 /// The verbs of a `scale` subresource.
 const SCALE_VERBS: &[&str] = &["get", "patch", "update"];
 
-/// Pods have the `eviction` subresource (`policy/v1` `Eviction`, create only).
-fn has_eviction(def: &ResourceDef) -> bool {
-    def.group.is_empty() && def.plural == "pods"
-}
-
 /// Resources that have a `status` subresource (writes to it change only `.status`).
 pub(crate) fn has_status(def: &ResourceDef) -> bool {
     def.status_subresource
@@ -217,7 +212,7 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "verbs": SCALE_VERBS,
             }));
         }
-        if has_eviction(def) {
+        if def.is_pods() {
             resources.push(json!({
                 "name": "pods/eviction",
                 "singularName": "",
@@ -387,7 +382,7 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
             "verbs": SCALE_VERBS,
         }));
     }
-    if has_eviction(def) {
+    if def.is_pods() {
         subresources.push(json!({
             "subresource": "eviction",
             "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},

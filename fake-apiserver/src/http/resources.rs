@@ -255,7 +255,7 @@ async fn resource(
             name,
             sub: Sub::Scale,
         },
-        [name, "eviction"] if is_pods(&def) && !watch_prefix => Url::Object {
+        [name, "eviction"] if def.is_pods() && !watch_prefix => Url::Object {
             name,
             sub: Sub::Eviction,
         },
@@ -399,10 +399,6 @@ fn with_warnings(mut response: Response, warnings: &Warnings) -> Response {
         }
     }
     response
-}
-
-fn is_pods(def: &ResourceDef) -> bool {
-    def.group.is_empty() && def.plural == "pods"
 }
 
 /// `POST pods/<name>/eviction` with a `policy/v1` (or `v1beta1`) `Eviction`: its
@@ -962,7 +958,7 @@ fn delete_object(
 /// for finalizers come back as the object; everything else as a `Success` Status naming it.
 fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome, answer: Answer) -> Response {
     match outcome {
-        DeleteOutcome::Deleted(o) if !(def.group.is_empty() && def.plural == "pods") => {
+        DeleteOutcome::Deleted(o) if !def.is_pods() => {
             let mut s = status::success(def, o.name());
             if let Some(d) = s.details.as_mut() {
                 d.uid = o.uid().to_owned();
