@@ -1462,6 +1462,29 @@ async fn workload_and_node_tables_print_the_real_columns() {
     assert_eq!(nodes[1][4..], ["v1.32.0", "10.0.0.1", "<none>"]);
 }
 
+/// A ConfigMap manifest named `name` with `data` (YAML lines under `data:`).
+fn config_map_yaml(name: &str, data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
+}
+
+/// The ConfigMap's field managers as `manager:operation`, sorted (upstream orders entries
+/// by operation, then time, and the times of one test may straddle a second).
+async fn managers_of(kubectl: &Kubectl, configmap: &str) -> Vec<String> {
+    let out = kubectl
+        .ok(&[
+            "get",
+            "configmap",
+            configmap,
+            "--show-managed-fields",
+            "-o",
+            "jsonpath={range .metadata.managedFields[*]}{.manager}:{.operation} {end}",
+        ])
+        .await;
+    let mut listed: Vec<String> = out.split_whitespace().map(str::to_owned).collect();
+    listed.sort();
+    listed
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
     let Some((_server, _http, kubectl)) = kubectl_in(
@@ -1472,9 +1495,7 @@ async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
     else {
         return;
     };
-    let cm = |data: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n{data}")
-    };
+    let cm = |data: &str| config_map_yaml("settings", data);
     let first = kubectl.manifest("first.yaml", &cm("  mode: fast\n  size: \"3\"\n"));
     let out = kubectl
         .ok(&["apply", "--server-side", "-f", first.to_str().unwrap()])
@@ -1508,24 +1529,10 @@ async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
             path,
         ])
         .await;
-    // (Entries are in upstream's order: operation, then time, then manager; sorted here,
-    // since the times may straddle a second.)
-    let managers = || async {
-        let out = kubectl
-            .ok(&[
-                "get",
-                "configmap",
-                "settings",
-                "--show-managed-fields",
-                "-o",
-                "jsonpath={range .metadata.managedFields[*]}{.manager}:{.operation} {end}",
-            ])
-            .await;
-        let mut listed: Vec<String> = out.split_whitespace().map(str::to_owned).collect();
-        listed.sort();
-        listed
-    };
-    assert_eq!(managers().await, ["kubectl:Apply", "tuner:Apply"]);
+    assert_eq!(
+        managers_of(&kubectl, "settings").await,
+        ["kubectl:Apply", "tuner:Apply"]
+    );
     // kubectl stops applying `size`; nobody else owns it, so it goes.
     let last = kubectl.manifest("last.yaml", &cm("  other: \"1\"\n"));
     kubectl
@@ -1540,7 +1547,7 @@ async fn kubectl_server_side_apply_tracks_managers_and_reports_conflicts() {
         .ok(&["label", "configmap", "settings", "team=core"])
         .await;
     assert_eq!(
-        managers().await,
+        managers_of(&kubectl, "settings").await,
         ["kubectl-label:Update", "kubectl:Apply", "tuner:Apply"]
     );
 }
@@ -1623,23 +1630,14 @@ async fn kubectl_moves_a_client_side_applied_object_to_server_side_apply() {
     else {
         return;
     };
-    let cm = |data: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: moved\ndata:\n{data}")
-    };
+    let cm = |data: &str| config_map_yaml("moved", data);
     let both = kubectl.manifest("both.yaml", &cm("  a: \"1\"\n  b: \"2\"\n"));
     let out = kubectl.ok(&["apply", "-f", both.to_str().unwrap()]).await;
     assert_eq!(out.trim(), "configmap/moved created");
-    let managers = kubectl
-        .ok(&[
-            "get",
-            "configmap",
-            "moved",
-            "--show-managed-fields",
-            "-o",
-            "jsonpath={.metadata.managedFields[*].manager}",
-        ])
-        .await;
-    assert_eq!(managers.trim(), "kubectl-client-side-apply");
+    assert_eq!(
+        managers_of(&kubectl, "moved").await,
+        ["kubectl-client-side-apply:Update"]
+    );
     // kubectl hands the client-side applier's fields to its server-side manager (a patch of
     // managedFields), so the first server-side apply conflicts with nothing, and a field
     // the manifest no longer has is removed.
