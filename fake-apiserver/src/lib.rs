@@ -271,8 +271,9 @@
 //! (unknown fields dropped, except under `x-kubernetes-preserve-unknown-fields`), defaulted
 //! (`default`) and validated (`type`, `required`, `enum`, bounds and multiples of numbers,
 //! lengths, patterns, item and property counts, unique items, `allOf`/`anyOf`/`oneOf`/`not`:
-//! a 422 worded as upstream's, one cause per violation); `format` and CEL rules are not
-//! checked. Built-in kinds get no defaulting and no
+//! a 422 worded as upstream's, one cause per violation), and its CEL validation rules
+//! (`x-kubernetes-validations`, with `oldSelf` on updates, `messageExpression`, `reason` and
+//! `fieldPath`) are run; `format` is not checked. Built-in kinds get no defaulting and no
 //! field-level validation (any fields are stored as given); there are no webhooks and no
 //! RBAC.
 //!
@@ -340,6 +341,7 @@ mod patch;
 mod propagation;
 mod query;
 mod resource;
+mod rules;
 mod schema;
 pub mod seed;
 mod server;

@@ -13,8 +13,8 @@
 //! `minItems`/`maxItems`, `uniqueItems`, `minProperties`/`maxProperties`, `allOf`/`anyOf`/
 //! `oneOf`/`not` (kube-openapi's messages; of a failed `anyOf`/`oneOf` the alternative with
 //! the fewest violations is reported, where upstream counts the checks that passed),
-//! `properties`, `additionalProperties` and `items`. Not checked: `format`, CEL rules
-//! (`x-kubernetes-validations`) and list types.
+//! `properties`, `additionalProperties` and `items`. Not checked: `format` and list types.
+//! CEL rules (`x-kubernetes-validations`) are the `rules` module's.
 
 use serde_json::{Map, Value};
 
@@ -127,7 +127,7 @@ pub(crate) fn validate(schema: &Value, value: &Value) -> Vec<Violation> {
     out
 }
 
-fn join(path: &str, name: &str) -> String {
+pub(crate) fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
     } else {
@@ -137,7 +137,7 @@ fn join(path: &str, name: &str) -> String {
 
 /// Go's rendering of a JSON value in field errors: strings quoted, numbers and booleans
 /// bare, anything else as its JSON.
-fn shown(value: &Value) -> String {
+pub(crate) fn shown(value: &Value) -> String {
     match value {
         Value::String(s) => format!("{s:?}"),
         other => other.to_string(),
@@ -174,7 +174,7 @@ fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut 
             let want = schema.get("type").and_then(Value::as_str).unwrap_or("");
             out.push((
                 path.to_owned(),
-                "FieldValueInvalid",
+                "FieldValueTypeInvalid",
                 format!("\"null\": {label} in body must be of type {want}: \"null\""),
             ));
         }
@@ -189,7 +189,7 @@ fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut 
         let got = type_name(value);
         out.push((
             path.to_owned(),
-            "FieldValueInvalid",
+            "FieldValueTypeInvalid",
             format!("\"{got}\": {label} in body must be of type {want}: \"{got}\""),
         ));
         return;
@@ -557,10 +557,10 @@ mod tests {
         assert_eq!(
             text,
             [
-                "spec.labels.a FieldValueInvalid \"integer\": spec.labels.a in body must be of type string: \"integer\"",
+                "spec.labels.a FieldValueTypeInvalid \"integer\": spec.labels.a in body must be of type string: \"integer\"",
                 "spec.name FieldValueTooLong may not be more than 5 bytes",
                 "spec.ratio FieldValueInvalid 0: spec.ratio in body should be greater than 0",
-                "spec.replicas FieldValueInvalid \"string\": spec.replicas in body must be of type integer: \"string\"",
+                "spec.replicas FieldValueTypeInvalid \"string\": spec.replicas in body must be of type integer: \"string\"",
                 "spec.size FieldValueNotSupported \"medium\": supported values: \"small\", \"large\"",
                 "spec.tags FieldValueTooMany 3: must have at most 2 items",
             ]

@@ -42,8 +42,11 @@ pub struct Target {
     manager: Option<String>,
     /// The subresource writes go through when the write's part does not say (`scale`).
     subresource: Option<&'static str>,
-    /// Where writes report their warnings (`fieldValidation=Warn`), if anyone listens.
+    /// Where writes report their warnings (unknown fields dropped under
+    /// `fieldValidation=Warn`, ratcheted or unchecked validation rules), if anyone listens.
     warnings: Option<Warnings>,
+    /// Whether the unknown fields writes drop are reported (`fieldValidation=Warn`).
+    warn_unknown_fields: bool,
 }
 
 impl Target {
@@ -93,11 +96,13 @@ impl Target {
         self
     }
 
-    /// The same target with writes that report, into `sink`, the unknown fields of a custom
-    /// resource they drop (upstream's `fieldValidation=Warn` warnings).
+    /// The same target with writes that report their warnings into `sink`: validation
+    /// rules ratcheted or not checked, and, with `unknown_fields`, the unknown fields of a
+    /// custom resource they drop (upstream's `fieldValidation=Warn` warnings).
     #[cfg(feature = "http")]
-    pub(crate) fn warning_into(mut self, sink: Warnings) -> Self {
+    pub(crate) fn warning_into(mut self, sink: Warnings, unknown_fields: bool) -> Self {
         self.warnings = Some(sink);
+        self.warn_unknown_fields = unknown_fields;
         self
     }
 
@@ -338,6 +343,7 @@ impl FakeApiServer {
             manager: None,
             subresource: None,
             warnings: None,
+            warn_unknown_fields: false,
         }
     }
 
@@ -924,6 +930,7 @@ impl FakeApiServer {
         store.dry_run = target.dry_run;
         store.strict_fields = target.strict_fields;
         store.warnings = target.warnings.clone();
+        store.warn_unknown_fields = target.warn_unknown_fields;
         store.managing = target.manager.clone().map(|manager| Managing {
             manager,
             applied: false,
@@ -1274,6 +1281,7 @@ impl Drop for Writing<'_> {
         self.0.dry_run = false;
         self.0.strict_fields = false;
         self.0.warnings = None;
+        self.0.warn_unknown_fields = false;
         self.0.managing = None;
     }
 }

@@ -177,10 +177,7 @@ pub fn invalid(kind: &str, group: &str, name: &str, errors: &[(String, &str, Str
     };
     let rendered: Vec<String> = errors
         .iter()
-        .map(|(field, ty, msg)| match msg.as_str() {
-            "" => format!("{field}: {}", type_label(ty)),
-            msg => format!("{field}: {}: {msg}", type_label(ty)),
-        })
+        .map(|(field, ty, msg)| field_error(field, ty, msg))
         .collect();
     let message = match rendered.len() {
         0 => format!("{qualified} {name:?} is invalid"),
@@ -208,8 +205,18 @@ pub fn invalid(kind: &str, group: &str, name: &str, errors: &[(String, &str, Str
     s
 }
 
+/// One field error as upstream renders it (`spec.x: Invalid value: 3: detail`).
+pub(crate) fn field_error(field: &str, cause_type: &str, message: &str) -> String {
+    match message {
+        "" => format!("{field}: {}", type_label(cause_type)),
+        msg => format!("{field}: {}: {msg}", type_label(cause_type)),
+    }
+}
+
 fn type_label(cause_type: &str) -> &str {
     match cause_type {
+        "FieldValueDuplicate" => "Duplicate value",
+        "FieldValueTypeInvalid" => "Invalid value",
         "FieldValueForbidden" => "Forbidden",
         "FieldValueNotSupported" => "Unsupported value",
         "FieldValueRequired" => "Required value",

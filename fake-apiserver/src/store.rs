@@ -19,6 +19,7 @@ use super::generation;
 use super::managed;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
 use super::patch::merge_patch;
+use super::rules;
 use super::schema;
 use super::twins;
 use super::{ResourceDef, status};
@@ -439,9 +440,11 @@ pub(crate) struct Store {
     /// declare are a 400 instead of being pruned. Set by the request layer for one request.
     pub strict_fields: bool,
     /// Where the request's write reports what it warns about (the unknown fields it drops
-    /// under `fieldValidation=Warn`), for the answer's `Warning` headers. Set by the
-    /// request layer for one request.
+    /// under `fieldValidation=Warn`, validation rules ratcheted or not checked), for the
+    /// answer's `Warning` headers. Set by the request layer for one request.
     pub warnings: Option<Warnings>,
+    /// Whether the unknown fields the request's write drops are reported in `warnings`.
+    pub warn_unknown_fields: bool,
     /// The field management of the request's write (set by the request layer for one
     /// request). Taken by the first write, so the writes the collectors make on its behalf
     /// are not its manager's.
@@ -537,6 +540,7 @@ impl Store {
             strict_fields: false,
             managing: None,
             warnings: None,
+            warn_unknown_fields: false,
             garbage_collection: true,
             dependents: HashMap::new(),
             chores: VecDeque::new(),
@@ -813,8 +817,10 @@ impl Store {
             &def,
             &name,
             &mut body,
+            None,
             self.strict_fields,
             self.warnings.as_ref(),
+            self.warn_unknown_fields,
         )?;
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
@@ -915,14 +921,16 @@ impl Store {
                 body = merged;
             }
         }
+        let old = existing.to_value();
         apply_schema(
             &def,
             name,
             &mut body,
+            Some(&old),
             self.strict_fields,
             self.warnings.as_ref(),
+            self.warn_unknown_fields,
         )?;
-        let old = existing.to_value();
         // Before the server's own fields, which nobody owns (upstream's field manager runs
         // before the registry's strategy).
         self.track(&def, managing, sent, part, Some(&old), &mut body);
@@ -1374,14 +1382,16 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
 }
 
 /// A custom resource's schema applied to a write: pruned (with `strict`, unknown fields are
-/// a 400 instead, worded as upstream's strict decoding), defaulted, validated (422 with
-/// every violation).
+/// a 400 instead, worded as upstream's strict decoding), defaulted, validated, its CEL
+/// rules run (`old`: the stored object, on an update); a 422 with every violation.
 fn apply_schema(
     def: &ResourceDef,
     name: &str,
     body: &mut Value,
+    old: Option<&Value>,
     strict: bool,
     warnings: Option<&Warnings>,
+    warn_unknown_fields: bool,
 ) -> Result<(), Status> {
     let Some(schema) = &def.schema else {
         return Ok(());
@@ -1399,14 +1409,39 @@ fn apply_schema(
             version = def.version,
         )));
     }
-    if let Some(warnings) = warnings {
+    if let Some(warnings) = warnings.filter(|_| warn_unknown_fields) {
         // Upstream's `fieldValidation=Warn` (its default): a warning per field dropped.
         warnings
             .lock()
             .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
     }
     schema::apply_defaults(schema, body);
-    let violations = schema::validate(schema, body);
+    let mut violations = schema::validate(schema, body);
+    if rules::any_rules(schema) {
+        // Upstream's `hasBlockingErr`: after these the rules are not run.
+        let blocking = [
+            "FieldValueNotSupported",
+            "FieldValueRequired",
+            "FieldValueTooLong",
+            "FieldValueTooMany",
+            "FieldValueTypeInvalid",
+        ];
+        if violations.iter().any(|v| blocking.contains(&v.1)) {
+            violations.push((
+                "<nil>".into(),
+                "FieldValueInvalid",
+                "null: some validation rules were not checked because the object was invalid; \
+                 correct the existing errors to complete validation"
+                    .into(),
+            ));
+        } else {
+            let outcome = rules::check(schema, body, old);
+            violations.extend(outcome.violations);
+            if let Some(warnings) = warnings {
+                warnings.lock().extend(outcome.warnings);
+            }
+        }
+    }
     if violations.is_empty() {
         Ok(())
     } else {

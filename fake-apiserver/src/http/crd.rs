@@ -95,6 +95,17 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .filter(|s| s.is_object())
         .cloned()
         .map(std::sync::Arc::new);
+    if let Some(schema) = &def.schema {
+        let refused = crate::rules::crd_violations(schema);
+        if !refused.is_empty() {
+            return Err(status::invalid(
+                "CustomResourceDefinition",
+                "apiextensions.k8s.io",
+                name,
+                &refused,
+            ));
+        }
+    }
     if let Some(s) = text("/spec/names/singular") {
         s.clone_into(&mut def.singular);
     }

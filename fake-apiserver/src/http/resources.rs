@@ -496,6 +496,7 @@ fn dry_run(
 /// `target` with the write's `fieldValidation`: `Strict` makes unknown fields of a custom
 /// resource with a schema a 400; `Warn` (the default) prunes them with a `Warning` header
 /// each (into `warnings`), `Ignore` silently. Any other value is the real server's 422.
+/// Warnings of validation rules (ratcheted, not checked) are answered in every mode.
 fn field_validation(
     req: &Parsed,
     kind: &str,
@@ -503,9 +504,11 @@ fn field_validation(
     warnings: &Warnings,
 ) -> Result<Target, Status> {
     match req.param("fieldValidation").unwrap_or_default() {
-        "Strict" => Ok(target.strict_field_validation()),
-        "" | "Warn" => Ok(target.warning_into(Arc::clone(warnings))),
-        "Ignore" => Ok(target),
+        "Strict" => Ok(target
+            .strict_field_validation()
+            .warning_into(Arc::clone(warnings), false)),
+        "" | "Warn" => Ok(target.warning_into(Arc::clone(warnings), true)),
+        "Ignore" => Ok(target.warning_into(Arc::clone(warnings), false)),
         other => Err(status::invalid(
             kind,
             "meta.k8s.io",

@@ -1384,6 +1384,102 @@ async fn custom_resources_follow_their_crd_schema() {
     assert_eq!(stored["spec"]["replicas"], 9);
 }
 
+/// CEL validation rules (`x-kubernetes-validations`) as a cluster runs them: a CRD whose rule
+/// does not compile is refused, a rule that is false refuses the write with its message, a
+/// transition rule compares with the stored object, and a rule the fake cannot evaluate is
+/// reported as a warning kubectl prints.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_custom_resources_follow_their_crd_validation_rules() {
+    let Some((server, _http, kubectl)) = kubectl_in(
+        "kubectl_custom_resources_follow_their_crd_validation_rules",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let crd = |rule: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n\
+             spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: widgets\n    kind: Widget\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n\
+             \x20       type: object\n        properties:\n          spec:\n            type: object\n\
+             \x20           x-kubernetes-validations:\n\
+             \x20           - rule: {rule:?}\n              message: minReplicas must not exceed maxReplicas\n\
+             \x20           - rule: \"self.mode == oldSelf.mode\"\n              messageExpression: \"'mode is immutable, was ' + oldSelf.mode\"\n\
+             \x20           - rule: \"quantity(self.memory).isGreaterThan(quantity('1Mi'))\"\n\
+             \x20           properties:\n              minReplicas:\n                type: integer\n\
+             \x20             maxReplicas:\n                type: integer\n              mode:\n                type: string\n\
+             \x20             memory:\n                type: string\n"
+        )
+    };
+    let file = kubectl.manifest("crd.yaml", &crd("self.minReplicas <="));
+    let refused = kubectl.run(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: \
+             Invalid value:"
+        ) && said.contains("compilation failed: ERROR: <input>:1:20: Syntax error"),
+        "{said}"
+    );
+    std::fs::write(&file, crd("self.minReplicas <= self.maxReplicas")).unwrap();
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+
+    let widget = |min: u32, mode: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  \
+             minReplicas: {min}\n  maxReplicas: 3\n  mode: {mode}\n  memory: 2Gi\n"
+        )
+    };
+    let bad = kubectl.manifest("bad.yaml", &widget(5, "fast"));
+    let refused = kubectl.run(&["apply", "-f", bad.to_str().unwrap()]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "The Widget \"w1\" is invalid: spec: Invalid value: minReplicas must not exceed \
+             maxReplicas"
+        ),
+        "{said}"
+    );
+    assert!(
+        server
+            .get("widgets.example.com", Some("prod"), "w1")
+            .is_err()
+    );
+
+    let good = kubectl.manifest("good.yaml", &widget(1, "fast"));
+    let created = kubectl.run(&["apply", "-f", good.to_str().unwrap()]).await;
+    assert!(created.status.success());
+    let said = String::from_utf8_lossy(&created.stderr);
+    assert!(
+        said.contains(
+            "Warning: spec: rule \"quantity(self.memory).isGreaterThan(quantity('1Mi'))\" was \
+             not checked: the fake API server does not implement the CEL function quantity()"
+        ),
+        "{said}"
+    );
+
+    // The transition rule: the mode may not change.
+    let changed = kubectl.manifest("changed.yaml", &widget(1, "slow"));
+    let refused = kubectl
+        .run(&["apply", "-f", changed.to_str().unwrap()])
+        .await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("spec: Invalid value: mode is immutable, was fast"),
+        "{said}"
+    );
+    let stored = server
+        .get("widgets.example.com", Some("prod"), "w1")
+        .unwrap()
+        .to_value();
+    assert_eq!(stored["spec"]["mode"], "fast");
+}
+
 /// `kubectl get` of workloads and nodes prints the real printers' columns.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workload_and_node_tables_print_the_real_columns() {
