@@ -21,9 +21,9 @@
 //!   An evaluation error is `Invalid value: "<type>": <error> evaluating rule: <rule>`.
 //! - Cost: upstream meters every step against a budget of ten million per request; here
 //!   each evaluation is charged ahead by an estimate (the number of JSON values it can see,
-//!   raised to the depth of its nested comprehensions), so a rule that would walk a large
-//!   value many times is refused with upstream's "running out of cost budget" error
-//!   instead of holding the store.
+//!   raised to the number of walks over them its comprehensions nest: [`nesting`]), so a
+//!   rule that would walk a large value many times, or build a list per item, is refused
+//!   with upstream's "running out of cost budget" error instead of holding the store.
 //! - Libraries: CEL's standard library, cel-go's strings and lists extensions, and
 //!   Kubernetes' list functions (`isSorted`, `sum`, `min`, `max`, `indexOf`,
 //!   `lastIndexOf`). A rule calling a function the fake does not implement (`quantity`,
@@ -106,8 +106,6 @@ pub(crate) struct Outcome {
 struct Compiled {
     program: Program,
     uses_old_self: bool,
-    /// How deep its comprehensions nest.
-    depth: u32,
     /// The functions it calls.
     functions: HashSet<String>,
 }
@@ -177,11 +175,9 @@ fn compile(text: &str) -> Result<Arc<Compiled>, String> {
         .filter(|f| references.has_function(f))
         .map(|f| (*f).to_owned())
         .collect();
-    let depth = nesting(program.expression());
     let compiled = Arc::new(Compiled {
         program,
         uses_old_self,
-        depth,
         functions,
     });
     let mut cache = cache.lock();
@@ -241,49 +237,110 @@ const UNSUPPORTED: [&str; 42] = [
     "validate",
 ];
 
-/// How deep comprehensions (`all`, `exists`, `map`, `filter`...) nest in an expression.
-fn nesting(e: &IdedExpr) -> u32 {
+/// How many walks of the value an expression may nest: each comprehension (`all`,
+/// `exists`, `map`, `filter`...) is one, and inside a comprehension's body a reference to
+/// the whole value, or to a list or object in it (`self`, `self.items`: `schema` tells),
+/// is one more (`self.items.map(i, self.items)` builds a list per item). `size()` of a
+/// field is not a walk.
+fn nesting(e: &IdedExpr, in_body: bool, schema: &Value) -> u32 {
     match &e.expr {
         Expr::Comprehension(c) => {
             let body = [&c.loop_cond, &c.loop_step, &c.result]
                 .into_iter()
-                .map(nesting)
+                .map(|b| nesting(b, true, schema))
                 .max()
                 .unwrap_or(0);
             (1 + body)
-                .max(nesting(&c.iter_range))
-                .max(nesting(&c.accu_init))
+                .max(nesting(&c.iter_range, in_body, schema))
+                .max(nesting(&c.accu_init, in_body, schema))
         }
-        Expr::Call(call) => call
-            .target
+        Expr::Call(call) if call.func_name == "size" => {
+            let arg = call.target.as_deref().or(call.args.first());
+            match arg {
+                Some(a) if self_path(a).is_some() => 0,
+                _ => children_nesting(call, in_body, schema),
+            }
+        }
+        Expr::Call(call) => children_nesting(call, in_body, schema),
+        Expr::Ident(name) if in_body && (name == "self" || name == "oldSelf") => 1,
+        Expr::Select(_) if in_body && self_path(e).is_some() => {
+            let fields = self_path(e).unwrap_or_default();
+            u32::from(is_collection(resolve(schema, &fields)))
+        }
+        Expr::Select(select) => nesting(&select.operand, in_body, schema),
+        Expr::List(list) => list
+            .elements
             .iter()
-            .map(|t| nesting(t))
-            .chain(call.args.iter().map(nesting))
+            .map(|e| nesting(e, in_body, schema))
             .max()
             .unwrap_or(0),
-        Expr::List(list) => list.elements.iter().map(nesting).max().unwrap_or(0),
         Expr::Map(map) => map
             .entries
             .iter()
-            .map(|entry| entry_nesting(&entry.expr))
+            .map(|entry| entry_nesting(&entry.expr, in_body, schema))
             .max()
             .unwrap_or(0),
         Expr::Struct(s) => s
             .entries
             .iter()
-            .map(|entry| entry_nesting(&entry.expr))
+            .map(|entry| entry_nesting(&entry.expr, in_body, schema))
             .max()
             .unwrap_or(0),
-        Expr::Select(select) => nesting(&select.operand),
         Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => 0,
     }
 }
 
-fn entry_nesting(entry: &EntryExpr) -> u32 {
+fn children_nesting(call: &cel::common::ast::CallExpr, in_body: bool, schema: &Value) -> u32 {
+    call.target
+        .iter()
+        .map(|t| nesting(t, in_body, schema))
+        .chain(call.args.iter().map(|a| nesting(a, in_body, schema)))
+        .max()
+        .unwrap_or(0)
+}
+
+fn entry_nesting(entry: &EntryExpr, in_body: bool, schema: &Value) -> u32 {
     match entry {
-        EntryExpr::StructField(f) => nesting(&f.value),
-        EntryExpr::MapEntry(m) => nesting(&m.key).max(nesting(&m.value)),
+        EntryExpr::StructField(f) => nesting(&f.value, in_body, schema),
+        EntryExpr::MapEntry(m) => {
+            nesting(&m.key, in_body, schema).max(nesting(&m.value, in_body, schema))
+        }
     }
+}
+
+/// The fields a selection follows from `self` or `oldSelf` (`self.a.b`: `[a, b]`).
+fn self_path(e: &IdedExpr) -> Option<Vec<&str>> {
+    match &e.expr {
+        Expr::Ident(name) if name == "self" || name == "oldSelf" => Some(Vec::new()),
+        Expr::Select(select) => {
+            let mut path = self_path(&select.operand)?;
+            path.push(&select.field);
+            Some(path)
+        }
+        _ => None,
+    }
+}
+
+/// The schema of the value `fields` select (by their escaped names), if the schema says.
+fn resolve<'s>(schema: &'s Value, fields: &[&str]) -> Option<&'s Value> {
+    let mut node = schema;
+    for field in fields {
+        let properties = node.get("properties").and_then(Value::as_object);
+        let declared = properties.and_then(|p| {
+            p.iter()
+                .find(|(name, _)| {
+                    name.as_str() == *field || escaped(name).as_deref() == Some(field)
+                })
+                .map(|(_, sub)| sub)
+        });
+        node = declared.or_else(|| node.get("additionalProperties").filter(|a| a.is_object()))?;
+    }
+    Some(node)
+}
+
+/// Whether a value of this schema may be large (a list or an object, or not known).
+fn is_collection(schema: Option<&Value>) -> bool {
+    schema.is_none_or(|s| !matches!(schema_type(s), "string" | "integer" | "number" | "boolean"))
 }
 
 fn flag(schema: &Value, name: &str) -> bool {
@@ -639,7 +696,8 @@ impl Walk {
             return;
         }
         let seen = size(value) + old.map_or(0, size);
-        let cost = seen.saturating_pow(compiled.depth.max(1));
+        let depth = nesting(compiled.program.expression(), false, schema);
+        let cost = seen.saturating_pow(depth.max(1));
         if cost > self.budget {
             self.invalid(
                 shown_path,
@@ -1065,6 +1123,24 @@ mod tests {
                 "spec: rule \"quantity('1Gi').isGreaterThan(quantity('1Mi'))\" was not checked: \
               the fake API server does not implement the CEL function quantity()"
             ]
+        );
+        // A comparison with a scalar field or a size in a loop is one walk; a list built
+        // per item is two.
+        let walks = |rule: &str| {
+            let compiled = compile(rule).unwrap();
+            nesting(
+                compiled.program.expression(),
+                false,
+                &schema["properties"]["spec"],
+            )
+        };
+        assert_eq!(walks("self.items.all(i, i > 0)"), 1);
+        assert_eq!(walks("self.items.all(i, i < self.items.size())"), 1);
+        assert_eq!(walks("self.items.map(i, self.items)"), 2);
+        assert_eq!(walks("self.items.all(a, self.items.exists(b, a == b))"), 2);
+        assert_eq!(
+            walks("self.items.all(a, self.items.all(b, self.items.all(c, true)))"),
+            3
         );
         // Two nested walks over 10,000 items would take 10^8 steps.
         let large = object(json!({"items": (0..10_000).collect::<Vec<i32>>()}));
