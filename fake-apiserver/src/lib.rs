@@ -270,10 +270,11 @@
 //! definition has a schema ([`ResourceDef::schema`]: a CRD's `openAPIV3Schema`) is pruned
 //! (unknown fields dropped, except under `x-kubernetes-preserve-unknown-fields`), defaulted
 //! (`default`) and validated (`type`, `required`, `enum`, bounds and multiples of numbers,
-//! lengths, patterns, item and property counts, unique items, `allOf`/`anyOf`/`oneOf`/`not`:
-//! a 422 worded as upstream's, one cause per violation), and its CEL validation rules
-//! (`x-kubernetes-validations`, with `oldSelf` on updates, `messageExpression`, `reason` and
-//! `fieldPath`) are run; `format` is not checked. Built-in kinds get no defaulting and no
+//! lengths, patterns, string formats (`date-time`, `uuid`, `ipv4`...), item and property
+//! counts, unique items, `allOf`/`anyOf`/`oneOf`/`not`: a 422 worded as upstream's, one cause
+//! per violation), and its CEL validation rules (`x-kubernetes-validations`, with `oldSelf` on
+//! updates, `messageExpression`, `reason` and `fieldPath`) are run. Built-in kinds get no
+//! defaulting and no
 //! field-level validation (any fields are stored as given); there are no webhooks and no
 //! RBAC.
 //!
@@ -327,6 +328,7 @@ mod continue_token;
 mod fault_state;
 mod faults;
 mod fields;
+mod formats;
 mod generation;
 #[cfg(feature = "http")]
 pub mod http;

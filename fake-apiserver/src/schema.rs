@@ -13,10 +13,13 @@
 //! `minItems`/`maxItems`, `uniqueItems`, `minProperties`/`maxProperties`, `allOf`/`anyOf`/
 //! `oneOf`/`not` (kube-openapi's messages; of a failed `anyOf`/`oneOf` the alternative with
 //! the fewest violations is reported, where upstream counts the checks that passed),
-//! `properties`, `additionalProperties` and `items`. Not checked: `format` and list types.
+//! `properties`, `additionalProperties` and `items`, and the string formats upstream supports
+//! (the `formats` module). Not checked: list types.
 //! CEL rules (`x-kubernetes-validations`) are the `rules` module's.
 
 use serde_json::{Map, Value};
+
+use crate::formats;
 
 /// One validation failure: the field path, the cause type and the detail.
 pub(crate) type Violation = (String, &'static str, String);
@@ -208,6 +211,19 @@ fn validate_at(schema: &Value, value: &Value, path: &str, root: bool, out: &mut 
     match value {
         Value::Number(n) => check_number(schema, n.as_f64().unwrap_or(0.0), value, path, out),
         Value::String(s) => {
+            if let Some(format) = schema.get("format").and_then(Value::as_str)
+                && formats::check(format, s) == Some(false)
+            {
+                out.push((
+                    path.to_owned(),
+                    "FieldValueTypeInvalid",
+                    format!(
+                        "{}: {label} in body must be of type {format}: {}",
+                        shown(value),
+                        shown(value)
+                    ),
+                ));
+            }
             if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
                 && let Ok(re) = regex::Regex::new(pattern)
                 && !re.is_match(s)
@@ -642,6 +658,27 @@ mod tests {
                  (anyOf)",
                 "spec.mode FieldValueNotSupported \"medium\": supported values: \"fast\"",
             ]
+        );
+    }
+
+    #[test]
+    fn string_formats_are_checked_as_upstream_checks_them() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "id": {"type": "string", "format": "uuid"},
+            "mine": {"type": "string", "format": "my-own"}
+        }}}});
+        let value = json!({"spec": {"at": "yesterday", "mine": "x",
+                                    "id": "123e4567-e89b-12d3-a456-426614174000"}});
+        assert_eq!(
+            validate(&schema, &value),
+            [(
+                "spec.at".to_owned(),
+                "FieldValueTypeInvalid",
+                "\"yesterday\": spec.at in body must be of type date-time: \"yesterday\""
+                    .to_owned()
+            )]
         );
     }
 

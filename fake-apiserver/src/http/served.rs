@@ -81,7 +81,7 @@ pub fn served_summary() -> String {
          collector and the namespace controller, below), no webhooks, no RBAC, no \
          field-level validation of built-in kinds (any fields are stored); custom resources \
          are pruned, defaulted and validated by their CRD's structural schema (type, \
-         required, enum, bounds, pattern, combinators, CEL rules; not format), and \
+         required, enum, bounds, pattern, format, combinators, CEL rules), and \
          fieldValidation=Strict refuses their undeclared fields. Dry runs (dryRun=All, or in a \
          DELETE's options) are answered and write nothing; metadata.generation is kept as the \
          real server keeps it; empty metadata values (finalizers: [], labels: {}) are not \

@@ -1410,7 +1410,7 @@ async fn kubectl_custom_resources_follow_their_crd_validation_rules() {
              \x20           - rule: \"quantity(self.memory).isGreaterThan(quantity('1Mi'))\"\n\
              \x20           properties:\n              minReplicas:\n                type: integer\n\
              \x20             maxReplicas:\n                type: integer\n              mode:\n                type: string\n\
-             \x20             memory:\n                type: string\n"
+             \x20             memory:\n                type: string\n              since:\n                type: string\n                format: date-time\n"
         )
     };
     let file = kubectl.manifest("crd.yaml", &crd("self.minReplicas <="));
@@ -1448,6 +1448,24 @@ async fn kubectl_custom_resources_follow_their_crd_validation_rules() {
         server
             .get("widgets.example.com", Some("prod"), "w1")
             .is_err()
+    );
+
+    // A string that breaks its format is a blocking error: the rules are not run.
+    let soon = kubectl.manifest(
+        "soon.yaml",
+        &format!("{}  since: soon\n", widget(5, "fast")),
+    );
+    let refused = kubectl.run(&["apply", "-f", soon.to_str().unwrap()]).await;
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "spec.since: Invalid value: \"soon\": spec.since in body must be of type \
+             date-time: \"soon\""
+        ) && said.contains(
+            "<nil>: Invalid value: null: some validation rules were not checked because the \
+             object was invalid; correct the existing errors to complete validation"
+        ) && !said.contains("minReplicas must not exceed"),
+        "{said}"
     );
 
     let good = kubectl.manifest("good.yaml", &widget(1, "fast"));
