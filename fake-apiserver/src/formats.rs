@@ -61,12 +61,17 @@ impl Pattern {
     }
 }
 
+impl Pattern {
+    /// The compiled pattern (`None` only if it does not compile, which the tests rule out).
+    fn regex(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| Regex::new(self.source).ok())
+            .as_ref()
+    }
+}
+
 fn matches(pattern: &Pattern, value: &str) -> bool {
-    pattern
-        .compiled
-        .get_or_init(|| Regex::new(pattern.source).ok())
-        .as_ref()
-        .is_some_and(|re| re.is_match(value))
+    pattern.regex().is_some_and(|re| re.is_match(value))
 }
 
 static HOSTNAME: Pattern = Pattern::new(
@@ -292,11 +297,7 @@ fn is_date_time(value: &str) -> bool {
     if parts.len() < 2 || !is_date(parts[0]) {
         return false;
     }
-    let Some(re) = DATE_TIME
-        .compiled
-        .get_or_init(|| Regex::new(DATE_TIME.source).ok())
-        .as_ref()
-    else {
+    let Some(re) = DATE_TIME.regex() else {
         return false;
     };
     re.captures(parts[1]).is_some_and(|m| {
@@ -321,11 +322,7 @@ fn is_duration(value: &str) -> bool {
         &["d", "day"],
         &["w", "wk", "week"],
     ];
-    let Some(re) = DURATION_PART
-        .compiled
-        .get_or_init(|| Regex::new(DURATION_PART.source).ok())
-        .as_ref()
-    else {
+    let Some(re) = DURATION_PART.regex() else {
         return false;
     };
     let mut found = false;
@@ -387,6 +384,31 @@ fn go_duration(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_pattern_compiles() {
+        for pattern in [
+            &HOSTNAME,
+            &UUID,
+            &UUID3,
+            &UUID4,
+            &UUID5,
+            &CREDIT_CARD,
+            &ISBN10,
+            &ISBN13,
+            &HEXCOLOR,
+            &RGBCOLOR,
+            &BASE64,
+            &SSN,
+            &DATE_TIME,
+            &DURATION_PART,
+            &SHORT_NAME,
+            &LONG_NAME,
+            &EMAIL,
+        ] {
+            assert!(pattern.regex().is_some(), "{}", pattern.source);
+        }
+    }
 
     #[test]
     fn formats_accept_and_refuse_as_upstream_s_validators() {
