@@ -197,9 +197,11 @@
 //!
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
-//! convert), subresources other than `status` and `scale` (no `log`, `exec`, `eviction`,
-//! `binding`, `token`, ...), and the create-only review APIs (TokenReview,
-//! SubjectAccessReview, ...).
+//! convert), and subresources other than `status`, `scale`, pods' `eviction` and service
+//! accounts' `token` (no `log`, `exec`, `binding`, ...). The create-only review APIs are
+//! served: access and rules reviews (everything is allowed: there is no authorizer),
+//! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
+//! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).
 //!
 //! **Subresources.** Resources whose type has a `status` field have a `status` subresource
 //! ([`ResourceDef::status_subresource`]): a request that creates the resource drops `.status`

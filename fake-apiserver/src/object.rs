@@ -264,6 +264,14 @@ impl Clock {
         }
     }
 
+    /// Now, in whole seconds since the epoch.
+    pub(crate) fn now_unix(&self) -> u64 {
+        (self.wall_start + self.start.elapsed())
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO)
+            .as_secs()
+    }
+
     /// Now, as RFC 3339 with second precision (`2026-01-02T03:04:05Z`).
     pub(crate) fn now_rfc3339(&self) -> String {
         let now = self.wall_start + self.start.elapsed();

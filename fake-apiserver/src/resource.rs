@@ -108,6 +108,11 @@ impl ResourceDef {
         self.group.is_empty() && self.plural == "pods"
     }
 
+    /// Whether this is the core group's service accounts (the token subresource).
+    pub(crate) fn is_service_accounts(&self) -> bool {
+        self.group.is_empty() && self.plural == "serviceaccounts"
+    }
+
     /// `apiVersion` of the objects: `v1` for the core group, else `group/version`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -923,6 +923,62 @@ impl FakeApiServer {
             .evict(target.res, namespace, name, &eviction)
     }
 
+    /// `POST serviceaccounts/<name>/token`: a token for the service account `name` in the
+    /// target's namespace, as `request` (an `authentication.k8s.io/v1` `TokenRequest`) asks
+    /// (`spec.expirationSeconds`, default an hour, at least ten minutes; `spec.audiences`,
+    /// default the server's; `spec.boundObjectRef`, a pod running as the account, a secret
+    /// or a node). Answers the request with its status (`token`, `expirationTimestamp`), as
+    /// upstream's `TokenREST` does. The token is a JWT with upstream's claims, signed by no
+    /// key: only [`review_token`](Self::review_token) (a `TokenReview`) authenticates it.
+    /// Only for service accounts (404 otherwise). Recorded in the request log as a `POST`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use fake_apiserver::FakeApiServer;
+    /// use serde_json::json;
+    ///
+    /// let server = FakeApiServer::new();
+    /// server
+    ///     .create("serviceaccounts", &json!({"metadata": {"name": "robot", "namespace": "ci"}}))
+    ///     .unwrap();
+    /// let accounts = server.target_for("", "v1", "serviceaccounts", Some("ci")).unwrap();
+    /// let issued = server
+    ///     .request_token_at(&accounts, "robot", &json!({"spec": {"expirationSeconds": 600}}))
+    ///     .unwrap();
+    /// let token = issued["status"]["token"].as_str().unwrap();
+    /// let review = server.review_token(&json!({"token": token})).unwrap();
+    /// assert_eq!(review["authenticated"], true);
+    /// assert_eq!(review["user"]["username"], "system:serviceaccount:ci:robot");
+    /// # }
+    /// ```
+    pub fn request_token_at(
+        &self,
+        target: &Target,
+        name: &str,
+        request: &Value,
+    ) -> Result<Value, Status> {
+        self.record_object_request("POST", target, &format!("{name}/token"));
+        let Some(namespace) = target.namespace() else {
+            return Err(status::resource_not_found());
+        };
+        if !target.def.is_service_accounts() {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        self.writing(target).issue_token(namespace, name, request)
+    }
+
+    /// A `TokenReview`'s status for `spec` (its `token` and optional `audiences`): the token
+    /// is authenticated if this server issued it ([`request_token_at`](Self::request_token_at)),
+    /// it has not expired, shares an audience with the review (default: the server's), and
+    /// its service account and bound object still exist with the same uids; the user is
+    /// then `system:serviceaccount:<namespace>:<name>` with upstream's groups and extra
+    /// fields. Otherwise `authenticated` is absent and `error` says why. An empty token is a
+    /// 400, as upstream answers.
+    pub fn review_token(&self, spec: &Value) -> Result<Value, Status> {
+        self.shared.store.lock().review_token(spec)
+    }
+
     /// The store, locked for one request-layer write to `target` (a dry run if the target
     /// says so; the flag is cleared when the lock is released).
     fn writing(&self, target: &Target) -> Writing<'_> {

@@ -409,6 +409,7 @@ pub(crate) enum Part {
 mod eviction;
 mod gc;
 mod namespaces;
+mod tokens;
 
 /// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
 #[derive(Clone, Debug, Default)]
@@ -418,6 +419,38 @@ pub(crate) struct Eviction {
 }
 
 pub use crate::propagation::PropagationPolicy;
+
+/// How many issued service account tokens the server remembers for token reviews (the
+/// oldest are forgotten first).
+pub(crate) const MAX_ISSUED_TOKENS: usize = 10_000;
+
+/// The service account tokens the server issued ([`tokens`]), newest last.
+#[derive(Default)]
+pub(crate) struct IssuedTokens {
+    by_token: HashMap<String, IssuedToken>,
+    order: VecDeque<String>,
+}
+
+/// One issued token: whom it names and until when.
+struct IssuedToken {
+    namespace: String,
+    service_account: String,
+    service_account_uid: String,
+    audiences: Vec<String>,
+    /// Seconds since the epoch.
+    expires: u64,
+    bound: Option<BoundObject>,
+    jti: String,
+}
+
+/// The object a token is bound to.
+struct BoundObject {
+    /// `Pod`, `Secret` or `Node`.
+    kind: &'static str,
+    res: usize,
+    name: String,
+    uid: String,
+}
 
 /// The whole store, behind the server's mutex.
 pub(crate) struct Store {
@@ -460,6 +493,8 @@ pub(crate) struct Store {
     chores: VecDeque<Chore>,
     /// Whether the collectors are working through `chores` (nested writes only add to it).
     collecting: bool,
+    /// The service account tokens issued, for token reviews.
+    tokens: IssuedTokens,
 }
 
 /// The warnings a request's writes collect (shared with the request layer).
@@ -545,6 +580,7 @@ impl Store {
             dependents: HashMap::new(),
             chores: VecDeque::new(),
             collecting: false,
+            tokens: IssuedTokens::default(),
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -1302,6 +1338,13 @@ impl Store {
                 return name;
             }
         }
+    }
+
+    /// `N` random bytes from the store's generator.
+    fn rng_bytes<const N: usize>(&mut self) -> [u8; N] {
+        let mut bytes = [0; N];
+        self.rng.fill(&mut bytes[..]);
+        bytes
     }
 
     fn new_uid(&mut self) -> String {

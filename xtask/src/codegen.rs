@@ -55,8 +55,11 @@ const EXTRA_ROOTS: &[&str] = &[
     "api.authorization.v1.SubjectAccessReview",
     "api.authorization.v1.LocalSubjectAccessReview",
     "api.authentication.v1.SelfSubjectReview",
+    "api.authentication.v1.TokenReview",
     // `pods/<name>/eviction`: client-go clients configured for protobuf post it so.
     "api.policy.v1.Eviction",
+    // `serviceaccounts/<name>/token`: `kubectl create token` posts it in protobuf.
+    "api.authentication.v1.TokenRequest",
 ];
 
 /// Rust field names k8s-pb and k8s-openapi spell differently (k8s-pb's first).

@@ -90,15 +90,18 @@ impl GroupVersions {
 
     /// The verbs of a resource: every verb, or `create` alone.
     fn verbs(&self, def: &ResourceDef) -> &'static [&'static str] {
-        if self
-            .create_only
-            .iter()
-            .any(|(g, p)| *g == def.group && *p == def.plural)
-        {
+        if self.is_create_only(def) {
             &["create"]
         } else {
             VERBS
         }
+    }
+
+    /// Whether a resource takes `create` only (a review).
+    pub(crate) fn is_create_only(&self, def: &ResourceDef) -> bool {
+        self.create_only
+            .iter()
+            .any(|(g, p)| *g == def.group && *p == def.plural)
     }
 
     /// The resources of one group version, `None` if it is not served.
@@ -220,6 +223,17 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "group": "policy",
                 "version": "v1",
                 "kind": "Eviction",
+                "verbs": ["create"],
+            }));
+        }
+        if def.is_service_accounts() {
+            resources.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
                 "verbs": ["create"],
             }));
         }
@@ -386,6 +400,13 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
         subresources.push(json!({
             "subresource": "eviction",
             "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "verbs": ["create"],
+        }));
+    }
+    if def.is_service_accounts() {
+        subresources.push(json!({
+            "subresource": "token",
+            "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
             "verbs": ["create"],
         }));
     }

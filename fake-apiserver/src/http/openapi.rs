@@ -1,5 +1,7 @@
 //! Just enough OpenAPI for kubectl: `/openapi/v3` (the index) and one document per group
-//! version with every resource's paths and operations, and `/openapi/v2` with the same paths.
+//! version with every resource's paths and operations (a review's `POST` alone), and
+//! `/openapi/v2` with the same paths. The reviews are in them so that `kubectl create -f` of
+//! a review finds its kind.
 //!
 //! kubectl 1.32 reads these to learn whether the server validates fields itself: when the
 //! `PATCH` operation of a kind lists the `fieldValidation` query parameter, `kubectl create`
@@ -33,7 +35,7 @@ pub(crate) fn v3_index(gvs: &GroupVersions) -> Value {
     for (group, versions) in &gvs.groups {
         for (version, defs) in versions {
             let path = gv_path(group, version);
-            let hash = content_hash(&v3_document(defs));
+            let hash = content_hash(&v3_document(gvs, defs));
             paths.insert(
                 path.clone(),
                 json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}),
@@ -52,7 +54,7 @@ pub(crate) fn v3_for_path(gvs: &GroupVersions, path: &str) -> Option<Value> {
         _ => return None,
     };
     let defs = gvs.resources(group, version)?;
-    Some(v3_document(defs))
+    Some(v3_document(gvs, defs))
 }
 
 /// `GET /openapi/v2`: every resource's paths in one Swagger 2.0 document.
@@ -62,7 +64,7 @@ pub(crate) fn v2_document(gvs: &GroupVersions) -> Value {
     for (_, versions) in &gvs.groups {
         for (_, defs) in versions {
             for def in defs {
-                add_paths(&mut paths, def, Dialect::V2);
+                add_paths(&mut paths, def, gvs.is_create_only(def), Dialect::V2);
                 // Open schemas only: Swagger 2.0 has no `nullable` and friends, and kubectl
                 // reads the v3 documents for `explain`.
                 definitions.insert(schema_name(def, false), open_schema(def, false));
@@ -83,11 +85,11 @@ fn info() -> Value {
     json!({"title": "Kubernetes (fake API server)", "version": format!("v{major}.{minor}.0")})
 }
 
-fn v3_document(defs: &[Arc<ResourceDef>]) -> Value {
+fn v3_document(gvs: &GroupVersions, defs: &[Arc<ResourceDef>]) -> Value {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     for def in defs {
-        add_paths(&mut paths, def, Dialect::V3);
+        add_paths(&mut paths, def, gvs.is_create_only(def), Dialect::V3);
         schemas.insert(schema_name(def, false), object_schema(def, false));
         schemas.insert(schema_name(def, true), object_schema(def, true));
     }
@@ -274,7 +276,8 @@ const PATCH_TYPES: &[&str] = &[
     "application/apply-patch+yaml",
 ];
 
-fn add_paths(paths: &mut Map<String, Value>, def: &ResourceDef, d: Dialect) {
+/// The paths of one resource: every operation, or (`create_only`, a review) its `POST`.
+fn add_paths(paths: &mut Map<String, Value>, def: &ResourceDef, create_only: bool, d: Dialect) {
     let write_params = |force: bool| {
         let mut p = vec![
             query_param("dryRun", "string", d),
@@ -334,6 +337,15 @@ fn add_paths(paths: &mut Map<String, Value>, def: &ResourceDef, d: Dialect) {
         a.extend(b);
         a
     };
+    if create_only {
+        paths.insert(
+            base,
+            json!({
+                "post": operation(def, Op { id: id("create"), action: "post", params: with(scope_params, write_params(false)), body_types: &["application/json"], list: false, codes: &["200", "201", "202"] }, d),
+            }),
+        );
+        return;
+    }
     paths.insert(
         base.clone(),
         json!({

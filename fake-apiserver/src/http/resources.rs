@@ -94,19 +94,19 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
             req.record(app);
             Ok(json_value(
                 StatusCode::OK,
-                &super::openapi::v2_document(&gvs(app)),
+                &super::openapi::v2_document(&discovery_gvs(app)),
             ))
         }
         ["openapi", "v3"] => {
             req.record(app);
             Ok(json_value(
                 StatusCode::OK,
-                &super::openapi::v3_index(&gvs(app)),
+                &super::openapi::v3_index(&discovery_gvs(app)),
             ))
         }
         ["openapi", "v3", rest @ ..] => {
             req.record(app);
-            super::openapi::v3_for_path(&gvs(app), &rest.join("/"))
+            super::openapi::v3_for_path(&discovery_gvs(app), &rest.join("/"))
                 .map(|doc| json_value(StatusCode::OK, &doc))
                 .ok_or_else(status::resource_not_found)
         }
@@ -135,7 +135,7 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
             let answer = negotiate::answer(req.header(header::ACCEPT), &review.def(), false)?;
             let bytes = negotiate::read_body(body).await?;
             let object = negotiate::decode_body(req.header(header::CONTENT_TYPE), &bytes)?;
-            review.answer(namespace, object, answer)
+            review.answer(&app.server, namespace, object, answer)
         }
         ["api", version, rest @ ..] => resource(app, req, "", version, rest, body).await,
         ["apis", group, version, rest @ ..] => resource(app, req, group, version, rest, body).await,
@@ -157,10 +157,6 @@ fn review_at<'a>(
         }
         _ => None,
     }
-}
-
-fn gvs(app: &App) -> GroupVersions {
-    GroupVersions::new(&app.server.resources())
 }
 
 /// What discovery lists: the resources, and the review resources (create only).
@@ -203,6 +199,8 @@ enum Sub {
     Scale,
     /// `pods/<name>/eviction` (create only).
     Eviction,
+    /// `serviceaccounts/<name>/token` (create only).
+    Token,
 }
 
 async fn resource(
@@ -259,6 +257,10 @@ async fn resource(
             name,
             sub: Sub::Eviction,
         },
+        [name, "token"] if def.is_service_accounts() && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Token,
+        },
         _ => return Err(status::resource_not_found()),
     };
     let accept = req.header(header::ACCEPT);
@@ -298,9 +300,22 @@ async fn resource(
             evict(app, &req, &target, name, &body, answer)
         }
         (
+            &Method::POST,
+            Url::Object {
+                name,
+                sub: Sub::Token,
+            },
+        ) => {
+            let answer = negotiate::answer(accept, &token_request_def(), false)?;
+            let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
+            let issued = app.server.request_token_at(&target, name, &body)?;
+            Ok(negotiate::value(StatusCode::CREATED, &issued, answer))
+        }
+        (
             _,
             Url::Object {
-                sub: Sub::Eviction, ..
+                sub: Sub::Eviction | Sub::Token,
+                ..
             },
         ) => Err(method_not_allowed(&req)),
         (&Method::GET, Url::Object { name, sub }) => {
@@ -352,7 +367,7 @@ async fn resource(
                         answer,
                     ))
                 }
-                Sub::Eviction => Err(method_not_allowed(&req)),
+                Sub::Eviction | Sub::Token => Err(method_not_allowed(&req)),
             }
         }
         (&Method::PATCH, Url::Object { name, sub }) => {
@@ -437,6 +452,16 @@ fn evict(
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
         answer,
     ))
+}
+
+/// The `TokenRequest` the token subresource answers (JSON or YAML: no protobuf message).
+fn token_request_def() -> ResourceDef {
+    ResourceDef::namespaced(
+        "authentication.k8s.io",
+        "v1",
+        "tokenrequests",
+        "TokenRequest",
+    )
 }
 
 fn method_not_allowed(req: &Parsed) -> Status {
@@ -923,7 +948,7 @@ fn patch_object(
             let obj = app.server.patch_status_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
-        Sub::Eviction => return Err(method_not_allowed(req)),
+        Sub::Eviction | Sub::Token => return Err(method_not_allowed(req)),
         Sub::None => {}
     }
     let obj = match content_type.as_str() {

@@ -4,7 +4,9 @@
 //!   permission checks controllers make at start), `selfsubjectrulesreviews`
 //!   (`kubectl auth can-i --list`), `subjectaccessreviews` and namespaced
 //!   `localsubjectaccessreviews`.
-//! - `authentication.k8s.io/v1`: `selfsubjectreviews` (`kubectl auth whoami`).
+//! - `authentication.k8s.io/v1`: `selfsubjectreviews` (`kubectl auth whoami`) and
+//!   `tokenreviews`, which authenticate the service account tokens the server issued
+//!   (`FakeApiServer::review_token`).
 //!
 //! Discovery lists them with the `create` verb only, as the real server does.
 //!
@@ -21,7 +23,7 @@ use informer_core::Status;
 use serde_json::{Map, Value, json};
 
 use super::negotiate::{self, Answer};
-use crate::{ResourceDef, status};
+use crate::{FakeApiServer, ResourceDef, status};
 
 /// The user every request is served as.
 pub(crate) const USER: &str = "system:admin";
@@ -40,16 +42,18 @@ pub(crate) enum Review {
     SubjectAccess,
     LocalSubjectAccess,
     SelfSubject,
+    Token,
 }
 
 impl Review {
     /// Every review resource served.
-    pub(crate) const ALL: [Review; 5] = [
+    pub(crate) const ALL: [Review; 6] = [
         Self::SelfSubjectAccess,
         Self::SelfSubjectRules,
         Self::SubjectAccess,
         Self::LocalSubjectAccess,
         Self::SelfSubject,
+        Self::Token,
     ];
 
     /// The review served at `group`/`version`/`plural`, if any; `namespaced` says whether the
@@ -61,6 +65,7 @@ impl Review {
             ("authorization.k8s.io", "v1", "subjectaccessreviews") => Self::SubjectAccess,
             ("authorization.k8s.io", "v1", "localsubjectaccessreviews") => Self::LocalSubjectAccess,
             ("authentication.k8s.io", "v1", "selfsubjectreviews") => Self::SelfSubject,
+            ("authentication.k8s.io", "v1", "tokenreviews") => Self::Token,
             _ => return None,
         };
         (namespaced == (review == Self::LocalSubjectAccess)).then_some(review)
@@ -83,12 +88,13 @@ impl Review {
             Self::SubjectAccess => "SubjectAccessReview",
             Self::LocalSubjectAccess => "LocalSubjectAccessReview",
             Self::SelfSubject => "SelfSubjectReview",
+            Self::Token => "TokenReview",
         }
     }
 
     fn group(self) -> &'static str {
         match self {
-            Self::SelfSubject => "authentication.k8s.io",
+            Self::SelfSubject | Self::Token => "authentication.k8s.io",
             _ => "authorization.k8s.io",
         }
     }
@@ -96,6 +102,7 @@ impl Review {
     /// Answers a `POST` of `body` (decoded): the review with its status, 201 as upstream.
     pub(crate) fn answer(
         self,
+        server: &FakeApiServer,
         namespace: Option<&str>,
         mut body: Value,
         answer: Answer,
@@ -149,7 +156,11 @@ impl Review {
         answered.insert("creationTimestamp".into(), Value::Null);
         answered.extend(meta);
         object.insert("metadata".into(), Value::Object(answered));
-        object.insert("status".into(), self.status());
+        let status = match self {
+            Self::Token => server.review_token(&spec)?,
+            _ => self.status(),
+        };
+        object.insert("status".into(), status);
         Ok(negotiate::value(StatusCode::CREATED, &body, answer))
     }
 
@@ -205,7 +216,12 @@ impl Review {
         let beyond_namespace = meta
             .keys()
             .any(|k| !(self == Self::LocalSubjectAccess && k == "namespace"));
-        if beyond_namespace && self != Self::SelfSubject && self != Self::SelfSubjectRules {
+        if beyond_namespace
+            && !matches!(
+                self,
+                Self::SelfSubject | Self::SelfSubjectRules | Self::Token
+            )
+        {
             let message = if self == Self::LocalSubjectAccess {
                 "must be empty except for namespace"
             } else {
@@ -253,6 +269,8 @@ impl Review {
                 "incomplete": false,
             }),
             Self::SelfSubject => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+            // Answered by the server (`FakeApiServer::review_token`).
+            Self::Token => Value::Null,
         }
     }
 }

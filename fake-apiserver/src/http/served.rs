@@ -93,7 +93,10 @@ pub fn served_summary() -> String {
          terminates and goes once its content is deleted (--disable-garbage-collection turns \
          both off). Evictions (pods/<name>/eviction) delete the pod unless its \
          PodDisruptionBudget's status forbids it (429); budgets' status is the caller's to \
-         set, as no disruption controller runs.\n\n\
+         set, as no disruption controller runs. Service account tokens \
+         (serviceaccounts/<name>/token, kubectl create token) are JWTs with upstream's \
+         claims, signed by no key, which TokenReviews authenticate until they expire or \
+         their service account or bound object goes.\n\n\
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \
@@ -128,8 +131,7 @@ pub fn served_summary() -> String {
     );
     out.push_str(
         "Not served: alpha and beta API versions, older stable versions of a resource \
-         (autoscaling/v1 HPAs), other subresources (log, exec, binding, token, ...), \
-         TokenReview, aggregated APIs \
+         (autoscaling/v1 HPAs), other subresources (log, exec, binding, ...), aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );
     out

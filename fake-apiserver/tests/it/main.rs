@@ -37,6 +37,7 @@ mod http_list;
 mod http_protobuf;
 mod http_reviews;
 mod http_shard;
+mod http_tokens;
 mod http_watch;
 mod http_writes;
 mod kubectl_cli;

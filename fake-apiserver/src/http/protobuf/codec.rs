@@ -512,6 +512,11 @@ fn kinds() -> &'static HashMap<(String, String), usize> {
                 "api.autoscaling.v1.Scale".to_owned(),
             ),
             ("policy/v1", "Eviction", "api.policy.v1.Eviction".to_owned()),
+            (
+                "authentication.k8s.io/v1",
+                "TokenRequest",
+                "api.authentication.v1.TokenRequest".to_owned(),
+            ),
         ]
         .into_iter()
         .chain(REVIEWS.iter().map(|(api_version, kind)| {
@@ -533,6 +538,7 @@ const REVIEWS: &[(&str, &str)] = &[
     ("authorization.k8s.io/v1", "SubjectAccessReview"),
     ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("authentication.k8s.io/v1", "TokenReview"),
 ];
 
 pub(crate) fn message_for(api_version: &str, kind: &str) -> Option<usize> {
