@@ -12,6 +12,8 @@
 //! Values are computed once per stored object version (see `StoredObject`), so selection
 //! costs a lookup, not a parse.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use super::ResourceDef;
@@ -208,26 +210,51 @@ pub(crate) fn labels_of(def: &ResourceDef) -> &'static [FieldLabel] {
 
 impl ResourceDef {
     /// The field labels field selectors may use on this resource (`metadata.name`, and for
-    /// pods `spec.nodeName`, `status.phase`, ...); see the
-    /// [module docs](super#field-selectors).
-    pub fn field_labels(&self) -> Vec<&'static str> {
+    /// pods `spec.nodeName`, `status.phase`, ..., for a custom resource its CRD's
+    /// selectable fields); see the [module docs](super#field-selectors).
+    pub fn field_labels(&self) -> Vec<&str> {
         label_names(self)
     }
 }
 
 /// The names of the selectable fields of a resource.
-pub(crate) fn label_names(def: &ResourceDef) -> Vec<&'static str> {
-    labels_of(def).iter().map(|f| f.label).collect()
+pub(crate) fn label_names(def: &ResourceDef) -> Vec<&str> {
+    labels_of(def)
+        .iter()
+        .map(|f| f.label)
+        .chain(def.selectable_fields.iter().map(String::as_str))
+        .collect()
 }
 
 /// The values of the selectable fields beyond `metadata.name` and `metadata.namespace`
 /// (which the stored object's metadata answers).
-pub(crate) fn extract(def: &ResourceDef, object: &Value) -> Box<[(&'static str, String)]> {
+pub(crate) fn extract(def: &ResourceDef, object: &Value) -> Box<[(Cow<'static, str>, String)]> {
     labels_of(def)
         .iter()
         .filter(|f| !f.path.is_empty())
-        .map(|f| (f.label, value_of(f, object)))
+        .map(|f| (Cow::Borrowed(f.label), value_of(f, object)))
+        .chain(
+            def.selectable_fields
+                .iter()
+                .map(|label| (Cow::Owned(label.clone()), custom_value(label, object))),
+        )
         .collect()
+}
+
+/// A custom resource's selectable field's value, as upstream's `GetAttrs` prints it
+/// (`fmt.Sprint`: strings as they are, booleans and integers as text; absent or null: empty).
+fn custom_value(label: &str, object: &Value) -> String {
+    let mut v = Some(object);
+    for key in label.split('.') {
+        v = v.and_then(|x| x.get(key));
+    }
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
 }
 
 fn value_of(f: &FieldLabel, object: &Value) -> String {
@@ -308,6 +335,37 @@ mod tests {
             ["metadata.name", "spec.unschedulable"]
         );
         let job = extract(&def("batch", "Job"), &json!({"status": {"succeeded": 3}}));
-        assert_eq!(&*job, [("status.successful", "3".to_owned())]);
+        assert_eq!(&*job, [("status.successful".into(), "3".to_owned())]);
+    }
+
+    #[test]
+    fn custom_resources_add_their_selectable_fields() {
+        let widgets = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget")
+            .with_selectable_fields(&[".spec.color", ".spec.replicas", ".spec.on", ".spec.gone"]);
+        assert_eq!(
+            label_names(&widgets),
+            [
+                "metadata.name",
+                "metadata.namespace",
+                "spec.color",
+                "spec.replicas",
+                "spec.on",
+                "spec.gone"
+            ]
+        );
+        let values = extract(
+            &widgets,
+            &json!({"spec": {"color": "red", "replicas": 3, "on": true}}),
+        );
+        let shown: Vec<(&str, &str)> = values.iter().map(|(l, v)| (&**l, v.as_str())).collect();
+        assert_eq!(
+            shown,
+            [
+                ("spec.color", "red"),
+                ("spec.replicas", "3"),
+                ("spec.on", "true"),
+                ("spec.gone", "")
+            ]
+        );
     }
 }

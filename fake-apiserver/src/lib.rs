@@ -230,8 +230,10 @@
 //! | CertificateSigningRequest | `spec.signerName` |
 //! | resource.k8s.io/v1 ResourceSlice | `spec.nodeName`, `spec.driver` (and no `metadata.namespace`) |
 //!
-//! Every other kind (and every custom resource) accepts `metadata.name` and
-//! `metadata.namespace`. A field an object lacks, or holds as an empty string, reads as the
+//! Every other kind accepts `metadata.name` and `metadata.namespace`; a custom resource
+//! also accepts its CRD version's `selectableFields` (`ResourceDef::selectable_fields`;
+//! a CRD whose selectable fields upstream would refuse is a 422), each read as upstream
+//! prints it (strings as they are, booleans and integers as text, absent as empty). A field an object lacks, or holds as an empty string, reads as the
 //! value the real server's defaulting would have stored (`spec.restartPolicy=Always`,
 //! `type=Opaque`, `status.phase=Pending` for pods, `false`, `0`). `status.podIPs` reads as
 //! the IPs joined by commas. Lists and watches of both front ends honour them; an object

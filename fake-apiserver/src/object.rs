@@ -1,5 +1,6 @@
 //! How the fake server keeps an object: its JSON bytes once, plus the metadata selection needs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ struct StoredMeta {
     deleting: bool,
     has_finalizers: bool,
     /// The values of the resource's selectable fields beyond name and namespace.
-    fields: Box<[(&'static str, String)]>,
+    fields: Box<[(Cow<'static, str>, String)]>,
     /// `metadata.ownerReferences`, as the garbage collector reads them.
     owners: Box<[OwnerRef]>,
 }
@@ -83,7 +84,7 @@ impl StoredObject {
     fn build(
         value: &Value,
         resource_version: u64,
-        fields: Box<[(&'static str, String)]>,
+        fields: Box<[(Cow<'static, str>, String)]>,
     ) -> Result<Self, Status> {
         let meta = value
             .get("metadata")
@@ -201,8 +202,19 @@ impl StoredObject {
                 .meta
                 .fields
                 .iter()
-                .find(|(label, _)| *label == field)
+                .find(|(label, _)| label == field)
                 .map(|(_, v)| v.as_str()),
+        }
+    }
+
+    /// A copy of this object with the values of `def`'s selectable fields (its CRD's
+    /// selectable fields changed).
+    pub(crate) fn with_fields_of(&self, def: &ResourceDef) -> Self {
+        let mut meta = self.meta.clone();
+        meta.fields = super::fields::extract(def, &self.to_value());
+        Self {
+            bytes: self.bytes.clone(),
+            meta,
         }
     }
 

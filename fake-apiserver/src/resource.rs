@@ -59,6 +59,10 @@ pub struct ResourceDef {
     /// pruned, defaulted and validated against it, as the real server does. `None`: stored
     /// as sent.
     pub schema: Option<Arc<Value>>,
+    /// A custom resource's selectable fields (its CRD version's `selectableFields`, without
+    /// the leading dot: `spec.color`): field selectors may use them besides `metadata.name`
+    /// and `metadata.namespace`, as on the real server.
+    pub selectable_fields: Vec<String>,
 }
 
 impl ResourceDef {
@@ -88,12 +92,31 @@ impl ResourceDef {
             definition: None,
             protobuf: false,
             schema: None,
+            selectable_fields: Vec::new(),
         }
     }
 
     /// Sets the structural schema writes are pruned, defaulted and validated against.
     pub fn with_schema(mut self, schema: Value) -> Self {
         self.schema = Some(Arc::new(schema));
+        self
+    }
+
+    /// Sets the selectable fields (dot paths into the object, `spec.color`; a leading dot is
+    /// dropped) field selectors may use, as a CRD version's `selectableFields` do.
+    ///
+    /// ```
+    /// use fake_apiserver::ResourceDef;
+    ///
+    /// let def = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget")
+    ///     .with_selectable_fields(&[".spec.color"]);
+    /// assert_eq!(def.field_labels(), ["metadata.name", "metadata.namespace", "spec.color"]);
+    /// ```
+    pub fn with_selectable_fields(mut self, paths: &[&str]) -> Self {
+        self.selectable_fields = paths
+            .iter()
+            .map(|p| p.trim_start_matches('.').to_owned())
+            .collect();
         self
     }
 

@@ -645,6 +645,13 @@ impl Store {
             ));
         }
         if **current != def {
+            if current.selectable_fields != def.selectable_fields {
+                // The values field selectors read are kept per object: recompute them (the
+                // real server computes them at each selection).
+                for object in self.resources[i].objects.values_mut() {
+                    *object = Arc::new(object.with_fields_of(&def));
+                }
+            }
             self.resources[i].def = Arc::new(def);
         }
         Ok(true)

@@ -95,16 +95,26 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .filter(|s| s.is_object())
         .cloned()
         .map(std::sync::Arc::new);
+    let stored_index = versions
+        .iter()
+        .position(|v| stored.is_some_and(|s| std::ptr::eq(s, v)))
+        .unwrap_or(0);
+    let (selectable, mut refused) = selectable_fields(
+        stored.and_then(|v| v.get("selectableFields")),
+        def.schema.as_deref(),
+        &format!("spec.versions[{stored_index}].selectableFields"),
+    );
+    def.selectable_fields = selectable;
     if let Some(schema) = &def.schema {
-        let refused = crate::rules::crd_violations(schema);
-        if !refused.is_empty() {
-            return Err(status::invalid(
-                "CustomResourceDefinition",
-                "apiextensions.k8s.io",
-                name,
-                &refused,
-            ));
-        }
+        refused.extend(crate::rules::crd_violations(schema));
+    }
+    if !refused.is_empty() {
+        return Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            &refused,
+        ));
     }
     if let Some(s) = text("/spec/names/singular") {
         s.clone_into(&mut def.singular);
@@ -123,6 +133,78 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
             .collect();
     }
     Ok(def)
+}
+
+/// Upstream's limit on a CRD version's selectable fields.
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// A CRD version's `selectableFields` as field labels (`spec.color`), and why they are
+/// refused (upstream's `ValidateCustomResourceSelectableFields`): each a path to a string,
+/// boolean or integer field of the schema outside `metadata`, no duplicates, at most eight.
+fn selectable_fields(
+    fields: Option<&Value>,
+    schema: Option<&Value>,
+    path: &str,
+) -> (Vec<String>, Vec<(String, &'static str, String)>) {
+    let mut labels: Vec<String> = Vec::new();
+    let mut refused = Vec::new();
+    let Some(fields) = fields.and_then(Value::as_array) else {
+        return (labels, refused);
+    };
+    for (i, field) in fields.iter().enumerate() {
+        let at = format!("{path}[{i}].jsonPath");
+        let json_path = field.get("jsonPath").and_then(Value::as_str).unwrap_or("");
+        if json_path.is_empty() {
+            refused.push((at, "FieldValueRequired", String::new()));
+            continue;
+        }
+        let label = json_path.trim_start_matches('.');
+        let mut invalid = |message: &str| {
+            refused.push((
+                at.clone(),
+                "FieldValueInvalid",
+                format!("{json_path:?}: {message}"),
+            ));
+        };
+        if label == "metadata" || label.starts_with("metadata.") {
+            invalid("must not point to fields in metadata");
+            continue;
+        }
+        let mut node = schema;
+        for segment in label.split('.') {
+            node = node
+                .and_then(|n| n.get("properties"))
+                .and_then(|p| p.get(segment))
+                .filter(|_| !segment.is_empty());
+        }
+        let Some(node) = node else {
+            invalid("is an invalid path: does not refer to a valid field");
+            continue;
+        };
+        let ty = node.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(ty, "string" | "boolean" | "integer") {
+            invalid(
+                "must point to a field of type string, boolean or integer. Enum string fields \
+                 and strings with formats are allowed.",
+            );
+        }
+        if labels.iter().any(|l| l == label) {
+            refused.push((at, "FieldValueDuplicate", format!("{json_path:?}")));
+        } else {
+            labels.push(label.to_owned());
+        }
+    }
+    if labels.len() > MAX_SELECTABLE_FIELDS {
+        refused.push((
+            path.to_owned(),
+            "FieldValueTooMany",
+            format!(
+                "{}: must have at most {MAX_SELECTABLE_FIELDS} items",
+                labels.len()
+            ),
+        ));
+    }
+    (labels, refused)
 }
 
 /// Sets the status a real server reports once the CRD is served (`Established`,

@@ -64,8 +64,8 @@ pub fn served_summary() -> String {
         }
     }
     out.push_str(
-        "  Other labels are a 400 \"field label not supported\". Lists, watches and both front \
-         ends honour them.\n\n\
+        "  Custom resources: their CRD's selectableFields. Other labels are a 400 \"field label \
+         not supported\". Lists, watches and both front ends honour them.\n\n\
          Shard selectors (KEP-5866, Kubernetes 1.36 alpha, on here unless \
          --disable-sharded-list-and-watch): lists and watches honour shardSelector \
          (shardRange(object.metadata.uid|object.metadata.namespace, '0x<16 hex>', '0x<16 hex>' \

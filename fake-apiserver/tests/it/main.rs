@@ -36,6 +36,7 @@ mod http_limits;
 mod http_list;
 mod http_protobuf;
 mod http_reviews;
+mod http_selectable_fields;
 mod http_shard;
 mod http_tokens;
 mod http_watch;
