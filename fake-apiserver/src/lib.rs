@@ -366,7 +366,7 @@ pub use log::RequestRecord;
 pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;
-pub use resource::ResourceDef;
+pub use resource::{PrinterColumn, ResourceDef};
 pub use server::{FakeApiServer, ListResponse, Target};
 pub use shared::{DEFAULT_HISTORY_MAX_BYTES, ServerConfig};
 pub use store::{

@@ -63,6 +63,28 @@ pub struct ResourceDef {
     /// the leading dot: `spec.color`): field selectors may use them besides `metadata.name`
     /// and `metadata.namespace`, as on the real server.
     pub selectable_fields: Vec<String>,
+    /// A custom resource's printer columns (its CRD version's `additionalPrinterColumns`):
+    /// the server's `Table`s (`kubectl get`) show them after NAME, as the real server does;
+    /// empty: NAME and AGE.
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// One of a CRD version's `additionalPrinterColumns`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// The column's header (`Replicas`).
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date` (shown as an age).
+    pub type_name: String,
+    /// An OpenAPI format hint (`int32`, `date-time`...), passed on to clients.
+    pub format: String,
+    /// The column's description.
+    pub description: String,
+    /// 0: shown by default; higher: only in wide output (`kubectl get -o wide`).
+    pub priority: i32,
+    /// A JSONPath into the object, as client-go's (`.spec.replicas`,
+    /// `.status.conditions[?(@.type=="Ready")].status`).
+    pub json_path: String,
 }
 
 impl ResourceDef {
@@ -93,6 +115,7 @@ impl ResourceDef {
             protobuf: false,
             schema: None,
             selectable_fields: Vec::new(),
+            printer_columns: Vec::new(),
         }
     }
 

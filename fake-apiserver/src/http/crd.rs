@@ -4,7 +4,7 @@
 use informer_core::Status;
 use serde_json::{Value, json};
 
-use crate::{ResourceDef, status};
+use crate::{PrinterColumn, ResourceDef, status};
 
 /// The built-in definition of the CRD resource itself.
 pub(crate) fn crd_resource() -> ResourceDef {
@@ -105,6 +105,12 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         &format!("spec.versions[{stored_index}].selectableFields"),
     );
     def.selectable_fields = selectable;
+    let (columns, column_errors) = printer_columns(
+        stored.and_then(|v| v.get("additionalPrinterColumns")),
+        &format!("spec.versions[{stored_index}].additionalPrinterColumns"),
+    );
+    def.printer_columns = columns;
+    refused.extend(column_errors);
     if let Some(schema) = &def.schema {
         refused.extend(crate::rules::crd_violations(schema));
     }
@@ -133,6 +139,92 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
             .collect();
     }
     Ok(def)
+}
+
+/// The types and formats a printer column may have (upstream's lists, sorted as its
+/// messages print them).
+const COLUMN_TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];
+const COLUMN_FORMATS: [&str; 8] = [
+    "byte",
+    "date",
+    "date-time",
+    "double",
+    "float",
+    "int32",
+    "int64",
+    "password",
+];
+
+/// A CRD version's `additionalPrinterColumns`, and why they are refused (upstream's
+/// `ValidateCustomResourceColumnDefinition`: a name, a known type and format, a JSONPath
+/// starting with `.` that parses).
+fn printer_columns(
+    columns: Option<&Value>,
+    path: &str,
+) -> (Vec<PrinterColumn>, Vec<(String, &'static str, String)>) {
+    let mut out = Vec::new();
+    let mut refused = Vec::new();
+    let Some(columns) = columns.and_then(Value::as_array) else {
+        return (out, refused);
+    };
+    for (i, column) in columns.iter().enumerate() {
+        let at = |field: &str| format!("{path}[{i}].{field}");
+        let text = |k: &str| {
+            column
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
+        let (name, type_name, format, json_path) =
+            (text("name"), text("type"), text("format"), text("jsonPath"));
+        let types = COLUMN_TYPES.join(",");
+        if name.is_empty() {
+            refused.push((at("name"), "FieldValueRequired", String::new()));
+        }
+        if type_name.is_empty() {
+            refused.push((
+                at("type"),
+                "FieldValueRequired",
+                format!("must be one of {types}"),
+            ));
+        } else if !COLUMN_TYPES.contains(&type_name.as_str()) {
+            refused.push((
+                at("type"),
+                "FieldValueInvalid",
+                format!("{type_name:?}: must be one of {types}"),
+            ));
+        }
+        if !format.is_empty() && !COLUMN_FORMATS.contains(&format.as_str()) {
+            refused.push((
+                at("format"),
+                "FieldValueInvalid",
+                format!("{format:?}: must be one of {}", COLUMN_FORMATS.join(",")),
+            ));
+        }
+        if json_path.is_empty() {
+            refused.push((at("JSONPath"), "FieldValueRequired", String::new()));
+        } else if !json_path.starts_with('.') {
+            refused.push((
+                at("JSONPath"),
+                "FieldValueInvalid",
+                format!("{json_path:?}: must be a simple json path starting with ."),
+            ));
+        }
+        out.push(PrinterColumn {
+            name,
+            type_name,
+            format,
+            description: text("description"),
+            priority: column
+                .get("priority")
+                .and_then(Value::as_i64)
+                .and_then(|p| i32::try_from(p).ok())
+                .unwrap_or(0),
+            json_path,
+        });
+    }
+    (out, refused)
 }
 
 /// Upstream's limit on a CRD version's selectable fields.

@@ -61,8 +61,10 @@
 //! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
 //!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
 //!   IP, NODE for `-o wide`; deployments, replica sets, stateful sets, nodes and events as
-//!   the real printers print them; other kinds NAME, AGE and a few kind-specific columns);
-//!   `as=PartialObjectMetadata[List]` gives metadata only.
+//!   the real printers print them; custom resources NAME and their CRD's
+//!   `additionalPrinterColumns`, evaluated as upstream's table convertor does (client-go's
+//!   JSONPath, typed cells, `date` as an age); other kinds NAME, AGE and a few kind-specific
+//!   columns); `as=PartialObjectMetadata[List]` gives metadata only.
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.
 //! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,
@@ -157,6 +159,7 @@ mod auth;
 mod crd;
 mod discovery;
 mod in_process;
+mod jsonpath;
 mod kubeconfig;
 mod negotiate;
 mod openapi;

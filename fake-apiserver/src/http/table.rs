@@ -2,10 +2,12 @@
 //! printing: NAME, READY, STATUS, ... computed by the server) and `PartialObjectMetadata`
 //! (metadata-only clients).
 
+use std::borrow::Cow;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
+use super::jsonpath::JsonPath;
 use super::scale::spec_replicas;
 use crate::twins::event_field;
 use crate::{ResourceDef, StoredObject};
@@ -58,7 +60,7 @@ pub(crate) fn table(
         .iter()
         .map(|o| {
             let v = o.to_value();
-            let cells: Vec<Value> = columns.iter().map(|c| (c.cell)(&v, now)).collect();
+            let cells: Vec<Value> = columns.iter().map(|c| c.cell(&v, now)).collect();
             let mut row = json!({"cells": cells});
             match include {
                 IncludeObject::None => {}
@@ -117,49 +119,151 @@ pub(crate) fn partial_list(objects: &[&StoredObject], list_meta: Value, version:
 }
 
 struct Column {
-    name: &'static str,
-    kind: &'static str,
-    format: &'static str,
-    description: &'static str,
-    priority: u8,
-    cell: fn(&Value, SystemTime) -> Value,
+    name: Cow<'static, str>,
+    kind: Cow<'static, str>,
+    format: Cow<'static, str>,
+    description: Cow<'static, str>,
+    priority: i32,
+    cell: Cell,
+}
+
+/// How a column's cell is computed.
+enum Cell {
+    /// A built-in printer's function.
+    Printer(fn(&Value, SystemTime) -> Value),
+    /// A custom resource's printer column: a JSONPath (`None` if it does not parse) and the
+    /// column's type.
+    Path(Option<JsonPath>, Cow<'static, str>),
+}
+
+impl Column {
+    fn cell(&self, object: &Value, now: SystemTime) -> Value {
+        match &self.cell {
+            Cell::Printer(f) => f(object, now),
+            Cell::Path(path, kind) => path
+                .as_ref()
+                .and_then(|p| p.find(object).first().copied())
+                .map_or(Value::Null, |found| path_cell(kind, found, now)),
+        }
+    }
+}
+
+/// A printer column's cell from the first value its path found, as upstream's table
+/// convertor makes it (`cellForJSONValue`; `string` columns print any value as Go's
+/// `fmt.Sprint` does).
+fn path_cell(kind: &str, value: &Value, now: SystemTime) -> Value {
+    match (kind, value) {
+        (_, Value::Null) => Value::Null,
+        ("string", v) => Value::String(go_sprint(v)),
+        ("integer", Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .map_or(Value::Null, Value::from),
+        ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+        ("boolean", Value::Bool(b)) => Value::Bool(*b),
+        ("date", Value::String(s)) => Value::String(match parse_rfc3339(s) {
+            Some(at) => now
+                .duration_since(at)
+                .map_or_else(|_| "0s".to_owned(), human_duration),
+            None => "<invalid>".to_owned(),
+        }),
+        _ => Value::Null,
+    }
+}
+
+/// Go's `fmt.Sprint` of a decoded JSON value: maps as `map[k:v]` (sorted keys), lists as
+/// `[a b]`.
+fn go_sprint(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 1e21 => format!("{f:.0}"),
+            (None, Some(f)) => f.to_string(),
+            (None, None) => n.to_string(),
+        },
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(go_sprint).collect();
+            format!("[{}]", parts.join(" "))
+        }
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{k}:{}", go_sprint(&fields[k])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// A custom resource's columns: NAME, then its printer columns.
+fn custom_columns(def: &ResourceDef) -> Vec<Column> {
+    std::iter::once(NAME)
+        .chain(def.printer_columns.iter().map(|c| Column {
+            name: Cow::Owned(c.name.clone()),
+            kind: Cow::Owned(c.type_name.clone()),
+            format: Cow::Owned(c.format.clone()),
+            description: Cow::Owned(if c.description.is_empty() {
+                format!(
+                    "Custom resource definition column (in JSONPath format): {}",
+                    c.json_path
+                )
+            } else {
+                c.description.clone()
+            }),
+            priority: c.priority,
+            cell: Cell::Path(
+                JsonPath::parse(&c.json_path).ok(),
+                Cow::Owned(c.type_name.clone()),
+            ),
+        }))
+        .collect()
 }
 
 const NAME: Column = Column {
-    name: "Name",
-    kind: "string",
-    format: "name",
-    description: "Name must be unique within a namespace.",
+    name: Cow::Borrowed("Name"),
+    kind: Cow::Borrowed("string"),
+    format: Cow::Borrowed("name"),
+    description: Cow::Borrowed("Name must be unique within a namespace."),
     priority: 0,
-    cell: |v, _| str_at(v, "/metadata/name"),
+    cell: Cell::Printer(|v, _| str_at(v, "/metadata/name")),
 };
 
 const AGE: Column = Column {
-    name: "Age",
-    kind: "string",
-    format: "",
-    description: "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    name: Cow::Borrowed("Age"),
+    kind: Cow::Borrowed("string"),
+    format: Cow::Borrowed(""),
+    description: Cow::Borrowed(
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    ),
     priority: 0,
-    cell: |v, now| Value::String(age(v, now)),
+    cell: Cell::Printer(|v, now| Value::String(age(v, now))),
 };
 
 fn col(
     name: &'static str,
     kind: &'static str,
-    priority: u8,
+    priority: i32,
     cell: fn(&Value, SystemTime) -> Value,
 ) -> Column {
     Column {
-        name,
-        kind,
-        format: "",
-        description: name,
+        name: Cow::Borrowed(name),
+        kind: Cow::Borrowed(kind),
+        format: Cow::Borrowed(""),
+        description: Cow::Borrowed(name),
         priority,
-        cell,
+        cell: Cell::Printer(cell),
     }
 }
 
 fn columns(def: &ResourceDef) -> Vec<Column> {
+    if !def.printer_columns.is_empty() {
+        return custom_columns(def);
+    }
     match (def.group.as_str(), def.plural.as_str()) {
         ("", "pods") => vec![
             NAME,

@@ -1853,3 +1853,72 @@ async fn kubectl_creates_a_service_account_token_a_review_authenticates() {
         "token requests and reviews store nothing"
     );
 }
+
+/// A CRD's `additionalPrinterColumns` are what `kubectl get` prints for its resource (the
+/// server's Table), `-o wide` adding the columns of priority 1; a CRD with a bad column is
+/// refused as upstream refuses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_prints_a_custom_resource_s_printer_columns() {
+    let Some((_server, _http, kubectl)) = kubectl_in(
+        "kubectl_get_prints_a_custom_resource_s_printer_columns",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let crd = |column_type: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: gizmos.example.com\n\
+             spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: gizmos\n    kind: Gizmo\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n\
+             \x20   additionalPrinterColumns:\n\
+             \x20   - name: Replicas\n      type: {column_type}\n      jsonPath: .spec.replicas\n\
+             \x20   - name: Colors\n      type: string\n      jsonPath: .spec.colors\n\
+             \x20   - name: Ready\n      type: string\n      jsonPath: .status.conditions[?(@.type==\"Ready\")].status\n\
+             \x20   - name: Mode\n      type: string\n      priority: 1\n      jsonPath: .spec.mode\n\
+             \x20   - name: Age\n      type: date\n      jsonPath: .metadata.creationTimestamp\n\
+             \x20   schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+        )
+    };
+    let file = kubectl.manifest("crd.yaml", &crd("count"));
+    let refused = kubectl.run(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "spec.versions[0].additionalPrinterColumns[0].type: Invalid value: \"count\": must \
+             be one of boolean,date,integer,number,string"
+        ),
+        "{said}"
+    );
+    std::fs::write(&file, crd("integer")).unwrap();
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    let gizmo = kubectl.manifest(
+        "gizmo.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g1\nspec:\n  replicas: 3\n  \
+         colors: [red, blue]\n  mode: fast\nstatus:\n  conditions:\n  - type: Synced\n    status: \
+         \"False\"\n  - type: Ready\n    status: \"True\"\n",
+    );
+    kubectl.ok(&["apply", "-f", gizmo.to_str().unwrap()]).await;
+    let printed = kubectl.ok(&["get", "gizmos"]).await;
+    let lines: Vec<Vec<&str>> = printed
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        ["NAME", "REPLICAS", "COLORS", "READY", "AGE"],
+        "{printed}"
+    );
+    assert_eq!(lines[1][..4], ["g1", "3", "[red", "blue]"], "{printed}");
+    assert_eq!(lines[1][4], "True", "{printed}");
+    let wide = kubectl.ok(&["get", "gizmos", "-o", "wide"]).await;
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "REPLICAS", "COLORS", "READY", "MODE", "AGE"],
+        "{wide}"
+    );
+    assert!(wide.lines().nth(1).unwrap().contains("fast"), "{wide}");
+}
