@@ -210,7 +210,9 @@
 //! (HTTP: `PUT`/`PATCH <object>/status`) change only `.status`. Deployments, replica sets,
 //! stateful sets and replication controllers have a `scale` subresource over the HTTP front
 //! end (an `autoscaling/v1` `Scale` over `.spec.replicas`; an absent `.spec.replicas` reads
-//! as 1, the real server's default), so `kubectl scale` works.
+//! as 1, the real server's default), so `kubectl scale` works; so do custom resources whose
+//! CRD declares `subresources.scale` ([`ResourceDef::scale_paths`]: the replicas and the
+//! selector where the CRD says, absent replicas reading as 0, as upstream's).
 //!
 //! # Field selectors
 //!
@@ -366,7 +368,7 @@ pub use log::RequestRecord;
 pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;
-pub use resource::{PrinterColumn, ResourceDef};
+pub use resource::{PrinterColumn, ResourceDef, ScalePaths};
 pub use server::{FakeApiServer, ListResponse, Target};
 pub use shared::{DEFAULT_HISTORY_MAX_BYTES, ServerConfig};
 pub use store::{

@@ -67,6 +67,23 @@ pub struct ResourceDef {
     /// the server's `Table`s (`kubectl get`) show them after NAME, as the real server does;
     /// empty: NAME and AGE.
     pub printer_columns: Vec<PrinterColumn>,
+    /// A custom resource's `scale` subresource (its CRD version's `subresources.scale`):
+    /// where the `Scale`'s replicas and selector live in the object. `None` with
+    /// [`scale_subresource`](Self::scale_subresource) set: the built-in workloads' layout
+    /// (`.spec.replicas`, `.status.replicas`, `.spec.selector`).
+    pub scale_paths: Option<ScalePaths>,
+}
+
+/// Where a custom resource's `scale` subresource reads and writes (a CRD's
+/// `subresources.scale`), as dot paths without the leading dot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath` (`spec.replicas`): the `Scale`'s `spec.replicas`, read and written.
+    pub spec_replicas: String,
+    /// `statusReplicasPath` (`status.replicas`): the `Scale`'s `status.replicas`.
+    pub status_replicas: String,
+    /// `labelSelectorPath` (`status.selector`): a string, the `Scale`'s `status.selector`.
+    pub label_selector: Option<String>,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -116,6 +133,7 @@ impl ResourceDef {
             schema: None,
             selectable_fields: Vec::new(),
             printer_columns: Vec::new(),
+            scale_paths: None,
         }
     }
 

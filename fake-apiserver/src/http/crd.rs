@@ -4,7 +4,7 @@
 use informer_core::Status;
 use serde_json::{Value, json};
 
-use crate::{PrinterColumn, ResourceDef, status};
+use crate::{PrinterColumn, ResourceDef, ScalePaths, status};
 
 /// The built-in definition of the CRD resource itself.
 pub(crate) fn crd_resource() -> ResourceDef {
@@ -111,6 +111,15 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
     );
     def.printer_columns = columns;
     refused.extend(column_errors);
+    if let Some(scale) = stored.and_then(|v| v.pointer("/subresources/scale")) {
+        match scale_paths(scale) {
+            Ok(paths) => {
+                def.scale_subresource = true;
+                def.scale_paths = Some(paths);
+            }
+            Err(errors) => refused.extend(errors),
+        }
+    }
     if let Some(schema) = &def.schema {
         refused.extend(crate::rules::crd_violations(schema));
     }
@@ -225,6 +234,62 @@ fn printer_columns(
         });
     }
     (out, refused)
+}
+
+/// A CRD's `subresources.scale`, or why upstream refuses it
+/// (`ValidateCustomResourceDefinitionSubresources`): `specReplicasPath` under `.spec.`,
+/// `statusReplicasPath` under `.status.`, `labelSelectorPath` (optional) under either.
+fn scale_paths(scale: &Value) -> Result<ScalePaths, Vec<(String, &'static str, String)>> {
+    let mut refused = Vec::new();
+    let mut path = |field: &str, required: bool, under: &[&str], message: &str| {
+        let at = format!("spec.subresources.scale.{field}");
+        let text = scale.get(field).and_then(Value::as_str).unwrap_or("");
+        if text.is_empty() {
+            if required {
+                refused.push((at, "FieldValueRequired", String::new()));
+            }
+            return None;
+        }
+        if !text.starts_with('.') {
+            refused.push((
+                at,
+                "FieldValueInvalid",
+                format!("{text:?}: must be a simple json path starting with ."),
+            ));
+            return None;
+        }
+        if !under.iter().any(|prefix| text.starts_with(prefix)) {
+            refused.push((at, "FieldValueInvalid", format!("{text:?}: {message}")));
+            return None;
+        }
+        Some(text[1..].to_owned())
+    };
+    let spec = path(
+        "specReplicasPath",
+        true,
+        &[".spec."],
+        "should be a json path under .spec",
+    );
+    let status = path(
+        "statusReplicasPath",
+        true,
+        &[".status."],
+        "should be a json path under .status",
+    );
+    let selector = path(
+        "labelSelectorPath",
+        false,
+        &[".spec.", ".status."],
+        "should be a json path under either .spec or .status",
+    );
+    match (spec, status) {
+        (Some(spec_replicas), Some(status_replicas)) if refused.is_empty() => Ok(ScalePaths {
+            spec_replicas,
+            status_replicas,
+            label_selector: selector,
+        }),
+        _ => Err(refused),
+    }
 }
 
 /// Upstream's limit on a CRD version's selectable fields.

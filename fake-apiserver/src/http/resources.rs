@@ -322,7 +322,11 @@ async fn resource(
             let answer = negotiate::answer(accept, &def, false)?;
             let obj = app.server.get_at(&target, name)?;
             Ok(match sub {
-                Sub::Scale => negotiate::value(StatusCode::OK, &scale::of_stored(&obj), answer),
+                Sub::Scale => negotiate::value(
+                    StatusCode::OK,
+                    &scale::of_stored(target.resource(), &obj),
+                    answer,
+                ),
                 _ => render_object(&req, &target, &obj, answer),
             })
         }
@@ -359,11 +363,11 @@ async fn resource(
                     let obj = app
                         .server
                         .patch_with_at(&target.clone().via_scale(), name, |v| {
-                            scale::apply(v, &body)
+                            scale::apply(target.resource(), v, &body)
                         })?;
                     Ok(negotiate::value(
                         StatusCode::OK,
-                        &scale::of_stored(&obj),
+                        &scale::of_stored(target.resource(), &obj),
                         answer,
                     ))
                 }
@@ -934,13 +938,13 @@ fn patch_object(
             let obj = app
                 .server
                 .patch_with_at(&target.clone().via_scale(), name, |v| {
-                    let mut view = scale::of(v);
+                    let mut view = scale::of(target.resource(), v);
                     patch(&mut view)?;
-                    scale::apply(v, &view)
+                    scale::apply(target.resource(), v, &view)
                 })?;
             return Ok(negotiate::value(
                 StatusCode::OK,
-                &scale::of_stored(&obj),
+                &scale::of_stored(target.resource(), &obj),
                 answer,
             ));
         }

@@ -1,11 +1,12 @@
 //! The `scale` subresource (`autoscaling/v1` `Scale`) of deployments, replica sets, stateful
-//! sets and replication controllers: a view of `.spec.replicas`, `.status.replicas` and the
-//! label selector, which `kubectl scale` and autoscalers read and write.
+//! sets and replication controllers (a view of `.spec.replicas`, `.status.replicas` and the
+//! label selector) and of custom resources whose CRD declares one (the paths of its
+//! `subresources.scale`), which `kubectl scale` and autoscalers read and write.
 
 use informer_core::Status;
 use serde_json::{Value, json};
 
-use crate::{StoredObject, status};
+use crate::{ResourceDef, StoredObject, status};
 
 /// `.spec.replicas` of a workload; absent, the real server's default (1: this server does
 /// no defaulting).
@@ -16,8 +17,8 @@ pub(crate) fn spec_replicas(object: &Value) -> i64 {
         .unwrap_or(1)
 }
 
-/// The `Scale` of an object.
-pub(crate) fn of(object: &Value) -> Value {
+/// The `Scale` of an object of `def`.
+pub(crate) fn of(def: &ResourceDef, object: &Value) -> Value {
     let meta = object.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let pick = |k: &str| meta.get(k).cloned().unwrap_or(Value::Null);
     let mut scale_meta = json!({
@@ -29,23 +30,50 @@ pub(crate) fn of(object: &Value) -> Value {
     if let Some(ns) = meta.get("namespace") {
         scale_meta["namespace"] = ns.clone();
     }
-    let spec_replicas = spec_replicas(object);
-    let status_replicas = object
-        .pointer("/status/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
+    let (spec_replicas, status_replicas, selector) = match &def.scale_paths {
+        // Upstream's `scaleFromCustomResource`: absent replicas read as 0, the selector is
+        // the string at its path.
+        Some(paths) => (
+            at(object, &paths.spec_replicas)
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            at(object, &paths.status_replicas)
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            paths
+                .label_selector
+                .as_deref()
+                .and_then(|p| at(object, p))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        None => (
+            spec_replicas(object),
+            object
+                .pointer("/status/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(0),
+            selector(object),
+        ),
+    };
     json!({
         "apiVersion": "autoscaling/v1",
         "kind": "Scale",
         "metadata": scale_meta,
         "spec": {"replicas": spec_replicas},
-        "status": {"replicas": status_replicas, "selector": selector(object)},
+        "status": {"replicas": status_replicas, "selector": selector},
     })
 }
 
-/// The scale of a stored object.
-pub(crate) fn of_stored(obj: &StoredObject) -> Value {
-    of(&obj.to_value())
+/// The value at a dot path (`spec.replicas`).
+fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(object, |v, key| v.get(key))
+}
+
+/// The scale of a stored object of `def`.
+pub(crate) fn of_stored(def: &ResourceDef, obj: &StoredObject) -> Value {
+    of(def, &obj.to_value())
 }
 
 /// The object's pod selector as a label selector string (`app=web,tier in (a,b)`).
@@ -58,7 +86,7 @@ fn selector(object: &Value) -> String {
 
 /// Writes a new `Scale` into `object`: `.spec.replicas` from the scale's spec, with the
 /// scale's `metadata.resourceVersion` (if any) as a precondition on the object.
-pub(crate) fn apply(object: &mut Value, scale: &Value) -> Result<(), Status> {
+pub(crate) fn apply(def: &ResourceDef, object: &mut Value, scale: &Value) -> Result<(), Status> {
     if !scale.is_object() {
         return Err(status::bad_request("a Scale must be a JSON object"));
     }
@@ -98,14 +126,35 @@ pub(crate) fn apply(object: &mut Value, scale: &Value) -> Result<(), Status> {
             meta.insert("resourceVersion".into(), Value::String(rv.to_owned()));
         }
     }
-    match object.get_mut("spec").and_then(Value::as_object_mut) {
-        Some(spec) => {
-            spec.insert("replicas".into(), Value::from(replicas));
+    let path = def
+        .scale_paths
+        .as_ref()
+        .map_or("spec.replicas", |p| p.spec_replicas.as_str());
+    set_at(object, path, Value::from(replicas))
+}
+
+/// Sets the value at a dot path, creating the objects on the way (`SetNestedField`); a
+/// step through something that is not an object is a 500, as upstream's error is.
+fn set_at(object: &mut Value, path: &str, value: Value) -> Result<(), Status> {
+    let mut keys = path.split('.').peekable();
+    let mut node = object;
+    while let Some(key) = keys.next() {
+        let Some(fields) = node.as_object_mut() else {
+            return Err(Status::failure(
+                500,
+                "InternalError",
+                format!("value cannot be set because {path} is not an object path"),
+            ));
+        };
+        if keys.peek().is_none() {
+            fields.insert(key.to_owned(), value);
+            return Ok(());
         }
-        None => {
-            if let Some(obj) = object.as_object_mut() {
-                obj.insert("spec".into(), json!({ "replicas": replicas }));
-            }
+        node = fields
+            .entry(key.to_owned())
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if node.is_null() {
+            *node = Value::Object(serde_json::Map::new());
         }
     }
     Ok(())
@@ -114,28 +163,62 @@ pub(crate) fn apply(object: &mut Value, scale: &Value) -> Result<(), Status> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ScalePaths;
+
+    fn deployments() -> ResourceDef {
+        ResourceDef::namespaced("apps", "v1", "deployments", "Deployment")
+    }
 
     #[test]
     fn scale_view_and_write() {
+        let def = deployments();
         let mut deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "a", "resourceVersion": "4", "uid": "u"},
             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"},
                 "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}},
             "status": {"replicas": 2}});
-        let scale = of(&deploy);
+        let scale = of(&def, &deploy);
         assert_eq!(scale["spec"]["replicas"], 2);
         assert_eq!(scale["status"]["selector"], "app=web,tier in (a,b)");
         assert_eq!(scale["metadata"]["resourceVersion"], "4");
-        apply(&mut deploy, &json!({"spec": {"replicas": 5}})).unwrap();
+        apply(&def, &mut deploy, &json!({"spec": {"replicas": 5}})).unwrap();
         assert_eq!(deploy["spec"]["replicas"], 5);
-        let err = apply(&mut deploy, &json!({"spec": {"replicas": -1}})).unwrap_err();
+        let err = apply(&def, &mut deploy, &json!({"spec": {"replicas": -1}})).unwrap_err();
         assert_eq!(err.code, 422);
         let rc = json!({"spec": {"selector": {"app": "x"}}});
-        assert_eq!(of(&rc)["status"]["selector"], "app=x");
+        assert_eq!(of(&def, &rc)["status"]["selector"], "app=x");
         assert_eq!(
-            of(&rc)["spec"]["replicas"],
+            of(&def, &rc)["spec"]["replicas"],
             1,
             "absent reads as the default"
         );
+    }
+
+    #[test]
+    fn a_custom_resource_s_scale_follows_its_crd_paths() {
+        let mut def = ResourceDef::namespaced("example.com", "v1", "pools", "Pool");
+        def.scale_subresource = true;
+        def.scale_paths = Some(ScalePaths {
+            spec_replicas: "spec.size".into(),
+            status_replicas: "status.ready".into(),
+            label_selector: Some("status.selector".into()),
+        });
+        let mut pool = json!({"metadata": {"name": "p"},
+            "spec": {"size": 4}, "status": {"ready": 2, "selector": "app=pool"}});
+        let scale = of(&def, &pool);
+        assert_eq!(scale["spec"]["replicas"], 4);
+        assert_eq!(
+            scale["status"],
+            json!({"replicas": 2, "selector": "app=pool"})
+        );
+        apply(&def, &mut pool, &json!({"spec": {"replicas": 6}})).unwrap();
+        assert_eq!(pool["spec"]["size"], 6);
+        assert!(pool["spec"].get("replicas").is_none());
+        // Absent, the replicas read as 0 (upstream's `scaleFromCustomResource`), and a write
+        // creates the path.
+        let mut empty = json!({"metadata": {"name": "e"}});
+        assert_eq!(of(&def, &empty)["spec"]["replicas"], 0);
+        apply(&def, &mut empty, &json!({"spec": {"replicas": 1}})).unwrap();
+        assert_eq!(empty["spec"], json!({"size": 1}));
     }
 }

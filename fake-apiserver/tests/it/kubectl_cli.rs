@@ -1922,3 +1922,74 @@ async fn kubectl_get_prints_a_custom_resource_s_printer_columns() {
     );
     assert!(wide.lines().nth(1).unwrap().contains("fast"), "{wide}");
 }
+
+/// A CRD's `subresources.scale`: `kubectl scale` writes the replicas where the CRD says, and
+/// the `Scale` reads replicas and selector from its paths; a CRD whose scale paths upstream
+/// would refuse is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_scales_a_custom_resource_through_its_crd_s_scale_paths() {
+    let Some((server, _http, kubectl)) = kubectl_in(
+        "kubectl_scales_a_custom_resource_through_its_crd_s_scale_paths",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let crd = |spec_path: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: pools.example.com\n\
+             spec:\n  group: example.com\n  scope: Namespaced\n  names:\n    plural: pools\n    kind: Pool\n\
+             \x20 versions:\n  - name: v1\n    served: true\n    storage: true\n\
+             \x20   subresources:\n      status: {{}}\n      scale:\n        specReplicasPath: {spec_path}\n\
+             \x20       statusReplicasPath: .status.ready\n        labelSelectorPath: .status.selector\n\
+             \x20   schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+        )
+    };
+    let file = kubectl.manifest("crd.yaml", &crd(".size"));
+    let refused = kubectl.run(&["apply", "-f", file.to_str().unwrap()]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "spec.subresources.scale.specReplicasPath: Invalid value: \".size\": should be a \
+             json path under .spec"
+        ),
+        "{said}"
+    );
+    std::fs::write(&file, crd(".spec.size")).unwrap();
+    kubectl.ok(&["apply", "-f", file.to_str().unwrap()]).await;
+    let pool = kubectl.manifest(
+        "pool.yaml",
+        "apiVersion: example.com/v1\nkind: Pool\nmetadata:\n  name: p\nspec:\n  size: 2\n",
+    );
+    kubectl.ok(&["apply", "-f", pool.to_str().unwrap()]).await;
+    kubectl
+        .ok(&[
+            "patch",
+            "pool",
+            "p",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"ready":2,"selector":"app=pool"}}"#,
+        ])
+        .await;
+    kubectl.ok(&["scale", "pool/p", "--replicas=5"]).await;
+    let stored = server
+        .get("pools.example.com", Some("prod"), "p")
+        .unwrap()
+        .to_value();
+    assert_eq!(stored["spec"], json!({"size": 5}));
+    let scale = kubectl
+        .ok(&[
+            "get",
+            "pool",
+            "p",
+            "--subresource=scale",
+            "-o",
+            "jsonpath={.spec.replicas} {.status.replicas} {.status.selector}",
+        ])
+        .await;
+    assert_eq!(scale, "5 2 app=pool");
+}
