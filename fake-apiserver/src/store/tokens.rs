@@ -39,6 +39,25 @@ fn token_request_invalid(field: &str, value: &Value, message: &str) -> Status {
     )
 }
 
+/// A spec's `audiences`, else the server's.
+fn audiences_of(spec: &Value) -> Vec<String> {
+    let given: Vec<String> = spec
+        .get("audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    if given.is_empty() {
+        vec![ISSUER.to_owned()]
+    } else {
+        given
+    }
+}
+
 impl Store {
     /// Issues a token for the service account `namespace/name` as `request` (a
     /// `TokenRequest`) asks: the request answered with its spec defaulted and its status.
@@ -99,17 +118,7 @@ impl Store {
             Some(reference) => Some(self.bound_object(namespace, name, reference)?),
             None => None,
         };
-        let audiences: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .filter(|a: &Vec<String>| !a.is_empty())
-            .unwrap_or_else(|| vec![ISSUER.to_owned()]);
+        let audiences = audiences_of(&spec);
         let now = self.clock.now_unix();
         let expires = now.saturating_add(expiration.unsigned_abs());
         let jti = self.new_uid();
@@ -263,17 +272,7 @@ impl Store {
                 "token is required for TokenReview in authentication",
             ));
         }
-        let wanted: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .filter(|a: &Vec<String>| !a.is_empty())
-            .unwrap_or_else(|| vec![ISSUER.to_owned()]);
+        let wanted = audiences_of(spec);
         let refused =
             |why: &str| json!({"user": {}, "error": format!("[invalid bearer token, {why}]")});
         let Some(issued) = self.tokens.by_token.get(token) else {
