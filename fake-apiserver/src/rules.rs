@@ -1089,6 +1089,33 @@ mod tests {
     }
 
     #[test]
+    fn optional_old_self_runs_on_create_too() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"mode": {"type": "string"}},
+        "x-kubernetes-validations": [{
+            "rule": "oldSelf.hasValue() ? self.mode == oldSelf.value().mode : self.mode == 'new'",
+            "optionalOldSelf": true,
+            "message": "a new object starts in mode new, and keeps its mode"
+        }]}}});
+        let create = |mode: &str| errors(&check(&schema, &object(json!({"mode": mode})), None));
+        assert_eq!(create("new"), Vec::<String>::new());
+        assert_eq!(
+            create("old"),
+            ["spec: Invalid value: a new object starts in mode new, and keeps its mode"]
+        );
+        let stored = object(json!({"mode": "new"}));
+        let update = |mode: &str| {
+            errors(&check(
+                &schema,
+                &object(json!({"mode": mode})),
+                Some(&stored),
+            ))
+        };
+        assert_eq!(update("new"), Vec::<String>::new());
+        assert_eq!(update("other").len(), 1);
+    }
+
+    #[test]
     fn unchanged_values_ratchet_to_warnings() {
         let stored = object(json!({"minReplicas": 5, "maxReplicas": 3, "name": "web-1"}));
         let outcome = check(&schema(), &stored, Some(&stored));
