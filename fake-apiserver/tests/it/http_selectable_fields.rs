@@ -47,8 +47,8 @@ fn select(selector: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_are_selected_by_their_selectable_fields() {
-    let (_server, http) = start().await;
-    namespaces(&_server, &["a"]);
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
     let created = post(
         &http,
         CRDS,
