@@ -131,9 +131,8 @@ struct Column {
 enum Cell {
     /// A built-in printer's function.
     Printer(fn(&Value, SystemTime) -> Value),
-    /// A custom resource's printer column: a JSONPath (`None` if it does not parse) and the
-    /// column's type.
-    Path(Option<JsonPath>, Cow<'static, str>),
+    /// A custom resource's printer column: its JSONPath and type.
+    Path(JsonPath, Cow<'static, str>),
 }
 
 impl Column {
@@ -141,8 +140,8 @@ impl Column {
         match &self.cell {
             Cell::Printer(f) => f(object, now),
             Cell::Path(path, kind) => path
-                .as_ref()
-                .and_then(|p| p.find(object).first().copied())
+                .find(object)
+                .first()
                 .map_or(Value::Null, |found| path_cell(kind, found, now)),
         }
     }
@@ -200,10 +199,15 @@ fn go_sprint(value: &Value) -> String {
     }
 }
 
-/// A custom resource's columns: NAME, then its printer columns.
+/// A custom resource's columns: NAME, then its printer columns up to the first whose path
+/// does not parse (upstream's table convertor stops there and serves what it has).
 fn custom_columns(def: &ResourceDef) -> Vec<Column> {
+    let parsed = def
+        .printer_columns
+        .iter()
+        .map_while(|c| JsonPath::parse(&c.json_path).ok().map(|path| (c, path)));
     std::iter::once(NAME)
-        .chain(def.printer_columns.iter().map(|c| Column {
+        .chain(parsed.map(|(c, path)| Column {
             name: Cow::Owned(c.name.clone()),
             kind: Cow::Owned(c.type_name.clone()),
             format: Cow::Owned(c.format.clone()),
@@ -216,10 +220,7 @@ fn custom_columns(def: &ResourceDef) -> Vec<Column> {
                 c.description.clone()
             }),
             priority: c.priority,
-            cell: Cell::Path(
-                JsonPath::parse(&c.json_path).ok(),
-                Cow::Owned(c.type_name.clone()),
-            ),
+            cell: Cell::Path(path, Cow::Owned(c.type_name.clone())),
         }))
         .collect()
 }
@@ -718,6 +719,36 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printer_columns_stop_at_a_path_that_does_not_parse() {
+        let column = |name: &str, path: &str| crate::PrinterColumn {
+            name: name.into(),
+            type_name: "string".into(),
+            format: String::new(),
+            description: String::new(),
+            priority: 0,
+            json_path: path.into(),
+        };
+        let mut def = ResourceDef::namespaced("example.com", "v1", "widgets", "Widget");
+        def.printer_columns = vec![
+            column("Color", ".spec.color"),
+            column("Broken", ".spec.a["),
+            column("After", ".spec.after"),
+        ];
+        let names: Vec<String> = columns(&def).iter().map(|c| c.name.to_string()).collect();
+        assert_eq!(names, ["Name", "Color"]);
+        let row = columns(&def)
+            .iter()
+            .map(|c| {
+                c.cell(
+                    &json!({"metadata": {"name": "w"}, "spec": {"color": "red"}}),
+                    SystemTime::now(),
+                )
+            })
+            .collect::<Vec<_>>();
+        assert_eq!(row, [json!("w"), json!("red")]);
+    }
 
     #[test]
     fn ages_and_timestamps() {
