@@ -1,5 +1,6 @@
 //! End to end for the kinds of objects the factory serves: a custom resource registered at run
-//! time (watched as a discovered `DynamicObject` and as a typed kube-derive resource),
+//! time (watched as a discovered `DynamicObject`, as a typed kube-derive resource and through
+//! a field selector on one of its CRD's selectable fields),
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
@@ -54,7 +55,11 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
             "scope": "Namespaced",
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
             "versions": [{"name": "v1", "served": true, "storage": true,
-                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]
+                          // Field selectors on `spec.color` (GA in Kubernetes 1.32).
+                          "selectableFields": [{"jsonPath": ".spec.color"}],
+                          "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                              "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                                  "properties": {"color": {"type": "string"}}}}}}}]
         }
     }))
     .unwrap();
@@ -81,6 +86,10 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     let dynamic = factory.discovered_informer(&gvk).await.unwrap();
     let typed = factory.informer::<Widget>().unwrap();
     let in_a = factory.namespace("a").informer::<Widget>().unwrap();
+    let red = factory
+        .field_selector("spec.color=red")
+        .informer::<Widget>()
+        .unwrap();
     factory.start();
     factory.wait_for_cache_sync(GUARD).await.unwrap();
     let server = env.server_state("widgets", None);
@@ -88,6 +97,7 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     assert_eq!(cache_state(&dynamic), server);
     assert_eq!(cache_state(&typed), server);
     assert_eq!(cache_state(&in_a), env.server_state("widgets", Some("a")));
+    assert!(cache_state(&red).is_empty(), "no widget is red yet");
 
     let typed_w = typed.lister().get(Some("a"), "w-3").unwrap();
     assert_eq!(typed_w.spec.size, 3);
@@ -116,6 +126,32 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
         "red"
     );
     assert!(typed.lister().get(Some("a"), "w-2").is_none());
+    // The field-selected view: the one red widget, and none once it is green again.
+    wait_until(
+        "the red view to hold w-1",
+        None,
+        || red.lister().list_all().len() == 1,
+        || format!("{:?}", cache_state(&red)),
+    )
+    .await;
+    assert_eq!(
+        red.lister().get(Some("a"), "w-1").unwrap().spec.color,
+        "red"
+    );
+    api.patch(
+        "w-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"color": "green"}})),
+    )
+    .await
+    .unwrap();
+    wait_until(
+        "the red view to be empty",
+        None,
+        || red.lister().list_all().is_empty(),
+        || format!("{:?}", cache_state(&red)),
+    )
+    .await;
     let report = factory.shutdown().await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
 }
