@@ -938,7 +938,7 @@ fn patch_object(
             let obj = app
                 .server
                 .patch_with_at(&target.clone().via_scale(), name, |v| {
-                    let mut view = scale::of(target.resource(), v);
+                    let mut view = scale::for_patch(target.resource(), v);
                     patch(&mut view)?;
                     scale::apply(target.resource(), v, &view)
                 })?;

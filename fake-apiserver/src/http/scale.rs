@@ -66,6 +66,22 @@ pub(crate) fn of(def: &ResourceDef, object: &Value) -> Value {
     })
 }
 
+/// Upstream's marker for "the object has no replicas" in the `Scale` a patch applies to
+/// (the smallest int32): still there after the patch, the patch set no replicas.
+const NO_REPLICAS: i64 = i32::MIN as i64;
+
+/// The `Scale` a patch of the scale subresource applies to: [`of`], with a custom
+/// resource's absent replicas marked (upstream's `scaleUpdatedObjectInfo`).
+pub(crate) fn for_patch(def: &ResourceDef, object: &Value) -> Value {
+    let mut scale = of(def, object);
+    if let Some(paths) = &def.scale_paths
+        && at(object, &paths.spec_replicas).is_none()
+    {
+        scale["spec"]["replicas"] = Value::from(NO_REPLICAS);
+    }
+    scale
+}
+
 /// The value at a dot path (`spec.replicas`).
 fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(object, |v, key| v.get(key))
@@ -101,6 +117,14 @@ pub(crate) fn apply(def: &ResourceDef, object: &mut Value, scale: &Value) -> Res
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
         .unwrap_or(0);
+    if let Some(paths) = &def.scale_paths
+        && replicas == NO_REPLICAS
+    {
+        return Err(status::bad_request(format!(
+            "the spec replicas field \".{}\" cannot be empty",
+            paths.spec_replicas
+        )));
+    }
     if replicas < 0 {
         return Err(status::invalid(
             "Scale",
@@ -218,6 +242,14 @@ mod tests {
         // creates the path.
         let mut empty = json!({"metadata": {"name": "e"}});
         assert_eq!(of(&def, &empty)["spec"]["replicas"], 0);
+        // A patch that sets no replicas on an object without them: upstream's 400.
+        let unpatched = for_patch(&def, &empty);
+        let refused = apply(&def, &mut empty.clone(), &unpatched).unwrap_err();
+        assert_eq!(refused.code, 400);
+        assert_eq!(
+            refused.message,
+            "the spec replicas field \".spec.size\" cannot be empty"
+        );
         apply(&def, &mut empty, &json!({"spec": {"replicas": 1}})).unwrap();
         assert_eq!(empty["spec"], json!({"size": 1}));
     }

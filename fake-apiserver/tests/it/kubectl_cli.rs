@@ -1992,4 +1992,27 @@ async fn kubectl_scales_a_custom_resource_through_its_crd_s_scale_paths() {
         ])
         .await;
     assert_eq!(scale, "5 2 app=pool");
+    // A patch of the Scale that sets no replicas, on a pool without them: upstream's 400.
+    let empty = kubectl.manifest(
+        "empty.yaml",
+        "apiVersion: example.com/v1\nkind: Pool\nmetadata:\n  name: e\nspec: {}\n",
+    );
+    kubectl.ok(&["apply", "-f", empty.to_str().unwrap()]).await;
+    let refused = kubectl
+        .run(&[
+            "patch",
+            "pool",
+            "e",
+            "--subresource=scale",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{}}"#,
+        ])
+        .await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("the spec replicas field \".spec.size\" cannot be empty"),
+        "{said}"
+    );
 }
