@@ -244,11 +244,7 @@ pub(crate) fn extract(def: &ResourceDef, object: &Value) -> Box<[(Cow<'static, s
 /// A custom resource's selectable field's value, as upstream's `GetAttrs` prints it
 /// (`fmt.Sprint`: strings as they are, booleans and integers as text; absent or null: empty).
 fn custom_value(label: &str, object: &Value) -> String {
-    let mut v = Some(object);
-    for key in label.split('.') {
-        v = v.and_then(|x| x.get(key));
-    }
-    match v {
+    match super::object::at_dot_path(object, label) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => b.to_string(),
         Some(Value::Number(n)) => n.to_string(),

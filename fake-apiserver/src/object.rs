@@ -329,6 +329,24 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// A label selector as selector text (`app=web,tier in (a,b)`): a `LabelSelector`
 /// (`matchLabels`, `matchExpressions`) or a plain map (a replication controller's). Empty
 /// for an empty selector.
+/// The strings of a JSON array (anything else in it skipped; no array: none).
+pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The value at a dot path (`spec.replicas`), if every step is there.
+pub(crate) fn at_dot_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, key| v.get(key))
+}
+
 pub(crate) fn label_selector_text(sel: &Value) -> String {
     let mut parts: Vec<String> = Vec::new();
     // A replication controller's selector is a plain map; the others' a LabelSelector.

@@ -46,7 +46,7 @@ use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::schema::{Violation, join, shown};
+use crate::schema::{Violation, flag, join, shown};
 
 /// Upstream's `RuntimeCELCostBudget`: what one request's rules may cost together.
 const BUDGET: u64 = 10_000_000;
@@ -341,10 +341,6 @@ fn resolve<'s>(schema: &'s Value, fields: &[&str]) -> Option<&'s Value> {
 /// Whether a value of this schema may be large (a list or an object, or not known).
 fn is_collection(schema: Option<&Value>) -> bool {
     schema.is_none_or(|s| !matches!(schema_type(s), "string" | "integer" | "number" | "boolean"))
-}
-
-fn flag(schema: &Value, name: &str) -> bool {
-    schema.get(name).and_then(Value::as_bool) == Some(true)
 }
 
 fn has_rules(schema: &Value) -> bool {

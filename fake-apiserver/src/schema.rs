@@ -26,7 +26,8 @@ pub(crate) type Violation = (String, &'static str, String);
 
 const ROOT_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
-fn flag(schema: &Value, name: &str) -> bool {
+/// Whether a schema's boolean keyword `name` is `true`.
+pub(crate) fn flag(schema: &Value, name: &str) -> bool {
     schema.get(name).and_then(Value::as_bool) == Some(true)
 }
 

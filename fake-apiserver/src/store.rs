@@ -1586,15 +1586,7 @@ fn no_new_finalizers(
     new: &Value,
 ) -> Result<(), Status> {
     let finalizers = |v: &Value| -> Vec<String> {
-        v.pointer("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default()
+        super::object::string_list(v.pointer("/metadata/finalizers"))
     };
     let before = finalizers(old);
     // Sorted and deduplicated, as Go's string set lists them.

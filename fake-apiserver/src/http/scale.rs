@@ -6,6 +6,7 @@
 use informer_core::Status;
 use serde_json::{Value, json};
 
+use crate::object::at_dot_path as at;
 use crate::{ResourceDef, StoredObject, status};
 
 /// `.spec.replicas` of a workload; absent, the real server's default (1: this server does
@@ -80,11 +81,6 @@ pub(crate) fn for_patch(def: &ResourceDef, object: &Value) -> Value {
         scale["spec"]["replicas"] = Value::from(NO_REPLICAS);
     }
     scale
-}
-
-/// The value at a dot path (`spec.replicas`).
-fn at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(object, |v, key| v.get(key))
 }
 
 /// The scale of a stored object of `def`.

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::{BoundObject, IssuedToken, MAX_ISSUED_TOKENS, Store, object_key};
 use crate::continue_token::base64url_encode;
+use crate::object::string_list;
 use crate::{ResourceDef, status};
 use informer_core::Status;
 
@@ -41,16 +42,7 @@ fn token_request_invalid(field: &str, value: &Value, message: &str) -> Status {
 
 /// A spec's `audiences`, else the server's.
 fn audiences_of(spec: &Value) -> Vec<String> {
-    let given: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let given = string_list(spec.get("audiences"));
     if given.is_empty() {
         vec![ISSUER.to_owned()]
     } else {
