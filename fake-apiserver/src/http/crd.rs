@@ -4,6 +4,7 @@
 use informer_core::Status;
 use serde_json::{Value, json};
 
+use crate::schema::Violation;
 use crate::{PrinterColumn, ResourceDef, ScalePaths, status};
 
 /// The built-in definition of the CRD resource itself.
@@ -71,10 +72,12 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .cloned()
         .unwrap_or_default();
     let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let stored = versions
+    let stored_index = versions
         .iter()
-        .find(|v| flag(v, "storage"))
-        .or_else(|| versions.iter().find(|v| flag(v, "served")));
+        .position(|v| flag(v, "storage"))
+        .or_else(|| versions.iter().position(|v| flag(v, "served")));
+    let stored = stored_index.and_then(|i| versions.get(i));
+    let stored_index = stored_index.unwrap_or(0);
     let status_subresource = stored.is_some_and(|v| v.pointer("/subresources/status").is_some());
     let version = stored
         .and_then(|v| v.get("name").and_then(Value::as_str))
@@ -95,10 +98,6 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .filter(|s| s.is_object())
         .cloned()
         .map(std::sync::Arc::new);
-    let stored_index = versions
-        .iter()
-        .position(|v| stored.is_some_and(|s| std::ptr::eq(s, v)))
-        .unwrap_or(0);
     let (selectable, mut refused) = selectable_fields(
         stored.and_then(|v| v.get("selectableFields")),
         def.schema.as_deref(),
@@ -137,16 +136,7 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
     if let Some(l) = text("/spec/names/listKind") {
         l.clone_into(&mut def.list_kind);
     }
-    if let Some(shorts) = crd
-        .pointer("/spec/names/shortNames")
-        .and_then(Value::as_array)
-    {
-        def.short_names = shorts
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect();
-    }
+    def.short_names = crate::object::string_list(crd.pointer("/spec/names/shortNames"));
     Ok(def)
 }
 
@@ -167,10 +157,7 @@ const COLUMN_FORMATS: [&str; 8] = [
 /// A CRD version's `additionalPrinterColumns`, and why they are refused (upstream's
 /// `ValidateCustomResourceColumnDefinition`: a name, a known type and format, a JSONPath
 /// starting with `.` that parses).
-fn printer_columns(
-    columns: Option<&Value>,
-    path: &str,
-) -> (Vec<PrinterColumn>, Vec<(String, &'static str, String)>) {
+fn printer_columns(columns: Option<&Value>, path: &str) -> (Vec<PrinterColumn>, Vec<Violation>) {
     let mut out = Vec::new();
     let mut refused = Vec::new();
     let Some(columns) = columns.and_then(Value::as_array) else {
@@ -239,7 +226,7 @@ fn printer_columns(
 /// A CRD's `subresources.scale`, or why upstream refuses it
 /// (`ValidateCustomResourceDefinitionSubresources`): `specReplicasPath` under `.spec.`,
 /// `statusReplicasPath` under `.status.`, `labelSelectorPath` (optional) under either.
-fn scale_paths(scale: &Value) -> Result<ScalePaths, Vec<(String, &'static str, String)>> {
+fn scale_paths(scale: &Value) -> Result<ScalePaths, Vec<Violation>> {
     let mut refused = Vec::new();
     let mut path = |field: &str, required: bool, under: &[&str], message: &str| {
         let at = format!("spec.subresources.scale.{field}");
@@ -302,7 +289,7 @@ fn selectable_fields(
     fields: Option<&Value>,
     schema: Option<&Value>,
     path: &str,
-) -> (Vec<String>, Vec<(String, &'static str, String)>) {
+) -> (Vec<String>, Vec<Violation>) {
     let mut labels: Vec<String> = Vec::new();
     let mut refused = Vec::new();
     let Some(fields) = fields.and_then(Value::as_array) else {
