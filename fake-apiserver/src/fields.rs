@@ -241,10 +241,15 @@ pub(crate) fn extract(def: &ResourceDef, object: &Value) -> Box<[(Cow<'static, s
         .collect()
 }
 
+/// The value at a dot path (`spec.replicas`), if every step is there.
+pub(crate) fn at_dot_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |v, key| v.get(key))
+}
+
 /// A custom resource's selectable field's value, as upstream's `GetAttrs` prints it
 /// (`fmt.Sprint`: strings as they are, booleans and integers as text; absent or null: empty).
 fn custom_value(label: &str, object: &Value) -> String {
-    match super::object::at_dot_path(object, label) {
+    match at_dot_path(object, label) {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => b.to_string(),
         Some(Value::Number(n)) => n.to_string(),

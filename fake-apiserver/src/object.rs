@@ -342,11 +342,6 @@ pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The value at a dot path (`spec.replicas`), if every step is there.
-pub(crate) fn at_dot_path<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').try_fold(value, |v, key| v.get(key))
-}
-
 pub(crate) fn label_selector_text(sel: &Value) -> String {
     let mut parts: Vec<String> = Vec::new();
     // A replication controller's selector is a plain map; the others' a LabelSelector.

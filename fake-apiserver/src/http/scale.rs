@@ -6,7 +6,7 @@
 use informer_core::Status;
 use serde_json::{Value, json};
 
-use crate::object::at_dot_path as at;
+use crate::fields::at_dot_path as at;
 use crate::{ResourceDef, StoredObject, status};
 
 /// `.spec.replicas` of a workload; absent, the real server's default (1: this server does
