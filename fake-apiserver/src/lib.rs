@@ -86,9 +86,12 @@
 //! `blockOwnerDeletion` is left; `Orphan` keeps it behind `orphan` until the dependents'
 //! references to it are removed, then removes it. The collector runs inside the write that
 //! removes (or marks) the owner, one write per step in the real collector's order, so all of
-//! it has happened when the request answers (a real cluster takes a moment). Dependents whose
-//! owner never existed are left alone (upstream collects them too; seeded pods name
-//! ReplicaSets that are not there).
+//! it has happened when the request answers (a real cluster takes a moment). An object
+//! written after its owners were removed (a controller acting on a stale cache) is deleted
+//! right after its write, as upstream's collector deletes it once it finds them absent (the
+//! server remembers the last 10,000 objects removed). Dependents whose owner never existed
+//! are left alone (upstream collects them too; seeded pods name ReplicaSets that are not
+//! there).
 //!
 //! **Namespaces.** As the namespace strategy and controller keep them: a created namespace
 //! gets `spec.finalizers: [kubernetes]`, the label `kubernetes.io/metadata.name` (kept on

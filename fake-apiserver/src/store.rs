@@ -1,7 +1,7 @@
 //! The versioned store: current state and history of every resource, one global
 //! resourceVersion counter, writes with the API server's rules.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -493,6 +493,9 @@ pub(crate) struct Store {
     chores: VecDeque<Chore>,
     /// Whether the collectors are working through `chores` (nested writes only add to it).
     collecting: bool,
+    /// The uids of the objects removed lately (at most [`REMEMBERED_REMOVALS`], oldest
+    /// first), so that a dependent written naming one of them is collected ([`gc`]).
+    removed: Removed,
     /// The service account tokens issued, for token reviews.
     tokens: IssuedTokens,
 }
@@ -544,6 +547,36 @@ enum Chore {
     },
     /// A namespace was marked deleted: delete its content.
     EmptyNamespace(String),
+    /// An object was written naming an owner removed before: collect it if no owner is live.
+    Dangling { res: usize, key: Arc<str> },
+}
+
+/// How many removed objects' uids the collector remembers.
+const REMEMBERED_REMOVALS: usize = 10_000;
+
+/// The uids of the objects removed lately, at most [`REMEMBERED_REMOVALS`].
+#[derive(Debug, Default)]
+struct Removed {
+    uids: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Removed {
+    fn remember(&mut self, uid: &str) {
+        if !self.uids.insert(uid.to_owned()) {
+            return;
+        }
+        self.order.push_back(uid.to_owned());
+        if self.order.len() > REMEMBERED_REMOVALS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.uids.remove(&oldest);
+        }
+    }
+
+    fn contains(&self, uid: &str) -> bool {
+        self.uids.contains(uid)
+    }
 }
 
 /// The largest resourceVersion the server hands out: etcd's revisions (which the real
@@ -580,6 +613,7 @@ impl Store {
             dependents: HashMap::new(),
             chores: VecDeque::new(),
             collecting: false,
+            removed: Removed::default(),
             tokens: IssuedTokens::default(),
         };
         for def in ResourceDef::builtins() {
@@ -1212,6 +1246,17 @@ impl Store {
             Some((t, Arc::new(converted), prev))
         });
         let removed = (kind == EventKind::Deleted).then(|| Arc::clone(&object));
+        // Upstream's collector deletes an object whose owners are all gone, also one written
+        // after they went (a controller acting on a stale cache): this fake knows which
+        // owners went (not those that never existed, which it leaves alone).
+        let dangling = (kind != EventKind::Deleted
+            && self.garbage_collection
+            && !object.is_deleting()
+            && object
+                .owners()
+                .iter()
+                .any(|o| self.removed.contains(&o.uid)))
+        .then(|| Arc::<str>::from(object.key()));
         self.append(res, kind, object, prev);
         if let Some((t, converted, prev)) = mirror {
             self.append(t, kind, converted, prev);
@@ -1221,7 +1266,12 @@ impl Store {
         if let Some(removed) = removed
             && self.garbage_collection
         {
+            self.removed.remember(removed.uid());
             self.chores.push_back(Chore::Removed(removed));
+            self.run_collectors();
+        }
+        if let Some(key) = dangling {
+            self.chores.push_back(Chore::Dangling { res, key });
             self.run_collectors();
         }
     }

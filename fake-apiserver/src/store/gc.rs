@@ -20,9 +20,13 @@
 //! the stack), and all of them have happened when the request answers (the real collector
 //! takes a moment). References are
 //! resolved as upstream resolves them: by group, kind and name in the dependent's namespace,
-//! and the uid must match. What the fake does not do: collect dependents whose owner never
-//! existed (upstream deletes them once it has checked that the owner is absent; seeded pods
-//! name ReplicaSets that are not there, and tests stage such objects on purpose).
+//! and the uid must match. An object written after its owners were removed (a controller
+//! acting on a stale cache recreates what the collector just deleted) is collected too, as
+//! upstream's collector collects it once it has checked that its owners are absent: the
+//! fake remembers the uids of the last 10,000 objects removed (`Store::removed`), and an
+//! object naming one of them, with no other live owner, is deleted right after its write.
+//! What the fake does not do: collect dependents whose owner never existed (seeded pods name
+//! ReplicaSets that are not there, and tests stage such objects on purpose).
 
 use std::sync::Arc;
 
@@ -61,6 +65,7 @@ impl Store {
                     self.collect_for_marked_owner(res, &owner, policy);
                 }
                 Chore::EmptyNamespace(ns) => self.empty_namespace(&ns),
+                Chore::Dangling { res, key } => self.collect_dependent(res, &key),
             }
         }
         self.collecting = false;
