@@ -282,10 +282,18 @@
 //! lengths, patterns, string formats (`date-time`, `uuid`, `ipv4`...), item and property
 //! counts, unique items, `allOf`/`anyOf`/`oneOf`/`not`: a 422 worded as upstream's, one cause
 //! per violation), and its CEL validation rules (`x-kubernetes-validations`, with `oldSelf` on
-//! updates, `messageExpression`, `reason` and `fieldPath`) are run. Built-in kinds get no
-//! defaulting and no
-//! field-level validation (any fields are stored as given); there are no webhooks and no
-//! RBAC.
+//! updates, `messageExpression`, `reason` and `fieldPath`) are run. A request's write of a
+//! built-in kind (HTTP, and the request-layer methods such as [`FakeApiServer::create_at`])
+//! is decoded into the kind's Go type as the real server decodes it: a field the type does
+//! not have is dropped (reported as a warning, or refused under `fieldValidation=Strict`
+//! with upstream's `strict decoding error: unknown field "spec.x"`), a value of the wrong
+//! type is a 400 with Go's words (`json: cannot unmarshal string into Go struct field
+//! DeploymentSpec.spec.replicas of type int32`; quantities, timestamps and a secret's base64
+//! are parsed as upstream parses them), and server-side apply refuses a field the type does
+//! not declare (`field not declared in schema`). The test's direct writes
+//! ([`FakeApiServer::create`]...) store built-in kinds as given, so that a test can hold
+//! what no real server would. Built-in kinds get no defaulting and no field-level
+//! validation beyond their types; there are no webhooks and no RBAC.
 //!
 //! # Example
 //!
@@ -361,6 +369,7 @@ pub mod status;
 mod store;
 mod time;
 mod twins;
+mod typed;
 mod watch;
 
 pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};

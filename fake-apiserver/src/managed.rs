@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 
 use crate::resource::ResourceDef;
 use crate::status;
+use crate::typed;
 
 /// The managed-field paths no manager keeps (upstream's `stripMeta`).
 const STRIPPED: [&[&str]; 12] = [
@@ -1220,6 +1221,30 @@ pub(crate) fn apply(
         return Err(status::bad_request("metadata.managedFields must be nil"));
     }
     let ty = Ty::root(def);
+    if def.schema.is_none()
+        && let Some(definition) = &def.definition
+    {
+        // A built-in kind's configuration is typed against its Go type: a field the type
+        // does not declare is upstream's error, whatever `fieldValidation` says.
+        let undeclared = typed::undeclared(definition, config);
+        if !undeclared.is_empty() {
+            let errors: Vec<String> = undeclared
+                .iter()
+                .map(|(steps, field)| {
+                    format!(
+                        "{}.{field}: field not declared in schema",
+                        printed_path(config, ty, steps)
+                    )
+                })
+                .collect();
+            let problem = if errors.len() == 1 {
+                errors.concat()
+            } else {
+                format!("errors:\n  {}", errors.join("\n  "))
+            };
+            return Err(untyped_config(def, config, problem));
+        }
+    }
     let mut entries = entries_of(live).map_err(|e| {
         Status::failure(
             500,
@@ -1229,7 +1254,7 @@ pub(crate) fn apply(
     })?;
     let mut applied = FieldSet::default();
     field_set(config, ty, writer.scope, &mut Vec::new(), &mut applied)
-        .map_err(|e| untyped_config(def, e))?;
+        .map_err(|e| untyped_config(def, config, e))?;
     strip(&mut applied);
     let me = Entry {
         manager: writer.manager.to_owned(),
@@ -1255,7 +1280,7 @@ pub(crate) fn apply(
     let mut merged = bare_live
         .clone()
         .unwrap_or_else(|| Value::Object(Map::new()));
-    merge(&mut merged, config, ty, true).map_err(|e| untyped_config(def, e))?;
+    merge(&mut merged, config, ty, true).map_err(|e| untyped_config(def, config, e))?;
     if let Some(last) = &last {
         let mut keep = me.set.clone();
         for other in &entries {
@@ -1291,17 +1316,54 @@ pub(crate) fn apply(
 }
 
 /// What upstream answers when the applied configuration cannot be typed (a keyed list item
-/// without its key, duplicate keys): its field manager's error, a 500.
-fn untyped_config(def: &ResourceDef, problem: String) -> Status {
+/// without its key, duplicate keys, a field its type does not declare): its field manager's
+/// error, a 500, naming the configuration as `namespace/name; group/version, Kind=Kind`.
+fn untyped_config(def: &ResourceDef, config: &Value, problem: String) -> Status {
+    let meta = |field: &str| {
+        config
+            .get("metadata")
+            .and_then(|m| m.get(field))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
     Status::failure(
         500,
         "InternalError",
         format!(
-            "failed to create typed patch object ({}, Kind={}): {problem}",
-            def.api_version(),
+            "failed to create typed patch object ({}/{}; {}/{}, Kind={}): {problem}",
+            meta("namespace"),
+            meta("name"),
+            def.group,
+            def.version,
             def.kind
         ),
     )
+}
+
+/// Upstream's printed path (`.spec.containers[name="a"]`) of the value `steps` lead to in
+/// `config`: fields by name, list items by their keys as the list's type keys them.
+fn printed_path(config: &Value, ty: Ty<'_>, steps: &[typed::Step]) -> String {
+    let mut out = String::new();
+    let (mut value, mut ty) = (config, ty);
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            typed::Step::Field(key) => {
+                out.push_str(&print_element(&format!("f:{key}")));
+                ty = ty.child(key, i == 0).0;
+                value = value.get(key).unwrap_or(&Value::Null);
+            }
+            typed::Step::Index(index) => {
+                let items = value.as_array().map_or(&[][..], Vec::as_slice);
+                let (kind, element) = ty.list(items);
+                let item = items.get(*index).unwrap_or(&Value::Null);
+                let pe = item_element(&kind, item).unwrap_or_else(|_| format!("i:{index}"));
+                out.push_str(&print_element(&pe));
+                ty = element;
+                value = item;
+            }
+        }
+    }
+    out
 }
 
 /// Upstream's apply conflict: 409 `Conflict`, one `FieldManagerConflict` cause per field.

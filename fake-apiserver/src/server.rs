@@ -987,6 +987,7 @@ impl FakeApiServer {
         store.strict_fields = target.strict_fields;
         store.warnings = target.warnings.clone();
         store.warn_unknown_fields = target.warn_unknown_fields;
+        store.decode_builtins = true;
         store.managing = target.manager.clone().map(|manager| Managing {
             manager,
             applied: false,
@@ -1339,6 +1340,7 @@ impl Drop for Writing<'_> {
         self.0.warnings = None;
         self.0.warn_unknown_fields = false;
         self.0.managing = None;
+        self.0.decode_builtins = false;
     }
 }
 

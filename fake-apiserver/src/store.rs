@@ -22,6 +22,7 @@ use super::patch::merge_patch;
 use super::rules;
 use super::schema;
 use super::twins;
+use super::typed;
 use super::{ResourceDef, status};
 
 /// How much history the server retains, per resource, for watches, exact-resourceVersion
@@ -482,6 +483,11 @@ pub(crate) struct Store {
     /// request). Taken by the first write, so the writes the collectors make on its behalf
     /// are not its manager's.
     pub managing: Option<Managing>,
+    /// Whether the request's write decodes a built-in kind into its Go type (`typed`: unknown
+    /// fields dropped or refused, wrong types refused), as the real server decodes a request
+    /// body. Set by the request layer for one request and taken by its first write, as
+    /// `managing` is; the test's direct writes and the collectors' store what they are given.
+    pub decode_builtins: bool,
     /// Whether removals cascade to dependents as the garbage collector cascades them
     /// ([`gc`]).
     pub garbage_collection: bool,
@@ -607,6 +613,7 @@ impl Store {
             dry_run: false,
             strict_fields: false,
             managing: None,
+            decode_builtins: false,
             warnings: None,
             warn_unknown_fields: false,
             garbage_collection: true,
@@ -853,6 +860,7 @@ impl Store {
         policy: WritePolicy,
     ) -> Result<Arc<StoredObject>, Status> {
         let managing = self.managing.take();
+        let decode_builtins = std::mem::take(&mut self.decode_builtins);
         let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
@@ -890,15 +898,8 @@ impl Store {
             },
         };
         validate_name(&def, &name)?;
-        apply_schema(
-            &def,
-            &name,
-            &mut body,
-            None,
-            self.strict_fields,
-            self.warnings.as_ref(),
-            self.warn_unknown_fields,
-        )?;
+        let checks = self.checks(decode_builtins);
+        apply_schema(&def, &name, &mut body, None, &checks)?;
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
         self.track(&def, managing, sent, policy.part, None, &mut body);
@@ -951,6 +952,7 @@ impl Store {
         part: Part,
     ) -> Result<Arc<StoredObject>, Status> {
         let managing = self.managing.take();
+        let decode_builtins = std::mem::take(&mut self.decode_builtins);
         let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
@@ -999,15 +1001,8 @@ impl Store {
             }
         }
         let old = existing.to_value();
-        apply_schema(
-            &def,
-            name,
-            &mut body,
-            Some(&old),
-            self.strict_fields,
-            self.warnings.as_ref(),
-            self.warn_unknown_fields,
-        )?;
+        let checks = self.checks(decode_builtins);
+        apply_schema(&def, name, &mut body, Some(&old), &checks)?;
         // Before the server's own fields, which nobody owns (upstream's field manager runs
         // before the registry's strategy).
         self.track(&def, managing, sent, part, Some(&old), &mut body);
@@ -1111,6 +1106,16 @@ impl Store {
             scope: part.scope(),
         };
         managed::track_update(def, old, body, sent, &writer);
+    }
+
+    /// The request's settings a write's body is checked with.
+    fn checks(&self, decode_builtins: bool) -> Checks<'_> {
+        Checks {
+            strict: self.strict_fields,
+            warnings: self.warnings.as_ref(),
+            warn_unknown_fields: self.warn_unknown_fields,
+            decode_builtins,
+        }
     }
 
     /// The server's time, as `managedFields` and timestamps carry it.
@@ -1481,22 +1486,48 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
     Ok(())
 }
 
+/// What a write's body is checked with (the request's settings, see [`Store`]'s fields).
+#[derive(Clone, Copy)]
+struct Checks<'a> {
+    strict: bool,
+    warnings: Option<&'a Warnings>,
+    warn_unknown_fields: bool,
+    decode_builtins: bool,
+}
+
 /// A custom resource's schema applied to a write: pruned (with `strict`, unknown fields are
 /// a 400 instead, worded as upstream's strict decoding), defaulted, validated, its CEL
-/// rules run (`old`: the stored object, on an update); a 422 with every violation.
+/// rules run (`old`: the stored object, on an update); a 422 with every violation. A
+/// built-in kind is decoded into its Go type instead (`typed`), with `decode_builtins` (a
+/// request's write): unknown fields dropped or, with `strict`, a 400, and a value of the
+/// wrong type a 400 with Go's unmarshal error.
 fn apply_schema(
     def: &ResourceDef,
     name: &str,
     body: &mut Value,
     old: Option<&Value>,
-    strict: bool,
-    warnings: Option<&Warnings>,
-    warn_unknown_fields: bool,
+    checks: &Checks<'_>,
 ) -> Result<(), Status> {
-    let Some(schema) = &def.schema else {
-        return Ok(());
+    let Checks {
+        strict,
+        warnings,
+        warn_unknown_fields,
+        decode_builtins,
+    } = *checks;
+    let unknown = match (&def.schema, &def.definition) {
+        (Some(schema), _) => schema::prune(schema, body),
+        // A built-in kind: decoded into its Go type, as upstream decodes it.
+        (None, Some(definition)) if decode_builtins => {
+            typed::decode(definition, body).map_err(|e| {
+                status::bad_request(format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                    kind = def.kind,
+                    version = def.version,
+                ))
+            })?
+        }
+        (None, _) => Vec::new(),
     };
-    let unknown = schema::prune(schema, body);
     if strict && !unknown.is_empty() {
         let listed: Vec<String> = unknown
             .iter()
@@ -1515,6 +1546,9 @@ fn apply_schema(
             .lock()
             .extend(unknown.iter().map(|f| format!("unknown field {f:?}")));
     }
+    let Some(schema) = &def.schema else {
+        return Ok(());
+    };
     schema::apply_defaults(schema, body);
     let mut violations = schema::validate(schema, body);
     if rules::any_rules(schema) {

@@ -71,8 +71,10 @@
 //!   with every path and operation of every resource, named as the real server names its
 //!   definitions (`io.k8s.api.apps.v1.Deployment`), but open schemas. That is what kubectl 1.32 needs for
 //!   `create -f` and `apply -f` with its default validation: the `PATCH` operations list the
-//!   `fieldValidation` parameter, so kubectl leaves validation to the server (which accepts
-//!   any fields) instead of validating against schemas.
+//!   `fieldValidation` parameter, so kubectl leaves validation to the server (which decodes
+//!   built-in kinds into their Go types and refuses unknown fields under `Strict`, and
+//!   checks custom resources against their CRD's schema) instead of validating against
+//!   schemas.
 //! - **CRDs**: `POST`ing an `apiextensions.k8s.io/v1` `CustomResourceDefinition` registers its
 //!   resource (storage version) with the engine, so `kubectl apply -f crd.yaml` followed by
 //!   `kubectl get <plural>` works; the storage version's `openAPIV3Schema` prunes, defaults

@@ -7,7 +7,8 @@
 //! `PATCH` operation of a kind lists the `fieldValidation` query parameter, `kubectl create`
 //! and `kubectl apply` send `fieldValidation=Strict` and skip client-side schema validation.
 //! The schemas of built-in kinds are deliberately open (`x-kubernetes-preserve-unknown-fields`):
-//! the fake server stores any JSON for them; a custom resource with a schema publishes its
+//! the server checks their fields itself (`typed`), and a closed schema without upstream's
+//! patch strategies would change how kubectl computes its patches; a custom resource with a schema publishes its
 //! CRD's schema (what it validates against), so `kubectl explain` shows its fields. Patch operations do not offer strategic merge
 //! patches in the document, so client-side `kubectl apply` computes its patch from kubectl's
 //! built-in types (built-in kinds) or as a JSON merge patch (custom resources).

@@ -79,8 +79,10 @@ pub fn served_summary() -> String {
          this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
          (`name: 5`) are a 400. No defaulting, no workload controllers (only the garbage \
-         collector and the namespace controller, below), no webhooks, no RBAC, no \
-         field-level validation of built-in kinds (any fields are stored); custom resources \
+         collector and the namespace controller, below), no webhooks, no RBAC. Built-in \
+         kinds are decoded into their Go types: unknown fields are dropped with a warning \
+         (fieldValidation=Strict, kubectl's default, refuses them; server-side apply always \
+         does), values of the wrong type are a 400 in Go's words; custom resources \
          are pruned, defaulted and validated by their CRD's structural schema (type, \
          required, enum, bounds, pattern, format, combinators, CEL rules), and \
          fieldValidation=Strict refuses their undeclared fields. Dry runs (dryRun=All, or in a \

@@ -12,6 +12,11 @@ fn cm(ns: &str, name: &str) -> serde_json::Value {
     json!({"metadata": {"namespace": ns, "name": name}, "data": {"k": "v"}})
 }
 
+/// A secret's data is base64, as the real server decodes it.
+fn secret(ns: &str, name: &str) -> serde_json::Value {
+    json!({"metadata": {"namespace": ns, "name": name}, "data": {"k": "dg=="}})
+}
+
 #[tokio::test(start_paused = true)]
 async fn each_write_verb_fails_once_per_scripted_failure_and_changes_nothing() {
     let server = FakeApiServer::new();
@@ -88,7 +93,7 @@ async fn failures_are_scoped_counted_and_listed() {
 
     // Another resource is not in scope; the test's direct writes never fail.
     let secrets = server.target("secrets", Some("ns")).unwrap();
-    server.create_at(&secrets, cm("ns", "s")).unwrap();
+    server.create_at(&secrets, secret("ns", "s")).unwrap();
     server.create("configmaps", &cm("ns", "direct")).unwrap();
     assert!(matches!(
         faults.pending()[..],
@@ -109,9 +114,9 @@ async fn failures_are_scoped_counted_and_listed() {
 
     // "*" covers every resource; clear() removes what is left.
     faults.fail_writes("*", 5, status::internal_error("x"));
-    server.create_at(&secrets, cm("ns", "t")).unwrap_err();
+    server.create_at(&secrets, secret("ns", "t")).unwrap_err();
     faults.clear();
-    server.create_at(&secrets, cm("ns", "t")).unwrap();
+    server.create_at(&secrets, secret("ns", "t")).unwrap();
     // Zero failures scripts nothing.
     faults.fail_writes("*", 0, status::internal_error("x"));
     faults.assert_all_used();

@@ -2016,3 +2016,74 @@ async fn kubectl_scales_a_custom_resource_through_its_crd_s_scale_paths() {
         "{said}"
     );
 }
+
+/// A misspelt field in a built-in kind's manifest: kubectl's default validation (`strict`,
+/// sent as `fieldValidation=Strict`) refuses it, `--validate=warn` prints upstream's warning
+/// and creates the object without it, server-side apply refuses it whatever the validation,
+/// and a value of the wrong type is refused with Go's decoding error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_refuses_a_misspelt_field_of_a_built_in_kind() {
+    let Some((server, _http, kubectl)) = kubectl_in(
+        "kubectl_refuses_a_misspelt_field_of_a_built_in_kind",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let manifest = |replicas: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  {replicas}\n  \
+             selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        \
+             app: web\n    spec:\n      containers:\n      - name: web\n        image: nginx\n"
+        )
+    };
+    let file = kubectl.manifest("web.yaml", &manifest("replicass: 3"));
+    let path = file.to_str().unwrap();
+    let refused = kubectl.run(&["apply", "-f", path]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding \
+             error: unknown field \"spec.replicass\""
+        ),
+        "{said}"
+    );
+    let refused = kubectl.run(&["apply", "--server-side", "-f", path]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "failed to create typed patch object (prod/web; apps/v1, Kind=Deployment): \
+             .spec.replicass: field not declared in schema"
+        ),
+        "{said}"
+    );
+    assert!(server.get("deployments", Some("prod"), "web").is_err());
+
+    let warned = kubectl.run(&["apply", "--validate=warn", "-f", path]).await;
+    assert!(warned.status.success(), "{warned:?}");
+    let said = String::from_utf8_lossy(&warned.stderr);
+    assert!(
+        said.contains("Warning: unknown field \"spec.replicass\""),
+        "{said}"
+    );
+    let stored = server
+        .get("deployments", Some("prod"), "web")
+        .unwrap()
+        .to_value();
+    assert!(stored["spec"].get("replicass").is_none(), "{stored}");
+
+    std::fs::write(&file, manifest("replicas: \"3\"")).unwrap();
+    let refused = kubectl.run(&["apply", "-f", path]).await;
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains(
+            "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of \
+             type int32"
+        ),
+        "{said}"
+    );
+}

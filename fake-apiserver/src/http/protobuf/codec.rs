@@ -6,7 +6,7 @@
 //! must be kept. Only `ObjectMeta` and `ListMeta`, whose shape is known, drop the empty
 //! strings and zero counts a Go client always writes, as the real server's JSON omits them.
 //! Encoding writes the fields the JSON object has; fields the schema does not know, and
-//! values of the wrong JSON type (the fake server stores any JSON), are left out.
+//! values of the wrong JSON type (the test's direct writes store any JSON), are left out.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;

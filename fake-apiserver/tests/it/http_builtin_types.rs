@@ -1,0 +1,236 @@
+//! HTTP front end: a built-in kind's request body is decoded into its Go type, as the real
+//! server decodes it: unknown fields dropped (a strict decoding error under
+//! `fieldValidation=Strict`, a `Warning` under `Warn`, the default), values of the wrong type
+//! refused with Go's unmarshal error, undeclared fields refused by server-side apply.
+#![cfg(feature = "http")]
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::http::{Answer, get, namespaces, post, send, start};
+
+const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/a/deployments";
+
+fn deployment(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": name, "namespace": "a"}, "spec": spec})
+}
+
+/// A spec with two fields a Deployment does not have, one of them in a container.
+fn misspelt_spec() -> Value {
+    json!({
+        "replicas": 2,
+        "replicass": 3,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx", "imagee": "nginx:1"}]}
+        }
+    })
+}
+
+fn warnings(answer: &Answer) -> Vec<String> {
+    answer
+        .headers
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .collect()
+}
+
+const UNKNOWN_WARNINGS: [&str; 2] = [
+    "299 - \"unknown field \\\"spec.replicass\\\"\"",
+    "299 - \"unknown field \\\"spec.template.spec.containers[0].imagee\\\"\"",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+
+    let strict = post(
+        &http,
+        &format!("{DEPLOYMENTS}?fieldValidation=Strict"),
+        &deployment("web", misspelt_spec()),
+    )
+    .await;
+    assert_eq!(strict.status, 400, "{}", strict.body);
+    assert_eq!(
+        strict.body["message"],
+        "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: \
+         unknown field \"spec.replicass\", unknown field \"spec.template.spec.containers[0].imagee\""
+    );
+    assert!(server.get("deployments", Some("a"), "web").is_err());
+
+    // Warn (also the default) drops them with a warning each; Ignore drops them silently.
+    for (mode, warned) in [("Warn", true), ("", true), ("Ignore", false)] {
+        let name = format!("web-{}", if mode.is_empty() { "default" } else { mode }).to_lowercase();
+        let created = post(
+            &http,
+            &format!("{DEPLOYMENTS}?fieldValidation={mode}"),
+            &deployment(&name, misspelt_spec()),
+        )
+        .await;
+        assert_eq!(created.status, 201, "{}", created.body);
+        let expected: &[&str] = if warned { &UNKNOWN_WARNINGS } else { &[] };
+        assert_eq!(warnings(&created), expected, "{mode:?}");
+        let stored = get(&http, &format!("{DEPLOYMENTS}/{name}")).await.body;
+        assert_eq!(stored["spec"]["replicas"], 2);
+        assert!(stored["spec"].get("replicass").is_none(), "{stored}");
+        assert_eq!(
+            stored["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "web", "image": "nginx"}])
+        );
+    }
+
+    // A merge patch's result is decoded the same way.
+    let patch = |mode: &'static str, body: Value| {
+        let http = &http;
+        async move {
+            send(
+                http,
+                Method::PATCH,
+                &format!("{DEPLOYMENTS}/web-warn?fieldValidation={mode}"),
+                Some(("application/merge-patch+json", &body)),
+            )
+            .await
+        }
+    };
+    let refused = patch("Strict", json!({"spec": {"paused": true, "pausd": true}})).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(
+        refused.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("strict decoding error: unknown field \"spec.pausd\""),
+        "{}",
+        refused.body
+    );
+    let patched = patch("Warn", json!({"spec": {"paused": true, "pausd": true}})).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(
+        warnings(&patched),
+        ["299 - \"unknown field \\\"spec.pausd\\\"\""]
+    );
+    assert_eq!(patched.body["spec"]["paused"], true);
+    assert!(patched.body["spec"].get("pausd").is_none());
+
+    // Kinds without a status field drop one; the status subresource's kinds keep theirs.
+    let cm = post(
+        &http,
+        "/api/v1/namespaces/a/configmaps",
+        &json!({"metadata": {"name": "c"}, "data": {"k": "v"}, "status": {"x": 1}}),
+    )
+    .await;
+    assert_eq!(cm.status, 201, "{}", cm.body);
+    assert_eq!(warnings(&cm), ["299 - \"unknown field \\\"status\\\"\""]);
+    assert!(cm.body.get("status").is_none());
+
+    // The test's direct writes store what they are given (a state no real server would
+    // hold, for clients that must survive one).
+    let direct = server
+        .create(
+            "configmaps",
+            &json!({"metadata": {"name": "raw", "namespace": "a"}, "data": {"n": 1}}),
+        )
+        .unwrap();
+    assert_eq!(direct.to_value()["data"]["n"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_of_the_wrong_type_are_go_s_decoding_errors() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let cases = [
+        (
+            json!({"replicas": "3"}),
+            "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32",
+        ),
+        (
+            json!({"template": {"spec": {"containers": [{"name": "web", "ports": [{"containerPort": 8.5}]}]}}}),
+            "json: cannot unmarshal number 8.5 into Go struct field ContainerPort.spec.template.spec.containers.ports.containerPort of type int32",
+        ),
+        (
+            json!({"template": {"spec": {"containers": [{"name": "web", "resources": {"limits": {"memory": "lots"}}}]}}}),
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        ),
+    ];
+    for (spec, error) in cases {
+        let refused = post(&http, DEPLOYMENTS, &deployment("web", spec)).await;
+        assert_eq!(refused.status, 400, "{}", refused.body);
+        assert_eq!(refused.body["reason"], "BadRequest");
+        assert_eq!(
+            refused.body["message"],
+            format!("Deployment in version \"v1\" cannot be handled as a Deployment: {error}")
+        );
+    }
+    let secret = post(
+        &http,
+        "/api/v1/namespaces/a/secrets",
+        &json!({"metadata": {"name": "s"}, "data": {"password": "hunter2"}}),
+    )
+    .await;
+    assert_eq!(secret.status, 400, "{}", secret.body);
+    assert_eq!(
+        secret.body["message"],
+        "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data at input byte 4"
+    );
+    let secret = post(
+        &http,
+        "/api/v1/namespaces/a/secrets",
+        &json!({"metadata": {"name": "s"}, "data": {"password": "aHVudGVyMg=="}, "stringData": {"user": "me"}}),
+    )
+    .await;
+    assert_eq!(secret.status, 201, "{}", secret.body);
+    assert!(server.get("deployments", Some("a"), "web").is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let apply = |body: Value| {
+        let http = &http;
+        async move {
+            send(
+                http,
+                Method::PATCH,
+                &format!("{DEPLOYMENTS}/web?fieldManager=me&fieldValidation=Ignore"),
+                Some(("application/apply-patch+yaml", &body)),
+            )
+            .await
+        }
+    };
+    // Upstream's walk stops at an object's first undeclared field (the fields after it are
+    // not looked at), and names list items by their keys.
+    let mut spec = misspelt_spec();
+    let refused = apply(deployment("web", spec.clone())).await;
+    assert_eq!(refused.status, 500, "{}", refused.body);
+    assert_eq!(
+        refused.body["message"],
+        "failed to create typed patch object (a/web; apps/v1, Kind=Deployment): \
+         .spec.replicass: field not declared in schema"
+    );
+    spec.as_object_mut().unwrap().remove("replicass");
+    spec["template"]["spec"]["containers"][0]["zz"] = json!(1);
+    let refused = apply(deployment("web", spec.clone())).await;
+    assert_eq!(
+        refused.body["message"],
+        "failed to create typed patch object (a/web; apps/v1, Kind=Deployment): \
+         .spec.template.spec.containers[name=\"web\"].imagee: field not declared in schema"
+    );
+    let mut config = deployment("web", spec.clone());
+    config["zone"] = json!("eu");
+    let refused = apply(config).await;
+    assert_eq!(
+        refused.body["message"],
+        "failed to create typed patch object (a/web; apps/v1, Kind=Deployment): errors:\n  \
+         .spec.template.spec.containers[name=\"web\"].imagee: field not declared in schema\n  \
+         .zone: field not declared in schema"
+    );
+    assert!(server.get("deployments", Some("a"), "web").is_err());
+    spec["template"]["spec"]["containers"][0] = json!({"name": "web", "image": "nginx"});
+    let applied = apply(deployment("web", spec)).await;
+    assert_eq!(applied.status, 201, "{}", applied.body);
+    assert_eq!(applied.body["spec"]["replicas"], 2);
+}
