@@ -1000,4 +1000,88 @@ mod tests {
             Err("k8s-openapi is not in Cargo.lock".to_owned())
         );
     }
+
+    /// k8s-openapi's field types map to the Go-types table: wrappers unwrapped, containers,
+    /// scalars, the special types, unions and raw JSON as `any`, structs by definition (and
+    /// queued); a type it does not know fails the generation.
+    #[test]
+    fn field_types_map_to_the_go_types_table() {
+        let ty = |definition: &str, shape: TypeShape| ApiType {
+            definition: definition.to_owned(),
+            shape,
+            ..ApiType::default()
+        };
+        let types = BTreeMap::from([
+            (
+                "api.x.v1.Spec".to_owned(),
+                ty("io.k8s.api.x.v1.Spec", TypeShape::Struct(Vec::new())),
+            ),
+            (
+                "api.x.v1.Union".to_owned(),
+                ty("io.k8s.api.x.v1.Union", TypeShape::Enum),
+            ),
+            (
+                "api.x.v1.Raw".to_owned(),
+                ty(
+                    "io.k8s.api.x.v1.Raw",
+                    TypeShape::Newtype("crate::serde_json::Value".into()),
+                ),
+            ),
+        ]);
+        let api = Api {
+            types,
+            by_lower: HashMap::new(),
+        };
+        let mut todo = Vec::new();
+        let mut go = |rust: &str| go_type(rust, &api, &mut todo);
+        for (rust, want) in [
+            (
+                "Option<std::vec::Vec<crate::api::x::v1::Spec>>",
+                "[]@io.k8s.api.x.v1.Spec",
+            ),
+            (
+                "Option<std::collections::BTreeMap<std::string::String, crate::apimachinery::pkg::api::resource::Quantity>>",
+                "{}qty",
+            ),
+            (
+                "Option<std::boxed::Box<crate::api::x::v1::Spec>>",
+                "@io.k8s.api.x.v1.Spec",
+            ),
+            ("crate::apimachinery::pkg::util::intstr::IntOrString", "ios"),
+            (
+                "Option<crate::apimachinery::pkg::apis::meta::v1::Time>",
+                "time",
+            ),
+            ("Option<crate::ByteString>", "bytes"),
+            ("Option<i32>", "i32"),
+            ("std::string::String", "s"),
+            ("crate::api::x::v1::Union", "any"),
+            ("Option<crate::api::x::v1::Raw>", "any"),
+        ] {
+            assert_eq!(go(rust), Ok(want.to_owned()), "{rust}");
+        }
+        assert!(go("crate::api::x::v1::Missing").is_err());
+        assert!(go("u128").is_err());
+        assert_eq!(todo, ["api.x.v1.Spec", "api.x.v1.Spec"]);
+
+        let text = "pub struct Spec {\n    /// Docs.\n    pub replicas: Option<i32>,\n\n    pub r#type: std::string::String,\n}\n\nimpl X for Spec {\n    pub fn not_a_field: u8,\n}\n";
+        let TypeShape::Struct(fields) = type_shape(text, "Spec") else {
+            panic!("a struct");
+        };
+        assert_eq!(
+            fields,
+            [
+                ("replicas".to_owned(), "Option<i32>".to_owned()),
+                ("r#type".to_owned(), "std::string::String".to_owned())
+            ]
+        );
+        assert!(matches!(
+            type_shape("pub struct Time(pub crate::jiff::Timestamp);\n", "Time"),
+            TypeShape::Newtype(inner) if inner == "crate::jiff::Timestamp"
+        ));
+        assert!(matches!(
+            type_shape("pub enum U {}\n", "U"),
+            TypeShape::Enum
+        ));
+    }
 }
