@@ -7,7 +7,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::http::{Answer, get, namespaces, post, send, start};
+use crate::support::http::{get, namespaces, post, send, start};
 
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/a/deployments";
 
@@ -27,15 +27,6 @@ fn misspelt_spec() -> Value {
             "spec": {"containers": [{"name": "web", "image": "nginx", "imagee": "nginx:1"}]}
         }
     })
-}
-
-fn warnings(answer: &Answer) -> Vec<String> {
-    answer
-        .headers
-        .get_all("warning")
-        .iter()
-        .map(|v| v.to_str().unwrap().to_owned())
-        .collect()
 }
 
 const UNKNOWN_WARNINGS: [&str; 2] = [
@@ -73,7 +64,7 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
         .await;
         assert_eq!(created.status, 201, "{}", created.body);
         let expected: &[&str] = if warned { &UNKNOWN_WARNINGS } else { &[] };
-        assert_eq!(warnings(&created), expected, "{mode:?}");
+        assert_eq!(created.warnings(), expected, "{mode:?}");
         let stored = get(&http, &format!("{DEPLOYMENTS}/{name}")).await.body;
         assert_eq!(stored["spec"]["replicas"], 2);
         assert!(stored["spec"].get("replicass").is_none(), "{stored}");
@@ -109,7 +100,7 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
     let patched = patch("Warn", json!({"spec": {"paused": true, "pausd": true}})).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(
-        warnings(&patched),
+        patched.warnings(),
         ["299 - \"unknown field \\\"spec.pausd\\\"\""]
     );
     assert_eq!(patched.body["spec"]["paused"], true);
@@ -123,7 +114,7 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
     )
     .await;
     assert_eq!(cm.status, 201, "{}", cm.body);
-    assert_eq!(warnings(&cm), ["299 - \"unknown field \\\"status\\\"\""]);
+    assert_eq!(cm.warnings(), ["299 - \"unknown field \\\"status\\\"\""]);
     assert!(cm.body.get("status").is_none());
 
     // The test's direct writes store what they are given (a state no real server would

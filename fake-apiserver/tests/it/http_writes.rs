@@ -1102,12 +1102,7 @@ async fn field_validation_is_strict_when_asked() {
         let pruned = post(&http, &format!("{widgets}?fieldValidation={mode}"), &b).await;
         assert_eq!(pruned.status, 201, "{}", pruned.body);
         assert_eq!(pruned.body["spec"], json!({"items": [{"name": "x"}]}));
-        let warnings: Vec<&str> = pruned
-            .headers
-            .get_all("warning")
-            .iter()
-            .map(|v| v.to_str().unwrap())
-            .collect();
+        let warnings = pruned.warnings();
         let expected: &[&str] = if warned {
             &[
                 "299 - \"unknown field \\\"spec.colour\\\"\"",

@@ -71,6 +71,15 @@ impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// Every `Warning` header, in order.
+    pub fn warnings(&self) -> Vec<&str> {
+        self.headers
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect()
+    }
 }
 
 /// Sends a request with an optional JSON body and content type.
