@@ -675,8 +675,9 @@ impl FakeApiServer {
         self.record_object_request("PATCH", target, name);
         self.write_fault(target)?;
         let part = self.policy(target, false).part;
-        self.writing(target)
-            .patch_with(target.res, target.namespace(), name, patch, part)
+        let mut store = self.writing(target);
+        store.patching = true;
+        store.patch_with(target.res, target.namespace(), name, patch, part)
     }
 
     /// `PATCH` of an object with a patch the front end applies itself (a strategic merge patch
@@ -723,6 +724,7 @@ impl FakeApiServer {
             other => other,
         };
         let mut store = self.writing(target);
+        store.patching = true;
         let existing = store.get(target.res, target.namespace(), name)?;
         let mut value = existing.to_value();
         apply(&mut value)?;
@@ -1341,6 +1343,7 @@ impl Drop for Writing<'_> {
         self.0.warn_unknown_fields = false;
         self.0.managing = None;
         self.0.decode_builtins = false;
+        self.0.patching = false;
     }
 }
 

@@ -488,6 +488,10 @@ pub(crate) struct Store {
     /// body. Set by the request layer for one request and taken by its first write, as
     /// `managing` is; the test's direct writes and the collectors' store what they are given.
     pub decode_builtins: bool,
+    /// Whether the request's write stores a patch's result: a body that does not decode is
+    /// then upstream's 422 on the `patch` field rather than a create's or update's 400. Set
+    /// by the request layer for one request and taken by its first write.
+    pub patching: bool,
     /// Whether removals cascade to dependents as the garbage collector cascades them
     /// ([`gc`]).
     pub garbage_collection: bool,
@@ -614,6 +618,7 @@ impl Store {
             strict_fields: false,
             managing: None,
             decode_builtins: false,
+            patching: false,
             warnings: None,
             warn_unknown_fields: false,
             garbage_collection: true,
@@ -898,7 +903,7 @@ impl Store {
             },
         };
         validate_name(&def, &name)?;
-        let checks = self.checks(decode_builtins);
+        let checks = self.checks(decode_builtins, false);
         apply_schema(&def, &name, &mut body, None, &checks)?;
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
@@ -953,6 +958,7 @@ impl Store {
     ) -> Result<Arc<StoredObject>, Status> {
         let managing = self.managing.take();
         let decode_builtins = std::mem::take(&mut self.decode_builtins);
+        let patching = std::mem::take(&mut self.patching);
         let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
@@ -1001,7 +1007,7 @@ impl Store {
             }
         }
         let old = existing.to_value();
-        let checks = self.checks(decode_builtins);
+        let checks = self.checks(decode_builtins, patching);
         apply_schema(&def, name, &mut body, Some(&old), &checks)?;
         // Before the server's own fields, which nobody owns (upstream's field manager runs
         // before the registry's strategy).
@@ -1109,12 +1115,13 @@ impl Store {
     }
 
     /// The request's settings a write's body is checked with.
-    fn checks(&self, decode_builtins: bool) -> Checks<'_> {
+    fn checks(&self, decode_builtins: bool, patching: bool) -> Checks<'_> {
         Checks {
             strict: self.strict_fields,
             warnings: self.warnings.as_ref(),
             warn_unknown_fields: self.warn_unknown_fields,
             decode_builtins,
+            patching,
         }
     }
 
@@ -1493,6 +1500,7 @@ struct Checks<'a> {
     warnings: Option<&'a Warnings>,
     warn_unknown_fields: bool,
     decode_builtins: bool,
+    patching: bool,
 }
 
 /// A custom resource's schema applied to a write: pruned (with `strict`, unknown fields are
@@ -1500,7 +1508,8 @@ struct Checks<'a> {
 /// rules run (`old`: the stored object, on an update); a 422 with every violation. A
 /// built-in kind is decoded into its Go type instead (`typed`), with `decode_builtins` (a
 /// request's write): unknown fields dropped or, with `strict`, a 400, and a value of the
-/// wrong type a 400 with Go's unmarshal error.
+/// wrong type a 400 with Go's unmarshal error. A patch's result that does not decode is
+/// upstream's 422 on the `patch` field instead (its patch handler's), naming the result.
 fn apply_schema(
     def: &ResourceDef,
     name: &str,
@@ -1513,18 +1522,33 @@ fn apply_schema(
         warnings,
         warn_unknown_fields,
         decode_builtins,
+        patching,
     } = *checks;
+    // The patch's result as it came, for its error (only a patch's error names it).
+    let patched = patching.then(|| body.to_string());
+    let undecodable = |error: String| match &patched {
+        // Upstream's patch handler: `Invalid` with no kind or name, on the field `patch`.
+        Some(result) => status::invalid(
+            "",
+            "",
+            "",
+            &[(
+                "patch".into(),
+                "FieldValueInvalid",
+                format!("{result:?}: {error}"),
+            )],
+        ),
+        None => status::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {error}",
+            kind = def.kind,
+            version = def.version,
+        )),
+    };
     let unknown = match (&def.schema, &def.definition) {
         (Some(schema), _) => schema::prune(schema, body),
         // A built-in kind: decoded into its Go type, as upstream decodes it.
         (None, Some(definition)) if decode_builtins => {
-            typed::decode(definition, body).map_err(|e| {
-                status::bad_request(format!(
-                    "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
-                    kind = def.kind,
-                    version = def.version,
-                ))
-            })?
+            typed::decode(definition, body).map_err(undecodable)?
         }
         (None, _) => Vec::new(),
     };
@@ -1533,11 +1557,9 @@ fn apply_schema(
             .iter()
             .map(|f| format!("unknown field {f:?}"))
             .collect();
-        return Err(status::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-            listed.join(", "),
-            kind = def.kind,
-            version = def.version,
+        return Err(undecodable(format!(
+            "strict decoding error: {}",
+            listed.join(", ")
         )));
     }
     if let Some(warnings) = warnings.filter(|_| warn_unknown_fields) {

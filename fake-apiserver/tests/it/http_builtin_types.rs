@@ -74,30 +74,49 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
         );
     }
 
-    // A merge patch's result is decoded the same way.
-    let patch = |mode: &'static str, body: Value| {
+    // A patch's result is decoded the same way; what does not decode is upstream's patch
+    // handler's 422 on the field `patch`, whose value is the patched object.
+    let patch = |mode: &'static str, content_type: &'static str, body: Value| {
         let http = &http;
         async move {
             send(
                 http,
                 Method::PATCH,
                 &format!("{DEPLOYMENTS}/web-warn?fieldValidation={mode}"),
-                Some(("application/merge-patch+json", &body)),
+                Some((content_type, &body)),
             )
             .await
         }
     };
-    let refused = patch("Strict", json!({"spec": {"paused": true, "pausd": true}})).await;
-    assert_eq!(refused.status, 400, "{}", refused.body);
+    let merge = "application/merge-patch+json";
+    let misspelt = json!({"spec": {"paused": true, "pausd": true}});
+    let refused = patch("Strict", merge, misspelt.clone()).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(refused.body["reason"], "Invalid");
+    let message = refused.body["message"].as_str().unwrap();
     assert!(
-        refused.body["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("strict decoding error: unknown field \"spec.pausd\""),
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{")
+            && message.contains("\\\"pausd\\\":true")
+            && message.ends_with("}\": strict decoding error: unknown field \"spec.pausd\""),
+        "{message}"
+    );
+    let cause = &refused.body["details"]["causes"][0];
+    assert_eq!(
+        (&cause["field"], &cause["reason"]),
+        (&json!("patch"), &json!("FieldValueInvalid"))
+    );
+    let wrong = json!([{"op": "replace", "path": "/spec/replicas", "value": "two"}]);
+    let refused = patch("", "application/json-patch+json", wrong).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(
+        refused.body["message"].as_str().unwrap().ends_with(
+            "\": json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas \
+             of type int32"
+        ),
         "{}",
         refused.body
     );
-    let patched = patch("Warn", json!({"spec": {"paused": true, "pausd": true}})).await;
+    let patched = patch("Warn", merge, misspelt).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(
         patched.warnings(),

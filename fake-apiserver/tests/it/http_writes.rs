@@ -1113,4 +1113,24 @@ async fn field_validation_is_strict_when_asked() {
         };
         assert_eq!(warnings, expected, "{mode}");
     }
+    // A patch whose result has unknown fields is the patch handler's 422 under Strict.
+    let patched = send(
+        &http,
+        Method::PATCH,
+        &format!("{widgets}/w-warn?fieldValidation=Strict"),
+        Some((
+            "application/merge-patch+json",
+            &json!({"spec": {"colour": "blue"}}),
+        )),
+    )
+    .await;
+    assert_eq!(patched.status, 422, "{}", patched.body);
+    assert!(
+        patched.body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("\": strict decoding error: unknown field \"spec.colour\""),
+        "{}",
+        patched.body
+    );
 }
