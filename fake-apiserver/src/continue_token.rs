@@ -54,7 +54,19 @@ impl ContinueToken {
 
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// Standard base64 (`+`, `/`, padded), as Go's `encoding/json` writes a `[]byte`.
+const STD_ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 pub(crate) fn base64url_encode(input: &[u8]) -> String {
+    encode(input, ALPHABET, false)
+}
+
+/// `input` in standard, padded base64.
+pub(crate) fn base64_encode(input: &[u8]) -> String {
+    encode(input, STD_ALPHABET, true)
+}
+
+fn encode(input: &[u8], alphabet: &[u8; 64], pad: bool) -> String {
     let mut out = String::with_capacity(input.len().div_ceil(3) * 4);
     for chunk in input.chunks(3) {
         let b = [
@@ -66,7 +78,10 @@ pub(crate) fn base64url_encode(input: &[u8]) -> String {
         let chars = chunk.len() + 1;
         for i in 0..chars {
             let idx = (n >> (18 - 6 * i)) & 0x3f;
-            out.push(char::from(ALPHABET[idx as usize]));
+            out.push(char::from(alphabet[idx as usize]));
+        }
+        if pad {
+            out.extend(std::iter::repeat_n('=', 4 - chars));
         }
     }
     out

@@ -290,7 +290,8 @@
 //! type is a 400 with Go's words (`json: cannot unmarshal string into Go struct field
 //! DeploymentSpec.spec.replicas of type int32`; quantities, timestamps and a secret's base64
 //! are parsed as upstream parses them; a patch's result that does not decode is upstream's
-//! 422 on the field `patch`), and server-side apply refuses a field the type does not
+//! 422 on the field `patch`; a Secret's `stringData` is folded into `data`, base64-encoded,
+//! and not kept), and server-side apply refuses a field the type does not
 //! declare (`field not declared in schema`). The test's direct writes
 //! ([`FakeApiServer::create`]...) store built-in kinds as given, so that a test can hold
 //! what no real server would. Built-in kinds get no defaulting and no field-level

@@ -1548,7 +1548,9 @@ fn apply_schema(
         (Some(schema), _) => schema::prune(schema, body),
         // A built-in kind: decoded into its Go type, as upstream decodes it.
         (None, Some(definition)) if decode_builtins => {
-            typed::decode(definition, body).map_err(undecodable)?
+            let unknown = typed::decode(definition, body).map_err(undecodable)?;
+            typed::convert(definition, body);
+            unknown
         }
         (None, _) => Vec::new(),
     };

@@ -22,6 +22,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::continue_token::base64_encode;
+
 /// The generated table; see its header for the format.
 const TABLE: &str = include_str!("builtin_types.txt");
 
@@ -169,6 +171,36 @@ pub(crate) fn decode(definition: &str, body: &mut Value) -> Result<Vec<String>, 
     };
     walk.value(&Ty::Struct(root), body, "")?;
     Ok(walk.unknown)
+}
+
+/// What the conversion to the API server's internal version does to a decoded body of
+/// `definition`: a Secret's `stringData` is write-only, each entry overwriting `data`'s
+/// (base64-encoded), and is not kept.
+pub(crate) fn convert(definition: &str, body: &mut Value) {
+    if definition != "io.k8s.api.core.v1.Secret" {
+        return;
+    }
+    let Some(object) = body.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(string_data)) = object.remove("stringData") else {
+        return;
+    };
+    if string_data.is_empty() {
+        return;
+    }
+    let data = object
+        .entry("data")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !data.is_object() {
+        *data = Value::Object(serde_json::Map::new());
+    }
+    if let Some(data) = data.as_object_mut() {
+        for (key, value) in string_data {
+            let text = value.as_str().unwrap_or_default();
+            data.insert(key, Value::String(base64_encode(text.as_bytes())));
+        }
+    }
 }
 
 /// The fields an apply configuration sets that the Go type of `definition` does not have,
@@ -832,6 +864,24 @@ mod tests {
             time_error("2026-01-01T00:00:00Z", true).is_some(),
             "MicroTime wants six digits"
         );
+    }
+
+    #[test]
+    fn a_secret_s_string_data_overwrites_its_data_and_is_not_kept() {
+        let secret = "io.k8s.api.core.v1.Secret";
+        let mut body =
+            json!({"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "bee", "c": "see!"}});
+        convert(secret, &mut body);
+        assert_eq!(
+            body,
+            json!({"data": {"a": "eA==", "b": "YmVl", "c": "c2VlIQ=="}})
+        );
+        let mut body = json!({"stringData": {"k": ""}});
+        convert(secret, &mut body);
+        assert_eq!(body, json!({"data": {"k": ""}}));
+        let mut config_map = json!({"stringData": {"k": "v"}});
+        convert("io.k8s.api.core.v1.ConfigMap", &mut config_map);
+        assert_eq!(config_map, json!({"stringData": {"k": "v"}}));
     }
 
     #[test]

@@ -192,6 +192,14 @@ async fn values_of_the_wrong_type_are_go_s_decoding_errors() {
     )
     .await;
     assert_eq!(secret.status, 201, "{}", secret.body);
+    // `stringData` is write-only: it lands in `data`, base64-encoded, as upstream converts it.
+    let stored = server.get("secrets", Some("a"), "s").unwrap().to_value();
+    assert_eq!(
+        stored["data"],
+        json!({"password": "aHVudGVyMg==", "user": "bWU="})
+    );
+    assert!(stored.get("stringData").is_none(), "{stored}");
+    assert_eq!(secret.body["data"], stored["data"]);
     assert!(server.get("deployments", Some("a"), "web").is_err());
 }
 
