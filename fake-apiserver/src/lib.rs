@@ -294,8 +294,15 @@
 //! and not kept), and server-side apply refuses a field the type does not
 //! declare (`field not declared in schema`). The test's direct writes
 //! ([`FakeApiServer::create`]...) store built-in kinds as given, so that a test can hold
-//! what no real server would. Built-in kinds get no defaulting and no field-level
-//! validation beyond their types; there are no webhooks and no RBAC.
+//! what no real server would. A request's write of a built-in kind also gets upstream's
+//! defaults (core, apps and batch: a Deployment's strategy and limits, a pod template's
+//! `restartPolicy`, `dnsPolicy`, `schedulerName`, `terminationGracePeriodSeconds` and
+//! `securityContext`, a container's `imagePullPolicy` by its image's tag, probes, volume
+//! modes, ports' `TCP`, a Service's session affinity, type, traffic policies and target
+//! ports, a Job's completions, parallelism and back-off limit, ...), so a controller that
+//! compares what it asked for with what was stored meets the differences it meets on a
+//! cluster. Built-in kinds get no field-level validation beyond their types; there are no
+//! webhooks and no RBAC.
 //!
 //! # Example
 //!
@@ -344,6 +351,7 @@
 
 mod builtin;
 mod continue_token;
+mod defaults;
 mod fault_state;
 mod faults;
 mod fields;

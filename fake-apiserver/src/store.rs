@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::defaults;
 use super::generation;
 use super::managed;
 use super::object::{Clock, StoredObject, meta_str, set_meta};
@@ -1550,6 +1551,7 @@ fn apply_schema(
         (None, Some(definition)) if decode_builtins => {
             let unknown = typed::decode(definition, body).map_err(undecodable)?;
             typed::convert(definition, body);
+            defaults::apply(definition, body);
             unknown
         }
         (None, _) => Vec::new(),

@@ -52,6 +52,8 @@ enum Ty {
 /// One Go struct.
 #[derive(Debug)]
 struct GoStruct {
+    /// Its OpenAPI definition (`io.k8s.api.apps.v1.DeploymentSpec`).
+    definition: String,
     /// As `reflect.Type.String()` prints it: `v1.DeploymentSpec`.
     go_name: String,
     fields: HashMap<String, Ty>,
@@ -108,8 +110,11 @@ fn parse(text: &str) -> Types {
     let mut structs: Vec<GoStruct> = Vec::with_capacity(by_definition.len());
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("T ") {
-            let go_name = rest.split_whitespace().nth(1).unwrap_or("").to_owned();
+            let mut parts = rest.split_whitespace();
+            let definition = parts.next().unwrap_or("").to_owned();
+            let go_name = parts.next().unwrap_or("").to_owned();
             structs.push(GoStruct {
+                definition,
                 go_name,
                 fields: HashMap::new(),
             });
@@ -171,6 +176,50 @@ pub(crate) fn decode(definition: &str, body: &mut Value) -> Result<Vec<String>, 
     };
     walk.value(&Ty::Struct(root), body, "")?;
     Ok(walk.unknown)
+}
+
+/// Calls `visit` with every object in `body` that decodes as a Go struct, with its OpenAPI
+/// definition, parents before their fields (what upstream's generated defaulters walk); an
+/// object `visit` adds fields to is walked with them.
+pub(crate) fn walk_structs(
+    definition: &str,
+    body: &mut Value,
+    visit: &mut dyn FnMut(&str, &mut serde_json::Map<String, Value>),
+) {
+    let types = Types::get();
+    if let Some(&root) = types.by_definition.get(definition) {
+        walk_at(types, &Ty::Struct(root), body, visit);
+    }
+}
+
+fn walk_at(
+    types: &Types,
+    ty: &Ty,
+    value: &mut Value,
+    visit: &mut dyn FnMut(&str, &mut serde_json::Map<String, Value>),
+) {
+    match (ty, value) {
+        (Ty::Struct(i), Value::Object(map)) => {
+            let s = &types.structs[*i];
+            visit(&s.definition, map);
+            for (key, child) in map.iter_mut() {
+                if let Some(child_ty) = s.fields.get(key) {
+                    walk_at(types, child_ty, child, visit);
+                }
+            }
+        }
+        (Ty::Map(t), Value::Object(map)) => {
+            for child in map.values_mut() {
+                walk_at(types, t, child, visit);
+            }
+        }
+        (Ty::Array(t), Value::Array(items)) => {
+            for item in items {
+                walk_at(types, t, item, visit);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// What the conversion to the API server's internal version does to a decoded body of

@@ -78,7 +78,9 @@ pub fn served_summary() -> String {
          (--allow-missing-namespaces turns \
          this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
-         (`name: 5`) are a 400. No defaulting, no workload controllers (only the garbage \
+         (`name: 5`) are a 400. Built-in kinds get upstream's defaults (core, apps, batch: \
+         strategies, pod template policies, image pull policies, probes, service ports...). \
+         No workload controllers (only the garbage \
          collector and the namespace controller, below), no webhooks, no RBAC. Built-in \
          kinds are decoded into their Go types: unknown fields are dropped with a warning \
          (fieldValidation=Strict, kubectl's default, refuses them; server-side apply always \

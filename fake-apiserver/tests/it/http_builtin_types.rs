@@ -68,10 +68,14 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
         let stored = get(&http, &format!("{DEPLOYMENTS}/{name}")).await.body;
         assert_eq!(stored["spec"]["replicas"], 2);
         assert!(stored["spec"].get("replicass").is_none(), "{stored}");
+        // The container as sent, without the unknown field, with upstream's defaults.
         assert_eq!(
             stored["spec"]["template"]["spec"]["containers"],
-            json!([{"name": "web", "image": "nginx"}])
+            json!([{"name": "web", "image": "nginx", "imagePullPolicy": "Always",
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File"}])
         );
+        assert_eq!(stored["spec"]["revisionHistoryLimit"], 10);
     }
 
     // A patch's result is decoded the same way; what does not decode is upstream's patch

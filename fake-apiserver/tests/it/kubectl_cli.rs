@@ -2087,3 +2087,81 @@ async fn kubectl_refuses_a_misspelt_field_of_a_built_in_kind() {
         "{said}"
     );
 }
+
+/// What kubectl creates is stored with upstream's defaults, as a cluster stores it: a
+/// Deployment's strategy and limits, its pod template's policies, a container's pull policy
+/// by its image's tag, a Service's session affinity and target ports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_s_objects_are_stored_with_upstream_s_defaults() {
+    let Some((server, _http, kubectl)) = kubectl_in(
+        "kubectl_s_objects_are_stored_with_upstream_s_defaults",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--port=80",
+        ])
+        .await;
+    let printed = kubectl
+        .ok(&[
+            "get",
+            "deployment",
+            "web",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.strategy.type} {.spec.strategy.rollingUpdate.maxSurge} \
+             {.spec.revisionHistoryLimit} {.spec.progressDeadlineSeconds} \
+             {.spec.template.spec.restartPolicy} {.spec.template.spec.dnsPolicy} \
+             {.spec.template.spec.schedulerName} {.spec.template.spec.terminationGracePeriodSeconds} \
+             {.spec.template.spec.containers[0].imagePullPolicy} \
+             {.spec.template.spec.containers[0].ports[0].protocol}",
+        ])
+        .await;
+    assert_eq!(
+        printed,
+        "1 RollingUpdate 25% 10 600 Always ClusterFirst default-scheduler 30 IfNotPresent TCP"
+    );
+    let manifest = kubectl.manifest(
+        "svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  \
+         ports:\n  - port: 8080\n",
+    );
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let service = server
+        .get("services", Some("prod"), "web")
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        (
+            &service["spec"]["type"],
+            &service["spec"]["sessionAffinity"],
+            &service["spec"]["ports"][0]["targetPort"],
+            &service["spec"]["ports"][0]["protocol"],
+        ),
+        (
+            &json!("ClusterIP"),
+            &json!("None"),
+            &json!(8080),
+            &json!("TCP")
+        )
+    );
+    // Applying the same manifest again changes nothing: the defaults are not a difference.
+    let rv = service["metadata"]["resourceVersion"].clone();
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let again = server
+        .get("services", Some("prod"), "web")
+        .unwrap()
+        .to_value();
+    assert_eq!(again["metadata"]["resourceVersion"], rv);
+}
