@@ -1525,9 +1525,10 @@ fn apply_schema(
         decode_builtins,
         patching,
     } = *checks;
-    // The patch's result as it came, for its error (only a patch's error names it).
-    let patched = patching.then(|| body.to_string());
-    let undecodable = |error: String| match &patched {
+    // A patch's error names its result as it came (the pruning below drops what a strict
+    // patch is refused for; a type error leaves the body as it was).
+    let strict_patch = (patching && strict).then(|| body.to_string());
+    let undecodable = |error: String, result: Option<String>| match result {
         // Upstream's patch handler: `Invalid` with no kind or name, on the field `patch`.
         Some(result) => status::invalid(
             "",
@@ -1548,12 +1549,14 @@ fn apply_schema(
     let unknown = match (&def.schema, &def.definition) {
         (Some(schema), _) => schema::prune(schema, body),
         // A built-in kind: decoded into its Go type, as upstream decodes it.
-        (None, Some(definition)) if decode_builtins => {
-            let unknown = typed::decode(definition, body).map_err(undecodable)?;
-            typed::convert(definition, body);
-            defaults::apply(definition, body);
-            unknown
-        }
+        (None, Some(definition)) if decode_builtins => match typed::decode(definition, body) {
+            Ok(unknown) => {
+                typed::convert(definition, body);
+                defaults::apply(definition, body);
+                unknown
+            }
+            Err(e) => return Err(undecodable(e, patching.then(|| body.to_string()))),
+        },
         (None, _) => Vec::new(),
     };
     if strict && !unknown.is_empty() {
@@ -1561,10 +1564,8 @@ fn apply_schema(
             .iter()
             .map(|f| format!("unknown field {f:?}"))
             .collect();
-        return Err(undecodable(format!(
-            "strict decoding error: {}",
-            listed.join(", ")
-        )));
+        let error = format!("strict decoding error: {}", listed.join(", "));
+        return Err(undecodable(error, strict_patch));
     }
     if let Some(warnings) = warnings.filter(|_| warn_unknown_fields) {
         // Upstream's `fieldValidation=Warn` (its default): a warning per field dropped.

@@ -56,10 +56,19 @@ struct GoStruct {
     definition: String,
     /// As `reflect.Type.String()` prints it: `v1.DeploymentSpec`.
     go_name: String,
-    fields: HashMap<String, Ty>,
+    /// Its fields by JSON name, sorted (looked up by binary search: cheaper than hashing
+    /// for the few short names a struct has).
+    fields: Vec<(String, Ty)>,
 }
 
 impl GoStruct {
+    fn field(&self, name: &str) -> Option<&Ty> {
+        self.fields
+            .binary_search_by(|(n, _)| n.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.fields[i].1)
+    }
+
     /// As `reflect.Type.Name()` prints it: `DeploymentSpec`.
     fn name(&self) -> &str {
         self.go_name
@@ -116,15 +125,18 @@ fn parse(text: &str) -> Types {
             structs.push(GoStruct {
                 definition,
                 go_name,
-                fields: HashMap::new(),
+                fields: Vec::new(),
             });
         } else if let Some(rest) = line.strip_prefix("F ")
             && let Some((name, ty)) = rest.split_once(' ')
             && let Some(ty) = parse_ty(ty, &by_definition)
             && let Some(s) = structs.last_mut()
         {
-            s.fields.insert(name.to_owned(), ty);
+            s.fields.push((name.to_owned(), ty));
         }
+    }
+    for s in &mut structs {
+        s.fields.sort_by(|a, b| a.0.cmp(&b.0));
     }
     Types {
         structs,
@@ -160,22 +172,29 @@ fn parse_ty(text: &str, by_definition: &HashMap<String, usize>) -> Option<Ty> {
 
 /// Decodes `body` as the Go type of OpenAPI definition `definition`: drops the fields that
 /// type does not have and answers their paths, or answers the first decoding error as Go
-/// words it (without the API server's `<Kind> in version ... cannot be handled` prefix).
+/// words it (without the API server's `<Kind> in version ... cannot be handled` prefix),
+/// leaving `body` as it was.
 /// A definition without a Go type here decodes as is (`Ok`, nothing unknown).
 pub(crate) fn decode(definition: &str, body: &mut Value) -> Result<Vec<String>, String> {
     let types = Types::get();
     let Some(&root) = types.by_definition.get(definition) else {
         return Ok(Vec::new());
     };
+    let root = Ty::Struct(root);
     let mut walk = Walk {
         types,
         unknown: Vec::new(),
         seen: HashSet::new(),
+        path: Vec::new(),
         fields: Vec::new(),
         holder: None,
     };
-    walk.value(&Ty::Struct(root), body, "")?;
-    Ok(walk.unknown)
+    walk.value(&root, body)?;
+    let unknown = walk.unknown;
+    if !unknown.is_empty() {
+        drop_unknown(types, &root, body);
+    }
+    Ok(unknown)
 }
 
 /// Calls `visit` with every object in `body` that decodes as a Go struct, with its OpenAPI
@@ -203,7 +222,7 @@ fn walk_at(
             let s = &types.structs[*i];
             visit(&s.definition, map);
             for (key, child) in map.iter_mut() {
-                if let Some(child_ty) = s.fields.get(key) {
+                if let Some(child_ty) = s.field(key) {
                     walk_at(types, child_ty, child, visit);
                 }
             }
@@ -284,7 +303,7 @@ fn undeclared_at(
         (Ty::Struct(i), Value::Object(map)) => {
             let s = &types.structs[*i];
             for (key, child) in map {
-                match s.fields.get(key) {
+                match s.field(key) {
                     Some(child_ty) => {
                         path.push(Step::Field(key.clone()));
                         undeclared_at(types, child_ty, child, path, out);
@@ -316,19 +335,28 @@ fn undeclared_at(
     }
 }
 
-struct Walk<'t> {
+/// One step of a strict-decoding path.
+enum Seg<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+struct Walk<'t, 'v> {
     types: &'t Types,
     unknown: Vec<String>,
     seen: HashSet<String>,
+    /// The keys and indices from the root to the value being decoded (paths are only
+    /// spelled out for the unknown fields).
+    path: Vec<Seg<'v>>,
     /// The struct fields from the root to the value being decoded (Go's error context).
-    fields: Vec<String>,
+    fields: Vec<&'v str>,
     /// The struct whose field is being decoded.
     holder: Option<usize>,
 }
 
-impl Walk<'_> {
-    /// Decodes `value` as `ty`; `path` is its strict-decoding path.
-    fn value(&mut self, ty: &Ty, value: &mut Value, path: &str) -> Result<(), String> {
+impl<'v> Walk<'_, 'v> {
+    /// Decodes `value` as `ty`, reading only.
+    fn value(&mut self, ty: &Ty, value: &'v Value) -> Result<(), String> {
         if value.is_null() {
             return Ok(());
         }
@@ -339,26 +367,25 @@ impl Walk<'_> {
                     return Err(self.type_error(value, ty));
                 };
                 let s = &self.types.structs[*i];
-                let mut dropped = Vec::new();
-                for (key, child) in map.iter_mut() {
-                    let child_path = join(path, key);
-                    let Some(child_ty) = s.fields.get(key) else {
-                        dropped.push(key.clone());
-                        if self.unknown.len() < MAX_UNKNOWN && self.seen.insert(child_path.clone())
-                        {
-                            self.unknown.push(child_path);
+                for (key, child) in map {
+                    let Some(child_ty) = s.field(key) else {
+                        if self.unknown.len() < MAX_UNKNOWN {
+                            let path = self.spell(key);
+                            if self.seen.insert(path.clone()) {
+                                self.unknown.push(path);
+                            }
                         }
                         continue;
                     };
-                    let (depth, holder) = (self.fields.len(), self.holder);
-                    self.fields.push(key.clone());
+                    let holder = self.holder;
+                    self.path.push(Seg::Key(key));
+                    self.fields.push(key);
                     self.holder = Some(*i);
-                    self.value(child_ty, child, &child_path)?;
-                    self.fields.truncate(depth);
+                    let decoded = self.value(child_ty, child);
+                    self.path.pop();
+                    self.fields.pop();
                     self.holder = holder;
-                }
-                for key in dropped {
-                    map.remove(&key);
+                    decoded?;
                 }
                 Ok(())
             }
@@ -366,8 +393,11 @@ impl Walk<'_> {
                 let Value::Object(map) = value else {
                     return Err(self.type_error(value, ty));
                 };
-                for (key, child) in map.iter_mut() {
-                    self.value(t, child, &join(path, key))?;
+                for (key, child) in map {
+                    self.path.push(Seg::Key(key));
+                    let decoded = self.value(t, child);
+                    self.path.pop();
+                    decoded?;
                 }
                 Ok(())
             }
@@ -375,8 +405,11 @@ impl Walk<'_> {
                 let Value::Array(items) = value else {
                     return Err(self.type_error(value, ty));
                 };
-                for (i, item) in items.iter_mut().enumerate() {
-                    self.value(t, item, &format!("{path}[{i}]"))?;
+                for (i, item) in items.iter().enumerate() {
+                    self.path.push(Seg::Index(i));
+                    let decoded = self.value(t, item);
+                    self.path.pop();
+                    decoded?;
                 }
                 Ok(())
             }
@@ -416,23 +449,36 @@ impl Walk<'_> {
                 other => Err(self.type_error(other, ty)),
             },
             Ty::Time | Ty::MicroTime => match value {
-                Value::String(s) => {
-                    let micro = *ty == Ty::MicroTime;
-                    match time_error(s, micro) {
-                        None => Ok(()),
-                        Some(e) => Err(e),
-                    }
-                }
+                Value::String(s) => time_error(s, *ty == Ty::MicroTime).map_or(Ok(()), Err),
                 other => Err(self.type_error(other, ty)),
             },
-            Ty::Quantity => {
-                let text = match value {
-                    Value::String(s) => s.trim().to_owned(),
-                    other => other.to_string(),
-                };
-                quantity_error(&text).map_or(Ok(()), Err)
+            Ty::Quantity => match value {
+                Value::String(s) => quantity_error(s.trim()).map_or(Ok(()), Err),
+                other => quantity_error(&other.to_string()).map_or(Ok(()), Err),
+            },
+        }
+    }
+
+    /// The strict-decoding path of field `key` of the object being decoded
+    /// (`spec.containers[0].key`).
+    fn spell(&self, key: &str) -> String {
+        let mut out = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Key(k) => {
+                    if !out.is_empty() {
+                        out.push('.');
+                    }
+                    out.push_str(k);
+                }
+                Seg::Index(i) => out.push_str(&format!("[{i}]")),
             }
         }
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(key);
+        out
     }
 
     /// Go's `UnmarshalTypeError` for `value` (not null) decoded as `ty`.
@@ -460,11 +506,29 @@ impl Walk<'_> {
     }
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
+/// Removes from `value` (decoded as `ty`) the fields its structs do not have.
+fn drop_unknown(types: &Types, ty: &Ty, value: &mut Value) {
+    match (ty, value) {
+        (Ty::Struct(i), Value::Object(map)) => {
+            let s = &types.structs[*i];
+            map.retain(|key, _| s.field(key).is_some());
+            for (key, child) in map.iter_mut() {
+                if let Some(child_ty) = s.field(key) {
+                    drop_unknown(types, child_ty, child);
+                }
+            }
+        }
+        (Ty::Map(t), Value::Object(map)) => {
+            for child in map.values_mut() {
+                drop_unknown(types, t, child);
+            }
+        }
+        (Ty::Array(t), Value::Array(items)) => {
+            for item in items {
+                drop_unknown(types, t, item);
+            }
+        }
+        _ => {}
     }
 }
 
