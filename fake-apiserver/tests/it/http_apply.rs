@@ -11,7 +11,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::http_kube_client::kube;
-use crate::support::http::{namespaces, send, start};
+use crate::support::http::{apply as server_side_apply, namespaces, send, start};
 
 fn config_map(data: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}, "data": data})
@@ -243,15 +243,7 @@ async fn apply_requests_are_checked_as_upstream_checks_them() {
     let url = "/api/v1/namespaces/ns-0/configmaps/settings";
     let apply = |query: &'static str, body: Value| {
         let http = &http;
-        async move {
-            send(
-                http,
-                Method::PATCH,
-                &format!("{url}{query}"),
-                Some(("application/apply-patch+yaml", &body)),
-            )
-            .await
-        }
+        async move { server_side_apply(http, &format!("{url}{query}"), &body).await }
     };
     let message = |a: &crate::support::http::Answer| a.body["message"].as_str().unwrap().to_owned();
     let missing = apply("", config_map(json!({}))).await;
@@ -322,13 +314,7 @@ async fn custom_resources_follow_their_schema_s_list_types_and_status_is_its_own
     let apply = |manager: &'static str, path: &'static str, body: Value| {
         let http = &http;
         async move {
-            send(
-                http,
-                Method::PATCH,
-                &format!("{url}{path}?fieldManager={manager}"),
-                Some(("application/apply-patch+yaml", &body)),
-            )
-            .await
+            server_side_apply(http, &format!("{url}{path}?fieldManager={manager}"), &body).await
         }
     };
     let first = apply(

@@ -4,10 +4,9 @@
 //! refused with Go's unmarshal error, undeclared fields refused by server-side apply.
 #![cfg(feature = "http")]
 
-use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::http::{get, namespaces, post, send, start};
+use crate::support::http::{apply, get, namespaces, patch, post, start};
 
 const DEPLOYMENTS: &str = "/apis/apps/v1/namespaces/a/deployments";
 
@@ -80,21 +79,10 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
 
     // A patch's result is decoded the same way; what does not decode is upstream's patch
     // handler's 422 on the field `patch`, whose value is the patched object.
-    let patch = |mode: &'static str, content_type: &'static str, body: Value| {
-        let http = &http;
-        async move {
-            send(
-                http,
-                Method::PATCH,
-                &format!("{DEPLOYMENTS}/web-warn?fieldValidation={mode}"),
-                Some((content_type, &body)),
-            )
-            .await
-        }
-    };
+    let at = |mode: &str| format!("{DEPLOYMENTS}/web-warn?fieldValidation={mode}");
     let merge = "application/merge-patch+json";
     let misspelt = json!({"spec": {"paused": true, "pausd": true}});
-    let refused = patch("Strict", merge, misspelt.clone()).await;
+    let refused = patch(&http, &at("Strict"), merge, &misspelt).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert_eq!(refused.body["reason"], "Invalid");
     let message = refused.body["message"].as_str().unwrap();
@@ -110,7 +98,7 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
         (&json!("patch"), &json!("FieldValueInvalid"))
     );
     let wrong = json!([{"op": "replace", "path": "/spec/replicas", "value": "two"}]);
-    let refused = patch("", "application/json-patch+json", wrong).await;
+    let refused = patch(&http, &at(""), "application/json-patch+json", &wrong).await;
     assert_eq!(refused.status, 422, "{}", refused.body);
     assert!(
         refused.body["message"].as_str().unwrap().ends_with(
@@ -120,7 +108,7 @@ async fn unknown_fields_of_a_built_in_kind_are_dropped_or_refused() {
         "{}",
         refused.body
     );
-    let patched = patch("Warn", merge, misspelt).await;
+    let patched = patch(&http, &at("Warn"), merge, &misspelt).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(
         patched.warnings(),
@@ -211,22 +199,11 @@ async fn values_of_the_wrong_type_are_go_s_decoding_errors() {
 async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
     let (server, http) = start().await;
     namespaces(&server, &["a"]);
-    let apply = |body: Value| {
-        let http = &http;
-        async move {
-            send(
-                http,
-                Method::PATCH,
-                &format!("{DEPLOYMENTS}/web?fieldManager=me&fieldValidation=Ignore"),
-                Some(("application/apply-patch+yaml", &body)),
-            )
-            .await
-        }
-    };
+    let at = format!("{DEPLOYMENTS}/web?fieldManager=me&fieldValidation=Ignore");
     // Upstream's walk stops at an object's first undeclared field (the fields after it are
     // not looked at), and names list items by their keys.
     let mut spec = misspelt_spec();
-    let refused = apply(deployment("web", spec.clone())).await;
+    let refused = apply(&http, &at, &deployment("web", spec.clone())).await;
     assert_eq!(refused.status, 500, "{}", refused.body);
     assert_eq!(
         refused.body["message"],
@@ -235,7 +212,7 @@ async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
     );
     spec.as_object_mut().unwrap().remove("replicass");
     spec["template"]["spec"]["containers"][0]["zz"] = json!(1);
-    let refused = apply(deployment("web", spec.clone())).await;
+    let refused = apply(&http, &at, &deployment("web", spec.clone())).await;
     assert_eq!(
         refused.body["message"],
         "failed to create typed patch object (a/web; apps/v1, Kind=Deployment): \
@@ -243,7 +220,7 @@ async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
     );
     let mut config = deployment("web", spec.clone());
     config["zone"] = json!("eu");
-    let refused = apply(config).await;
+    let refused = apply(&http, &at, &config).await;
     assert_eq!(
         refused.body["message"],
         "failed to create typed patch object (a/web; apps/v1, Kind=Deployment): errors:\n  \
@@ -252,7 +229,7 @@ async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
     );
     assert!(server.get("deployments", Some("a"), "web").is_err());
     spec["template"]["spec"]["containers"][0] = json!({"name": "web", "image": "nginx"});
-    let applied = apply(deployment("web", spec)).await;
+    let applied = apply(&http, &at, &deployment("web", spec)).await;
     assert_eq!(applied.status, 201, "{}", applied.body);
     assert_eq!(applied.body["spec"]["replicas"], 2);
 }

@@ -110,6 +110,16 @@ pub async fn send(
     }
 }
 
+/// A `PATCH` of `body` as `content_type` (`application/merge-patch+json`...).
+pub async fn patch(http: &FakeHttpServer, path: &str, content_type: &str, body: &Value) -> Answer {
+    send(http, Method::PATCH, path, Some((content_type, body))).await
+}
+
+/// A server-side apply of `body` (`application/apply-patch+yaml`).
+pub async fn apply(http: &FakeHttpServer, path: &str, body: &Value) -> Answer {
+    patch(http, path, "application/apply-patch+yaml", body).await
+}
+
 pub async fn get(http: &FakeHttpServer, path: &str) -> Answer {
     send(http, Method::GET, path, None).await
 }
