@@ -556,6 +556,24 @@ mod tests {
         assert_eq!(secret["type"], "Opaque");
     }
 
+    /// The realistic pods the seeding writes (and the benchmarks list) are what a cluster
+    /// stores: they decode with no unknown field and the defaults add nothing to them.
+    #[test]
+    fn seeded_pods_are_already_decoded_and_defaulted() {
+        use rand::SeedableRng;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for i in 0..50 {
+            let pod = crate::seed::pod("ns", &format!("p{i}"), &mut rng);
+            let mut body = pod.clone();
+            assert_eq!(
+                typed::decode("io.k8s.api.core.v1.Pod", &mut body),
+                Ok(Vec::new())
+            );
+            apply("io.k8s.api.core.v1.Pod", &mut body);
+            assert_eq!(body, pod);
+        }
+    }
+
     #[test]
     fn image_tags_are_read_as_upstream_reads_them() {
         for (image, tag) in [
