@@ -62,6 +62,10 @@ const EXTRA_ROOTS: &[&str] = &[
     "api.authentication.v1.TokenRequest",
 ];
 
+/// Kinds besides the served resources whose Go types the fake server decodes requests into
+/// (k8s-openapi paths): what a subresource is posted.
+const EXTRA_TYPE_ROOTS: &[&str] = &["api.authentication.v1.TokenRequest"];
+
 /// Rust field names k8s-pb and k8s-openapi spell differently (k8s-pb's first).
 const FIELD_ALIASES: &[(&str, &str)] = &[("ref", "ref_path")];
 
@@ -470,7 +474,12 @@ fn render_types(
         crate_label(openapi)
     );
     let mut done: BTreeSet<String> = BTreeSet::new();
-    let mut todo: Vec<String> = resources.iter().map(|(p, _)| p.clone()).collect();
+    let roots: BTreeSet<String> = resources
+        .iter()
+        .map(|(p, _)| p.clone())
+        .chain(EXTRA_TYPE_ROOTS.iter().map(|p| (*p).to_owned()))
+        .collect();
+    let mut todo: Vec<String> = roots.iter().cloned().collect();
     let mut blocks: BTreeMap<String, String> = BTreeMap::new();
     while let Some(path) = todo.pop() {
         if !done.insert(path.clone()) {
@@ -486,7 +495,7 @@ fn render_types(
         let (module, name) = path.rsplit_once('.').unwrap_or(("", &path));
         let package = module.rsplit('.').next().unwrap_or(module);
         let mut block = format!("T {} {package}.{name}\n", ty.definition);
-        if ty.resource.is_some() {
+        if ty.resource.is_some() || roots.contains(&path) {
             block.push_str("F apiVersion s\nF kind s\n");
         }
         for (rust, rust_ty) in fields {

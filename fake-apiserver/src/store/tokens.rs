@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use super::{BoundObject, IssuedToken, MAX_ISSUED_TOKENS, Store, object_key};
 use crate::continue_token::base64url_encode;
 use crate::object::string_list;
+use crate::typed;
 use crate::{ResourceDef, status};
 use informer_core::Status;
 
@@ -77,17 +78,19 @@ impl Store {
                 )));
             }
         }
-        let spec = object.get("spec").cloned().unwrap_or(Value::Null);
-        let expiration = match spec.get("expirationSeconds") {
-            None | Some(Value::Null) => DEFAULT_EXPIRATION,
-            Some(v) => v.as_i64().ok_or_else(|| {
-                status::bad_request(format!(
-                    "TokenRequest in version \"v1\" cannot be handled as a TokenRequest: \
-                     json: cannot unmarshal {v} into Go struct field \
-                     TokenRequestSpec.spec.expirationSeconds of type int64"
-                ))
-            })?,
-        };
+        // Decoded into its Go type as upstream decodes it (its fields' types checked, unknown
+        // fields dropped).
+        let mut request = request.clone();
+        typed::decode("io.k8s.api.authentication.v1.TokenRequest", &mut request).map_err(|e| {
+            status::bad_request(format!(
+                "TokenRequest in version \"v1\" cannot be handled as a TokenRequest: {e}"
+            ))
+        })?;
+        let spec = request.get("spec").cloned().unwrap_or(Value::Null);
+        let expiration = spec
+            .get("expirationSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(DEFAULT_EXPIRATION);
         if expiration < MIN_EXPIRATION {
             return Err(token_request_invalid(
                 "spec.expirationSeconds",

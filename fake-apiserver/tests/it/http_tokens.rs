@@ -167,6 +167,19 @@ async fn token_requests_and_reviews_are_checked_as_upstream_checks_them() {
         "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid \
          value: 60: may not specify a duration less than 10 minutes"
     );
+    let typed = post(
+        &http,
+        &token_url("robot"),
+        &json!({"spec": {"expirationSeconds": "3600"}}),
+    )
+    .await;
+    assert_eq!(typed.status, 400, "{}", typed.body);
+    assert_eq!(
+        message(&typed.body),
+        "TokenRequest in version \"v1\" cannot be handled as a TokenRequest: json: cannot \
+         unmarshal string into Go struct field TokenRequestSpec.spec.expirationSeconds of type \
+         int64"
+    );
     let nobody = post(&http, &token_url("nobody"), &json!({})).await;
     assert_eq!(nobody.status, 404);
     assert_eq!(
