@@ -1487,7 +1487,7 @@ fn check_type(def: &ResourceDef, body: &mut Value) -> Result<(), Status> {
             obj.insert("metadata".into(), Value::Object(serde_json::Map::new()));
         }
         Some(Value::Object(_)) => {}
-        Some(other) => return Err(decode_error(def, "metadata", "ObjectMeta", other)),
+        Some(other) => return Err(decode_error(def, "metadata", "v1.ObjectMeta", other)),
     }
     check_metadata(def, body)?;
     drop_empty_metadata(body);
@@ -1666,13 +1666,9 @@ fn check_metadata(def: &ResourceDef, body: &Value) -> Result<(), Status> {
         match meta.get(field) {
             None | Some(Value::Null) => {}
             Some(Value::Object(map)) => {
-                if let Some((k, v)) = map.iter().find(|(_, v)| !v.is_string()) {
-                    return Err(decode_error(
-                        def,
-                        &format!("metadata.{field}.{k}"),
-                        "string",
-                        v,
-                    ));
+                // Go's error context names struct fields only, not map keys.
+                if let Some(v) = map.values().find(|v| !v.is_string()) {
+                    return Err(decode_error(def, &format!("metadata.{field}"), "string", v));
                 }
             }
             Some(other) => {
@@ -1725,6 +1721,8 @@ fn no_new_finalizers(
     ))
 }
 
+/// Go's decoding error for `metadata` (`field` is `metadata` or one of its fields) holding
+/// `got` where the type wants `want`, as the API server answers it for any kind.
 fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Status {
     let got = match got {
         Value::Null => "null",
@@ -1734,10 +1732,17 @@ fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Stat
         Value::Array(_) => "array",
         Value::Object(_) => "object",
     };
+    // The struct holding the field: the kind for `metadata` itself, else `ObjectMeta`.
+    let holder = if field == "metadata" {
+        def.kind.as_str()
+    } else {
+        "ObjectMeta"
+    };
     status::bad_request(format!(
-        "the body of the request could not be decoded as a {}: json: cannot unmarshal {got} \
-         into Go struct field {field} of type {want}",
-        def.kind
+        "{kind} in version {version:?} cannot be handled as a {kind}: json: cannot unmarshal \
+         {got} into Go struct field {holder}.{field} of type {want}",
+        kind = def.kind,
+        version = def.version,
     ))
 }
 

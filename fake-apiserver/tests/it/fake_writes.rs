@@ -389,11 +389,25 @@ async fn metadata_is_validated_like_the_real_server() {
     let err = bad(json!({"metadata": {"name": 5}}));
     assert_eq!(err.code, 400, "{err}");
     assert!(err.message.contains("metadata.name"), "{err}");
+    // Worded as the API server words Go's decoding error.
+    assert_eq!(
+        err.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot unmarshal \
+         number into Go struct field ObjectMeta.metadata.name of type string"
+    );
     assert_eq!(
         bad(json!({"metadata": {"name": "a", "labels": ["x"]}})).code,
         400
     );
+    assert!(
+        bad(json!({"metadata": {"name": "a", "labels": {"k": 1}}}))
+            .message
+            .ends_with("Go struct field ObjectMeta.metadata.labels of type string")
+    );
     assert_eq!(bad(json!({"metadata": "x"})).code, 400);
+    assert!(bad(json!({"metadata": "x"})).message.ends_with(
+        "cannot unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"
+    ));
     let err = bad(json!({"metadata": {"name": "a", "labels": {"bad key!": "v", "ok": "-bad-"}}}));
     assert_eq!(err.code, 422, "{err}");
     let causes = &err.details.as_ref().unwrap().causes;
