@@ -6,9 +6,9 @@
 //! stored sees the same extra fields it sees on a cluster.
 //!
 //! Go's notion of "not set" is kept: a pointer field is unset when absent or `null`; a string
-//! when absent, `null` or empty; a number when absent, `null` or zero. What is not done: the
-//! rounding of quantities to milli-units and their canonical form, pod-level resources'
-//! defaults (a beta feature), ReplicationControllers' selector from their template, defaults
+//! when absent, `null` or empty; a number when absent, `null` or zero. The rounding of
+//! `ResourceList`s to milli-units is done with the decoding (`typed.rs`, `quantity.rs`).
+//! What is not done: pod-level resources' defaults (a beta feature), ReplicationControllers' selector from their template, defaults
 //! of kinds outside core, apps and batch (none of the stable ones in other groups is common in
 //! controller tests), and defaults newer than the sources read (a Job's
 //! `podReplacementPolicy`).

@@ -299,9 +299,11 @@
 //! `restartPolicy`, `dnsPolicy`, `schedulerName`, `terminationGracePeriodSeconds` and
 //! `securityContext`, a container's `imagePullPolicy` by its image's tag, probes, volume
 //! modes, ports' `TCP`, a Service's session affinity, type, traffic policies and target
-//! ports, a Job's completions, parallelism and back-off limit, ...), so a controller that
-//! compares what it asked for with what was stored meets the differences it meets on a
-//! cluster. Built-in kinds get no field-level validation beyond their types; there are no
+//! ports, a Job's completions, parallelism and back-off limit, ...), and its quantities and
+//! times are written back as upstream writes them (`1000m` stored as `"1"`, `0.5` as
+//! `"500m"`, resource lists rounded up to milli-units; times in UTC, to the second), so a controller that compares what it asked
+//! for with what was stored meets the differences it meets on a cluster (an update that
+//! only changes managed fields' times is a no-op, as upstream's registry makes it). Built-in kinds get no field-level validation beyond their types; there are no
 //! webhooks and no RBAC.
 //!
 //! # Example
@@ -368,6 +370,7 @@ mod names;
 mod object;
 mod patch;
 mod propagation;
+mod quantity;
 mod query;
 mod resource;
 mod rules;

@@ -1315,6 +1315,62 @@ pub(crate) fn apply(
     Ok(merged)
 }
 
+/// Upstream's `IgnoreManagedFieldsTimestampsTransformer`, which its registry runs on every
+/// update: when the new object equals the stored one but for the times of its managed fields
+/// (same entries, pairwise equal without `time`), it takes the stored times back, so the
+/// write is a no-op (no new resourceVersion, no event). The field manager cannot see that
+/// the server's decoding, defaults and normalization undo a change (an apply of `1000m`
+/// where `1` is stored).
+pub(crate) fn keep_times_of_a_no_op(body: &mut Value, old: &Value) {
+    fn entries(v: &Value) -> Option<&Vec<Value>> {
+        v.get("metadata")
+            .and_then(|m| m.get("managedFields"))
+            .and_then(Value::as_array)
+    }
+    let (Some(new), Some(stored)) = (entries(body), entries(old)) else {
+        return;
+    };
+    if new.len() != stored.len()
+        || new
+            .iter()
+            .zip(stored)
+            .any(|(a, b)| !equal_but(a, b, |k| k == "time"))
+        || !equal_but(body, old, |k| k == "metadata")
+        || !equal_but(&body["metadata"], &old["metadata"], |k| {
+            k == "managedFields"
+        })
+    {
+        return;
+    }
+    let times: Vec<Option<Value>> = stored.iter().map(|e| e.get("time").cloned()).collect();
+    let Some(new) = body
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("managedFields"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for (entry, time) in new.iter_mut().zip(times) {
+        if let Some(entry) = entry.as_object_mut() {
+            match time {
+                Some(time) => entry.insert("time".into(), time),
+                None => entry.remove("time"),
+            };
+        }
+    }
+}
+
+/// Whether objects `a` and `b` have the same keys and equal values but at the keys `skip`
+/// names; any other values, whether equal.
+fn equal_but(a: &Value, b: &Value, skip: impl Fn(&str) -> bool) -> bool {
+    let (Some(a), Some(b)) = (a.as_object(), b.as_object()) else {
+        return a == b;
+    };
+    a.len() == b.len()
+        && a.iter()
+            .all(|(key, value)| b.get(key).is_some_and(|other| skip(key) || value == other))
+}
+
 /// What upstream answers when the applied configuration cannot be typed (a keyed list item
 /// without its key, duplicate keys, a field its type does not declare): its field manager's
 /// error, a 500, naming the configuration as `namespace/name; group/version, Kind=Kind`.

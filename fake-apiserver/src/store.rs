@@ -1071,6 +1071,7 @@ impl Store {
             self.keep_namespace_finalizers(&def, &old, &mut body);
         }
         self.prepare_namespace(&def, &mut body, false, false);
+        managed::keep_times_of_a_no_op(&mut body, &old);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
             return Ok(existing);

@@ -14,8 +14,11 @@
 //! reported. `null` decodes into anything. The special types decode as their Go
 //! `UnmarshalJSON` does: `Time` and `MicroTime` as RFC 3339 strings, `Quantity` from a
 //! string or a number, `IntOrString` from a string or an `int32`, `[]byte` from base64.
-//! Strings, numbers and booleans are checked, not converted: the stored JSON keeps them as
-//! sent.
+//! Quantities and times are written back as upstream's `MarshalJSON`s write them
+//! (`quantity.rs`: `1000m` becomes `"1"`, a number a string, a `ResourceList`'s rounded up to
+//! milli-units first as the defaults round them; a time in UTC, to the second, a `MicroTime`
+//! to the microsecond). Strings, numbers and booleans are checked, not converted: the stored
+//! JSON keeps them as sent.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
@@ -23,6 +26,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::continue_token::base64_encode;
+use crate::quantity;
 
 /// The generated table; see its header for the format.
 const TABLE: &str = include_str!("builtin_types.txt");
@@ -171,9 +175,10 @@ fn parse_ty(text: &str, by_definition: &HashMap<String, usize>) -> Option<Ty> {
 }
 
 /// Decodes `body` as the Go type of OpenAPI definition `definition`: drops the fields that
-/// type does not have and answers their paths, or answers the first decoding error as Go
-/// words it (without the API server's `<Kind> in version ... cannot be handled` prefix),
-/// leaving `body` as it was.
+/// type does not have and answers their paths, and writes its quantities back as upstream
+/// does (`ResourceList`s of core, apps and batch kinds rounded up to milli-units, as their
+/// defaults round them); or answers the first decoding error as Go words it (without the
+/// API server's `<Kind> in version ... cannot be handled` prefix), leaving `body` as it was.
 /// A definition without a Go type here decodes as is (`Ok`, nothing unknown).
 pub(crate) fn decode(definition: &str, body: &mut Value) -> Result<Vec<String>, String> {
     let types = Types::get();
@@ -188,13 +193,38 @@ pub(crate) fn decode(definition: &str, body: &mut Value) -> Result<Vec<String>, 
         path: Vec::new(),
         fields: Vec::new(),
         holder: None,
+        // `SetDefaults_ResourceList`, which the generated defaulters of these groups call
+        // on every `ResourceList` (the only maps of quantities they have).
+        round_lists: [
+            "io.k8s.api.core.v1.",
+            "io.k8s.api.apps.v1.",
+            "io.k8s.api.batch.v1.",
+        ]
+        .iter()
+        .any(|group| definition.starts_with(group)),
+        rewrites: Vec::new(),
     };
     walk.value(&root, body)?;
-    let unknown = walk.unknown;
+    let Walk {
+        unknown, rewrites, ..
+    } = walk;
     if !unknown.is_empty() {
         drop_unknown(types, &root, body);
     }
+    for (path, text) in rewrites {
+        if let Some(slot) = at_path(body, &path) {
+            *slot = Value::String(text);
+        }
+    }
     Ok(unknown)
+}
+
+/// The value at `path` in `value`.
+fn at_path<'a>(value: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
+    path.iter().try_fold(value, |value, step| match step {
+        Step::Field(key) => value.get_mut(key.as_str()),
+        Step::Index(i) => value.get_mut(*i),
+    })
 }
 
 /// Calls `visit` with every object in `body` that decodes as a Go struct, with its OpenAPI
@@ -352,6 +382,10 @@ struct Walk<'t, 'v> {
     fields: Vec<&'v str>,
     /// The struct whose field is being decoded.
     holder: Option<usize>,
+    /// Whether maps of quantities (`ResourceList`s) are rounded up to milli-units.
+    round_lists: bool,
+    /// The quantities whose text changes, by path, with their new text.
+    rewrites: Vec<(Vec<Step>, String)>,
 }
 
 impl<'v> Walk<'_, 'v> {
@@ -393,9 +427,15 @@ impl<'v> Walk<'_, 'v> {
                 let Value::Object(map) = value else {
                     return Err(self.type_error(value, ty));
                 };
+                let quantities = **t == Ty::Quantity;
                 for (key, child) in map {
                     self.path.push(Seg::Key(key));
-                    let decoded = self.value(t, child);
+                    let decoded = if quantities {
+                        // A `null` in a map of quantities is Go's zero `Quantity`: "0".
+                        self.quantity(child, self.round_lists)
+                    } else {
+                        self.value(t, child)
+                    };
                     self.path.pop();
                     decoded?;
                 }
@@ -449,14 +489,49 @@ impl<'v> Walk<'_, 'v> {
                 other => Err(self.type_error(other, ty)),
             },
             Ty::Time | Ty::MicroTime => match value {
-                Value::String(s) => time_error(s, *ty == Ty::MicroTime).map_or(Ok(()), Err),
+                Value::String(s) => {
+                    let text = time_text(s, *ty == Ty::MicroTime)?;
+                    if text != *s {
+                        self.rewrite(text);
+                    }
+                    Ok(())
+                }
                 other => Err(self.type_error(other, ty)),
             },
-            Ty::Quantity => match value {
-                Value::String(s) => quantity_error(s.trim()).map_or(Ok(()), Err),
-                other => quantity_error(&other.to_string()).map_or(Ok(()), Err),
-            },
+            Ty::Quantity => self.quantity(value, false),
         }
+    }
+
+    /// Decodes `value` as a `Quantity` (rounded up to milli-units if `round`), noting its
+    /// new text if upstream would write it differently.
+    fn quantity(&mut self, value: &'v Value, round: bool) -> Result<(), String> {
+        let mut parsed = match value {
+            Value::Null => quantity::parse("0"),
+            // `UnmarshalJSON` trims the text between the quotes.
+            Value::String(s) => quantity::parse(s.trim()),
+            other => quantity::parse(&other.to_string()),
+        }?;
+        if round {
+            parsed.round_up(quantity::MILLI);
+        }
+        let text = parsed.text();
+        if value.as_str() != Some(text.as_str()) {
+            self.rewrite(text);
+        }
+        Ok(())
+    }
+
+    /// Notes that the value being decoded is written back as `text`.
+    fn rewrite(&mut self, text: String) {
+        let path = self
+            .path
+            .iter()
+            .map(|seg| match seg {
+                Seg::Key(k) => Step::Field((*k).to_owned()),
+                Seg::Index(i) => Step::Index(*i),
+            })
+            .collect();
+        self.rewrites.push((path, text));
     }
 
     /// The strict-decoding path of field `key` of the object being decoded
@@ -582,19 +657,22 @@ fn base64_error(s: &str) -> Option<usize> {
 }
 
 /// Go's `time.Parse` with `time.RFC3339` (`micro`: `RFC3339Micro`, six fractional digits)
-/// on `s`: the error as Go words it, if it fails.
-fn time_error(s: &str, micro: bool) -> Option<String> {
+/// on `s`, as `metav1.Time`'s (`MicroTime`'s) `UnmarshalJSON` calls it: the error as Go words
+/// it, or the text its `MarshalJSON` writes back: in UTC, to the second (the microsecond),
+/// truncated. A time whose year in UTC leaves 0-9999, which Go cannot write, is kept as
+/// sent.
+fn time_text(s: &str, micro: bool) -> Result<String, String> {
     let layout = if micro {
         "2006-01-02T15:04:05.000000Z07:00"
     } else {
         "2006-01-02T15:04:05Z07:00"
     };
     let fail = |rest: &str, elem: &str| {
-        Some(format!(
+        Err(format!(
             "parsing time {s:?} as {layout:?}: cannot parse {rest:?} as {elem:?}"
         ))
     };
-    let range = |what: &str| Some(format!("parsing time {s:?}: {what} out of range"));
+    let range = |what: &str| Err(format!("parsing time {s:?}: {what} out of range"));
     let mut rest = s;
     let mut numbers = [0u32; 6];
     let elems: [(&str, usize, &str); 6] = [
@@ -646,13 +724,17 @@ fn time_error(s: &str, micro: bool) -> Option<String> {
     }
     // Fractional seconds: optional in RFC 3339 (Go accepts them after the seconds), exactly
     // six digits in RFC3339Micro.
+    let mut micros = "";
     if micro {
         let frac = rest
             .strip_prefix('.')
             .and_then(|r| r.get(..6))
             .filter(|d| d.bytes().all(|b| b.is_ascii_digit()));
         match frac {
-            Some(_) => rest = &rest[7..],
+            Some(digits) => {
+                micros = digits;
+                rest = &rest[7..];
+            }
             None => return fail(rest, ".000000"),
         }
     } else if let Some(r) = rest.strip_prefix(['.', ',']) {
@@ -661,6 +743,7 @@ fn time_error(s: &str, micro: bool) -> Option<String> {
             rest = &r[n..];
         }
     }
+    let mut east = 0i64;
     if let Some(r) = rest.strip_prefix('Z') {
         rest = r;
     } else {
@@ -684,84 +767,60 @@ fn time_error(s: &str, micro: bool) -> Option<String> {
         match offset {
             Some((h, m)) => {
                 if h > 23 || m > 59 {
-                    return Some(format!("parsing time {s:?}: time zone offset out of range"));
+                    return Err(format!("parsing time {s:?}: time zone offset out of range"));
                 }
+                let sign = if rest.starts_with('-') { -1 } else { 1 };
+                east = sign * i64::from(h * 3600 + m * 60);
                 rest = &rest[6..];
             }
             None => return fail(rest, "Z07:00"),
         }
     }
-    if rest.is_empty() {
-        None
-    } else {
-        Some(format!("parsing time {s:?}: extra text: {rest:?}"))
+    if !rest.is_empty() {
+        return Err(format!("parsing time {s:?}: extra text: {rest:?}"));
     }
+    let local = days_from_civil(i64::from(year), month, day) * 86_400
+        + i64::from(hour * 3600 + minute * 60 + second);
+    let utc = local - east;
+    let (y, mo, d) = civil_from_days(utc.div_euclid(86_400));
+    if !(0..=9999).contains(&y) {
+        return Ok(s.to_owned());
+    }
+    let of_day = utc.rem_euclid(86_400);
+    let (h, mi, sec) = (of_day / 3600, of_day / 60 % 60, of_day % 60);
+    let fraction = if micro {
+        format!(".{micros}")
+    } else {
+        String::new()
+    };
+    Ok(format!(
+        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{fraction}Z"
+    ))
 }
 
-/// Upstream's `resource.ParseQuantity` on `s` (a JSON string's content, or a number's
-/// text): its error, if it fails.
-fn quantity_error(s: &str) -> Option<String> {
-    const FORMAT: &str = "quantities must match the regular expression \
-                          '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-    const SUFFIX: &str = "unable to parse quantity's suffix";
-    if s.is_empty() {
-        return Some(FORMAT.into());
-    }
-    if s == "0" {
-        return None;
-    }
-    let b = s.as_bytes();
-    let mut pos = usize::from(matches!(b[0], b'+' | b'-'));
-    while pos < b.len() && b[pos] == b'0' {
-        pos += 1;
-    }
-    if pos >= b.len() {
-        return None;
-    }
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        while pos < b.len() && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-    }
-    let suffix_start = pos;
-    while pos < b.len() && b"eEinumkKMGTP".contains(&b[pos]) {
-        pos += 1;
-    }
-    if pos < b.len() && matches!(b[pos], b'-' | b'+') {
-        pos += 1;
-    }
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    if pos < b.len() {
-        return Some(FORMAT.into());
-    }
-    let suffix = &s[suffix_start..];
-    let known = matches!(
-        suffix,
-        "" | "n"
-            | "u"
-            | "m"
-            | "k"
-            | "M"
-            | "G"
-            | "T"
-            | "P"
-            | "E"
-            | "Ki"
-            | "Mi"
-            | "Gi"
-            | "Ti"
-            | "Pi"
-            | "Ei"
-    ) || (suffix.len() > 1
-        && suffix.starts_with(['e', 'E'])
-        && suffix[1..].parse::<i64>().is_ok());
-    (!known).then(|| SUFFIX.into())
+/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// The date `days` after 1970-01-01.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month as u32, day as u32)
 }
 
 #[cfg(test)]
@@ -970,12 +1029,81 @@ mod tests {
                 "parsing time \"2026-01-01T00:00:00Zoo\": extra text: \"oo\"",
             ),
         ] {
-            assert_eq!(time_error(bad, false).as_deref(), Some(want), "{bad}");
+            assert_eq!(time_text(bad, false).err().as_deref(), Some(want), "{bad}");
         }
-        assert_eq!(time_error("2026-01-01T00:00:00.123456Z", true), None);
+        assert!(time_text("2026-01-01T00:00:00.123456Z", true).is_ok());
         assert!(
-            time_error("2026-01-01T00:00:00Z", true).is_some(),
+            time_text("2026-01-01T00:00:00Z", true).is_err(),
             "MicroTime wants six digits"
+        );
+    }
+
+    #[test]
+    fn quantities_are_written_back_as_upstream_writes_them() {
+        let mut pod = json!({"spec": {
+            "containers": [{"name": "a", "resources": {
+                "limits": {"cpu": "1000m", "memory": "1024Mi", "nvidia.com/gpu": 2},
+                "requests": {"cpu": "100u", "memory": " 100Mi ", "ephemeral-storage": null},
+            }}],
+            "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "100u"}}],
+            "overhead": {"cpu": "250m"},
+        }});
+        assert_eq!(decode(POD, &mut pod), Ok(Vec::new()));
+        assert_eq!(
+            pod["spec"]["containers"][0]["resources"],
+            json!({
+                "limits": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "2"},
+                "requests": {"cpu": "1m", "memory": "100Mi", "ephemeral-storage": "0"},
+            })
+        );
+        // Not a `ResourceList`: not rounded, and kept as received (it looked canonical).
+        assert_eq!(
+            pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"],
+            json!("100u")
+        );
+        assert_eq!(pod["spec"]["overhead"], json!({"cpu": "250m"}));
+        // A decoding error leaves the body as it was, quantities included.
+        let mut bad = json!({"spec": {"containers": [{"name": "a", "resources": {
+            "limits": {"cpu": "1000m"}}, "ports": "x"}]}});
+        let before = bad.clone();
+        assert!(decode(POD, &mut bad).is_err());
+        assert_eq!(bad, before);
+    }
+
+    #[test]
+    fn times_are_written_back_in_utc_to_the_second() {
+        for (sent, micro, written) in [
+            ("2026-01-01T00:00:00Z", false, "2026-01-01T00:00:00Z"),
+            ("2024-03-01T00:30:00+01:00", false, "2024-02-29T23:30:00Z"),
+            ("2026-12-31T23:00:00-01:00", false, "2027-01-01T00:00:00Z"),
+            (
+                "2026-01-01T00:00:00.999999999Z",
+                false,
+                "2026-01-01T00:00:00Z",
+            ),
+            ("2026-01-01T00:00:00,5+00:00", false, "2026-01-01T00:00:00Z"),
+            (
+                "2026-01-01T00:00:00.123456-02:30",
+                true,
+                "2026-01-01T02:30:00.123456Z",
+            ),
+            ("1969-12-31T23:59:59Z", false, "1969-12-31T23:59:59Z"),
+            // Go cannot write a year before 0: the text is kept.
+            (
+                "0000-01-01T00:00:00+01:00",
+                false,
+                "0000-01-01T00:00:00+01:00",
+            ),
+        ] {
+            assert_eq!(time_text(sent, micro).as_deref(), Ok(written), "{sent}");
+        }
+        let mut pod = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-05-01T12:00:00.5+02:00"}
+        ]}});
+        assert_eq!(decode(POD, &mut pod), Ok(Vec::new()));
+        assert_eq!(
+            pod["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-05-01T10:00:00Z"
         );
     }
 

@@ -233,3 +233,64 @@ async fn server_side_apply_refuses_fields_a_built_in_kind_does_not_declare() {
     assert_eq!(applied.status, 201, "{}", applied.body);
     assert_eq!(applied.body["spec"]["replicas"], 2);
 }
+
+/// A Deployment whose one container has `resources`.
+fn sized(resources: Value) -> Value {
+    deployment(
+        "sized",
+        json!({
+            "selector": {"matchLabels": {"app": "sized"}},
+            "template": {
+                "metadata": {"labels": {"app": "sized"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx", "resources": resources}]}
+            }
+        }),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quantities_are_written_back_canonically_and_a_re_apply_changes_nothing() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let at = format!("{DEPLOYMENTS}/sized?fieldManager=ops");
+    let resources = json!({"limits": {"cpu": "1000m", "memory": 1073741824},
+                           "requests": {"cpu": 0.25, "memory": "1024Mi"}});
+    let applied = apply(&http, &at, &sized(resources.clone())).await;
+    assert_eq!(applied.status, 201, "{}", applied.body);
+    let container = &applied.body["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        container["resources"],
+        // A number's digits look canonical: kept, as a string.
+        json!({"limits": {"cpu": "1", "memory": "1073741824"},
+               "requests": {"cpu": "250m", "memory": "1Gi"}})
+    );
+    let stamp = |body: &Value| {
+        (
+            body["metadata"]["resourceVersion"].clone(),
+            body["metadata"]["managedFields"][0]["time"].clone(),
+        )
+    };
+    let first = stamp(&applied.body);
+    // A second later (managed fields carry whole seconds), the same configuration differs
+    // from what is stored only in its quantities' texts, which the server writes back as
+    // stored: upstream keeps the managed fields' times and makes no write.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let again = apply(&http, &at, &sized(resources)).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(stamp(&again.body), first);
+    let stored = server
+        .get("deployments", Some("a"), "sized")
+        .unwrap()
+        .to_value();
+    assert_eq!(stamp(&stored), first);
+    // A real change is written, with a new time.
+    let changed = apply(&http, &at, &sized(json!({"limits": {"cpu": "2"}}))).await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+    let (rv, time) = stamp(&changed.body);
+    assert_ne!(rv, first.0);
+    assert_ne!(time, first.1);
+    assert_eq!(
+        changed.body["spec"]["template"]["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "2"}})
+    );
+}

@@ -2165,3 +2165,74 @@ async fn kubectl_s_objects_are_stored_with_upstream_s_defaults() {
         .to_value();
     assert_eq!(again["metadata"]["resourceVersion"], rv);
 }
+
+/// Quantities are stored as upstream writes them: in canonical form unless the text received
+/// already looked canonical, a `ResourceList`'s rounded up to milli-units; so applying the
+/// same manifest again changes nothing, as on a cluster.
+#[tokio::test]
+async fn kubectl_s_quantities_are_stored_in_upstream_s_canonical_form() {
+    let Some((server, _http, kubectl)) = kubectl_in(
+        "kubectl_s_quantities_are_stored_in_upstream_s_canonical_form",
+        "prod",
+    )
+    .await
+    else {
+        return;
+    };
+    let manifest = kubectl.manifest(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: sized\nspec:\n  containers:\n  \
+         - name: app\n    image: nginx:1.27\n    resources:\n      limits:\n        \
+         cpu: 0.5\n        memory: 1024Mi\n      requests:\n        cpu: 100u\n        \
+         memory: 100Mi\n        ephemeral-storage: \"2000\"\n  - name: sidecar\n    \
+         image: busybox:1.36\n    resources:\n      limits:\n        cpu: 1000m\n  \
+         volumes:\n  - name: scratch\n    emptyDir:\n      sizeLimit: 1.5Gi\n",
+    );
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let printed = kubectl
+        .ok(&[
+            "get",
+            "pod",
+            "sized",
+            "-o",
+            "jsonpath={.spec.containers[0].resources.limits.cpu} \
+             {.spec.containers[0].resources.limits.memory} \
+             {.spec.containers[0].resources.requests.cpu} \
+             {.spec.containers[0].resources.requests.memory} \
+             {.spec.containers[0].resources.requests.ephemeral-storage} \
+             {.spec.containers[1].resources.limits.cpu} \
+             {.spec.containers[1].resources.requests.cpu} \
+             {.spec.volumes[0].emptyDir.sizeLimit}",
+        ])
+        .await;
+    // The sidecar's requests are its limits (a pod's defaults), written back alike.
+    assert_eq!(printed, "500m 1Gi 1m 100Mi 2k 1 1 1536Mi");
+    let rv = |server: &FakeApiServer| {
+        server
+            .get("pods", Some("prod"), "sized")
+            .unwrap()
+            .to_value()["metadata"]["resourceVersion"]
+            .clone()
+    };
+    // The manifest's `1000m` against the stored `1` is no change once written back.
+    let first = rv(&server);
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    assert_eq!(rv(&server), first);
+    // Server-side apply: the first takes the fields over (its managed fields change), the
+    // second changes nothing.
+    let server_side = [
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        manifest.to_str().unwrap(),
+    ];
+    kubectl.ok(&server_side).await;
+    let taken = rv(&server);
+    kubectl.ok(&server_side).await;
+    assert_eq!(rv(&server), taken);
+}
