@@ -158,7 +158,14 @@ async fn scenario(failed_watches: usize) {
     server.delete("deployments", Some("prod"), "api").unwrap();
     converge(&server, &handle, &cached, "a Deployment deleted").await;
     assert_eq!(summary(&server, "api"), None);
-    assert!(handle.stats().deletions > deletions);
+    // The collector removed the summary within the delete, so the server converged before
+    // the controller may have seen the Deployment go: wait for its reconcile of the deletion.
+    let mut stats = handle.subscribe();
+    let reconciled = stats.wait_for(|s| s.deletions > deletions);
+    tokio::time::timeout(STEP_GUARD, reconciled)
+        .await
+        .expect("the controller reconciles the deleted Deployment")
+        .expect("the controller runs");
 
     stop.cancel();
     let report = tokio::time::timeout(STEP_GUARD, run)
