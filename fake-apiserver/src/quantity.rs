@@ -29,6 +29,9 @@ const MAX_INT64_FACTORS: i64 = 18;
 const NANO: i64 = -9;
 /// The scale `SetDefaults_ResourceList` rounds up to: milli.
 pub(crate) const MILLI: i64 = -3;
+/// The most powers of ten two values are brought together over to be added or compared
+/// (values further apart than this are not summed: the smaller is dropped).
+const MAX_ALIGN: u32 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Format {
@@ -315,6 +318,62 @@ impl Quantity {
         let rounded = shift_down_rounding_up(&magnitude, scale - self.exponent);
         self.mantissa = if negative { -rounded } else { rounded };
         self.exponent = scale;
+    }
+
+    /// Whether the value is above zero.
+    pub(crate) fn is_positive(&self) -> bool {
+        self.mantissa.sign() == Sign::Plus
+    }
+
+    /// The two values over one exponent (the smaller), unless they are more than
+    /// [`MAX_ALIGN`] powers of ten apart.
+    fn aligned(&self, other: &Quantity) -> Option<(BigInt, BigInt, i64)> {
+        let at = self.exponent.min(other.exponent);
+        let shift = |q: &Quantity| {
+            u32::try_from(q.exponent - at)
+                .ok()
+                .filter(|s| *s <= MAX_ALIGN)
+        };
+        let (a, b) = (shift(self)?, shift(other)?);
+        Some((
+            &self.mantissa * BigInt::from(10u8).pow(a),
+            &other.mantissa * BigInt::from(10u8).pow(b),
+            at,
+        ))
+    }
+
+    /// The sum of two values (upstream's `Add`), exact; of two values more than
+    /// [`MAX_ALIGN`] powers of ten apart, the larger (a sum no request would hold).
+    pub(crate) fn sum(&self, other: &Quantity) -> Quantity {
+        let (mantissa, exponent) = match self.aligned(other) {
+            Some((a, b, at)) => (a + b, at),
+            None if self.exponent > other.exponent => (self.mantissa.clone(), self.exponent),
+            None => (other.mantissa.clone(), other.exponent),
+        };
+        Quantity {
+            mantissa,
+            exponent,
+            format: self.format,
+            kept: None,
+        }
+    }
+
+    /// The values compared (upstream's `Cmp`).
+    pub(crate) fn cmp_value(&self, other: &Quantity) -> Ordering {
+        match self.aligned(other) {
+            Some((a, b, _)) => a.cmp(&b),
+            // Far apart: the larger exponent wins, unless signs say otherwise.
+            None => {
+                let (a, b) = (self.mantissa.sign(), other.mantissa.sign());
+                if a != b || a == Sign::NoSign {
+                    a.cmp(&b)
+                } else if (self.exponent > other.exponent) == (a == Sign::Plus) {
+                    Ordering::Greater
+                } else {
+                    Ordering::Less
+                }
+            }
+        }
     }
 
     /// The value compared with `n`.

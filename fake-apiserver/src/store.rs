@@ -411,6 +411,7 @@ pub(crate) enum Part {
 mod eviction;
 mod gc;
 mod namespaces;
+mod pods;
 mod tokens;
 
 /// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
@@ -871,14 +872,13 @@ impl Store {
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
         let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
+        // The real server's create strategies reset the status (a pod's is set below, from
+        // its decoded spec; `GetPodQOS` prefers the QoS class the request sent).
+        let mut sent_status = None;
         if policy.part != Part::Whole
             && let Some(obj) = body.as_object_mut()
         {
-            // The real server's create strategies reset the status (pods start Pending).
-            obj.remove("status");
-            if def.is_pods() {
-                obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
-            }
+            sent_status = obj.remove("status");
         }
         if meta_str(&body, "resourceVersion").is_some() {
             return Err(status::bad_request(
@@ -909,6 +909,14 @@ impl Store {
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
         self.track(&def, managing, sent, policy.part, None, &mut body);
+        if policy.part != Part::Whole
+            && def.is_pods()
+            && let Some(obj) = body.as_object_mut()
+        {
+            let spec = obj.get("spec").unwrap_or(&Value::Null);
+            let status = pods::status_on_create(spec, sent_status.as_ref(), &self.now_rfc3339());
+            obj.insert("status".into(), status);
+        }
         let key = object_key(&def, ns.as_deref(), &name);
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
@@ -1013,6 +1021,9 @@ impl Store {
         // Before the server's own fields, which nobody owns (upstream's field manager runs
         // before the registry's strategy).
         self.track(&def, managing, sent, part, Some(&old), &mut body);
+        if part == Part::Status && def.is_pods() {
+            pods::keep_on_status_update(&mut body, &old);
+        }
         match meta_str(&body, "name") {
             Some(n) if n != name => {
                 return Err(status::bad_request(format!(

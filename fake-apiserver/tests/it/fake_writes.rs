@@ -310,7 +310,11 @@ async fn the_status_subresource_splits_writes() {
     let pods = server.target("pods", Some("a")).unwrap();
     let pod = json!({"metadata": {"name": "p"}, "status": {"phase": "Running"}});
     let pod = server.create_at(&pods, pod).unwrap().to_value();
-    assert_eq!(pod["status"], json!({"phase": "Pending"}));
+    // With its QoS class, from its (absent) resources, as upstream's pod strategy sets it.
+    assert_eq!(
+        pod["status"],
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
     // An update of the resource keeps the stored status; one of `status` keeps the rest.
     server
         .update_status_at(&deploys, "web", deploy(7, 2))

@@ -294,3 +294,69 @@ async fn quantities_are_written_back_canonically_and_a_re_apply_changes_nothing(
         json!({"limits": {"cpu": "2"}})
     );
 }
+
+const PODS: &str = "/api/v1/namespaces/a/pods";
+
+fn pod(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_created_pod_is_pending_with_its_qos_class() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    // Limits alone: the requests default to them, so the pod is Guaranteed.
+    let limited = json!({"containers": [{"name": "app", "image": "nginx",
+        "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}}}]});
+    let created = post(&http, PODS, &pod("limited", limited)).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.body["status"],
+        json!({"phase": "Pending", "qosClass": "Guaranteed"})
+    );
+    let plain = json!({"containers": [{"name": "app", "image": "nginx"}]});
+    let created = post(&http, PODS, &pod("plain", plain.clone())).await;
+    assert_eq!(created.body["status"]["qosClass"], "BestEffort");
+    // A request's own QoS class is kept (upstream's `GetPodQOS` prefers it); the rest of
+    // its status is not.
+    let mut sent = pod("claimed", plain.clone());
+    sent["status"] = json!({"qosClass": "Burstable", "phase": "Running"});
+    let created = post(&http, PODS, &sent).await;
+    assert_eq!(
+        created.body["status"],
+        json!({"phase": "Pending", "qosClass": "Burstable"})
+    );
+    // Scheduling gates: the PodScheduled condition says so.
+    let mut gated = plain.clone();
+    gated["schedulingGates"] = json!([{"name": "example.com/quota"}]);
+    let created = post(&http, PODS, &pod("gated", gated)).await;
+    let condition = &created.body["status"]["conditions"][0];
+    assert_eq!(
+        (
+            &condition["type"],
+            &condition["status"],
+            &condition["reason"],
+            &condition["lastProbeTime"]
+        ),
+        (
+            &json!("PodScheduled"),
+            &json!("False"),
+            &json!("SchedulingGated"),
+            &Value::Null
+        )
+    );
+    assert!(condition["lastTransitionTime"].is_string(), "{condition}");
+    // A status write without the QoS class keeps it: it is immutable.
+    let written = patch(
+        &http,
+        &format!("{PODS}/limited/status"),
+        "application/merge-patch+json",
+        &json!({"status": {"qosClass": null, "phase": "Running"}}),
+    )
+    .await;
+    assert_eq!(written.status, 200, "{}", written.body);
+    assert_eq!(
+        written.body["status"],
+        json!({"phase": "Running", "qosClass": "Guaranteed"})
+    );
+}

@@ -421,8 +421,15 @@ async fn a_pod_encoded_by_k8s_pb_is_stored_as_the_same_json() {
         v.as_object_mut().unwrap().remove("status");
         v
     };
+    let sent_qos = original["status"]["qosClass"].clone();
     assert_eq!(strip(stored.clone()), strip(original));
-    assert_eq!(stored["status"], json!({"phase": "Pending"}));
+    // A create resets the status to Pending, keeping the QoS class the body names (as
+    // upstream's `GetPodQOS` does; the seed's pods carry one).
+    assert_eq!(sent_qos, "Burstable");
+    assert_eq!(
+        stored["status"],
+        json!({"phase": "Pending", "qosClass": "Burstable"})
+    );
     http.shutdown().await.unwrap();
 }
 
