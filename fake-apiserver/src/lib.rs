@@ -210,8 +210,9 @@
 //! ([`ResourceDef::status_subresource`]): a request that creates the resource drops `.status`
 //! (pods start `{"phase": "Pending", "qosClass": ...}`, the QoS class computed from their
 //! resources as upstream computes it, with a `PodScheduled=False` condition when they have
-//! scheduling gates; a pod's status write keeps its QoS class), one that updates or patches
-//! it keeps the stored
+//! scheduling gates; a pod's status write keeps its QoS class; a Service gets a cluster IP
+//! of `10.96.0.0/12` and node ports as a cluster's API server allocates them, kept by
+//! updates that leave them out), one that updates or patches it keeps the stored
 //! `.status`, and [`FakeApiServer::update_status_at`] / [`FakeApiServer::patch_status_with_at`]
 //! (HTTP: `PUT`/`PATCH <object>/status`) change only `.status`. Deployments, replica sets,
 //! stateful sets and replication controllers have a `scale` subresource over the HTTP front

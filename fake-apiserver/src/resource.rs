@@ -172,6 +172,11 @@ impl ResourceDef {
         self.group.is_empty() && self.plural == "pods"
     }
 
+    /// Whether this is the core group's services (cluster IPs and node ports allocated).
+    pub(crate) fn is_services(&self) -> bool {
+        self.group.is_empty() && self.plural == "services"
+    }
+
     /// Whether this is the core group's service accounts (the token subresource).
     pub(crate) fn is_service_accounts(&self) -> bool {
         self.group.is_empty() && self.plural == "serviceaccounts"

@@ -412,6 +412,7 @@ mod eviction;
 mod gc;
 mod namespaces;
 mod pods;
+mod services;
 mod tokens;
 
 /// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
@@ -921,6 +922,9 @@ impl Store {
         if self.resources[res].objects.contains_key(key.as_str()) {
             return Err(status::already_exists(&def, &name));
         }
+        if policy.part != Part::Whole && def.is_services() {
+            self.allocate_service(res, &key, &name, &mut body, None)?;
+        }
         // A dry run answers the object as prepared, without a resourceVersion (upstream's
         // dry-run storage hands back what it would have written; etcd assigns the version).
         let rv = if self.dry_run { 0 } else { self.next_rv()? };
@@ -1023,6 +1027,10 @@ impl Store {
         self.track(&def, managing, sent, part, Some(&old), &mut body);
         if part == Part::Status && def.is_pods() {
             pods::keep_on_status_update(&mut body, &old);
+        }
+        if part == Part::Main && def.is_services() {
+            let key = object_key(&def, ns.as_deref(), name);
+            self.allocate_service(res, &key, name, &mut body, Some(&old))?;
         }
         match meta_str(&body, "name") {
             Some(n) if n != name => {

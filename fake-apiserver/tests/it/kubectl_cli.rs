@@ -2154,7 +2154,12 @@ async fn kubectl_s_objects_are_stored_with_upstream_s_defaults() {
             &json!("TCP")
         )
     );
-    // Applying the same manifest again changes nothing: the defaults are not a difference.
+    // Its cluster IP allocated, as a cluster's API server allocates one.
+    let ip = service["spec"]["clusterIP"].as_str().unwrap_or_default();
+    assert!(ip.starts_with("10."), "{service}");
+    assert_eq!(service["spec"]["clusterIPs"], json!([ip]));
+    // Applying the same manifest again changes nothing: the defaults and the address are
+    // not a difference.
     let rv = service["metadata"]["resourceVersion"].clone();
     kubectl
         .ok(&["apply", "-f", manifest.to_str().unwrap()])

@@ -38,6 +38,7 @@ mod http_list;
 mod http_protobuf;
 mod http_reviews;
 mod http_selectable_fields;
+mod http_services;
 mod http_shard;
 mod http_tokens;
 mod http_watch;
