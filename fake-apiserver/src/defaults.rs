@@ -8,10 +8,9 @@
 //! Go's notion of "not set" is kept: a pointer field is unset when absent or `null`; a string
 //! when absent, `null` or empty; a number when absent, `null` or zero. The rounding of
 //! `ResourceList`s to milli-units is done with the decoding (`typed.rs`, `quantity.rs`).
-//! What is not done: pod-level resources' defaults (a beta feature), ReplicationControllers' selector from their template, defaults
-//! of kinds outside core, apps and batch (none of the stable ones in other groups is common in
-//! controller tests), and defaults newer than the sources read (a Job's
-//! `podReplacementPolicy`).
+//! What is not done: pod-level resources' defaults (a beta feature), ReplicationControllers'
+//! selector from their template, and defaults of kinds outside core, apps and batch (none of
+//! the stable ones in other groups is common in controller tests).
 
 use serde_json::{Map, Value, json};
 
@@ -39,6 +38,7 @@ fn default_struct(definition: &str, o: &mut Map<String, Value>) {
             }
         }
         "batch.v1.Job" => job(o),
+        "batch.v1.PodFailurePolicyOnPodConditionsPattern" => string(o, "status", "True"),
         "batch.v1.CronJob" => cron_job(o),
         "core.v1.Pod" => pod(o),
         "core.v1.PodSpec" => pod_spec(o),
@@ -218,9 +218,24 @@ fn job(o: &mut Map<String, Value>) {
         spec.insert("completions".into(), json!(1));
     }
     pointer(spec, "parallelism", json!(1));
-    pointer(spec, "backoffLimit", json!(6));
+    // Per-index back-off makes the whole job's limit unbounded.
+    let per_index = !unset(spec, "backoffLimitPerIndex");
+    pointer(
+        spec,
+        "backoffLimit",
+        json!(if per_index { i32::MAX } else { 6 }),
+    );
     pointer(spec, "completionMode", json!("NonIndexed"));
     pointer(spec, "suspend", json!(false));
+    // `JobPodReplacementPolicy` (GA): with a pod failure policy only failed pods are
+    // replaced.
+    let replacement = if unset(spec, "podFailurePolicy") {
+        "TerminatingOrFailed"
+    } else {
+        "Failed"
+    };
+    pointer(spec, "podReplacementPolicy", json!(replacement));
+    pointer(spec, "manualSelector", json!(false));
     let Some(meta) = object(o, "metadata") else {
         return;
     };

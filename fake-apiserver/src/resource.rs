@@ -172,6 +172,11 @@ impl ResourceDef {
         self.group.is_empty() && self.plural == "pods"
     }
 
+    /// Whether this is batch's Jobs (a selector generated on create).
+    pub(crate) fn is_jobs(&self) -> bool {
+        self.group == "batch" && self.plural == "jobs"
+    }
+
     /// Whether this is the core group's services (cluster IPs and node ports allocated).
     pub(crate) fn is_services(&self) -> bool {
         self.group.is_empty() && self.plural == "services"

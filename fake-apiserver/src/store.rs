@@ -410,6 +410,7 @@ pub(crate) enum Part {
 
 mod eviction;
 mod gc;
+mod jobs;
 mod namespaces;
 mod pods;
 mod services;
@@ -929,6 +930,9 @@ impl Store {
         // dry-run storage hands back what it would have written; etcd assigns the version).
         let rv = if self.dry_run { 0 } else { self.next_rv()? };
         let uid = self.new_uid();
+        if policy.part != Part::Whole && def.is_jobs() {
+            jobs::generate_selector(&mut body, &name, &uid);
+        }
         set_meta(&mut body, "name", Value::String(name));
         set_meta(&mut body, "uid", Value::String(uid));
         set_meta(

@@ -2169,6 +2169,31 @@ async fn kubectl_s_objects_are_stored_with_upstream_s_defaults() {
         .unwrap()
         .to_value();
     assert_eq!(again["metadata"]["resourceVersion"], rv);
+    // A Job: its defaults, and the selector on its own uid its template's labels carry.
+    kubectl
+        .ok(&["create", "job", "pi", "--image=busybox:1.36"])
+        .await;
+    let job = server.get("jobs", Some("prod"), "pi").unwrap().to_value();
+    let uid = job["metadata"]["uid"].as_str().unwrap_or_default();
+    assert_eq!(
+        (
+            &job["spec"]["backoffLimit"],
+            &job["spec"]["manualSelector"],
+            &job["spec"]["podReplacementPolicy"],
+            &job["spec"]["selector"],
+        ),
+        (
+            &json!(6),
+            &json!(false),
+            &json!("TerminatingOrFailed"),
+            &json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+        )
+    );
+    assert_eq!(
+        job["spec"]["template"]["metadata"]["labels"],
+        json!({"batch.kubernetes.io/controller-uid": uid, "batch.kubernetes.io/job-name": "pi",
+               "controller-uid": uid, "job-name": "pi"})
+    );
 }
 
 /// Quantities are stored as upstream writes them: in canonical form unless the text received
