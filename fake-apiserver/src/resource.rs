@@ -172,6 +172,11 @@ impl ResourceDef {
         self.group.is_empty() && self.plural == "pods"
     }
 
+    /// Whether this is apps' DaemonSets (a template generation kept in an annotation).
+    pub(crate) fn is_daemon_sets(&self) -> bool {
+        self.group == "apps" && self.plural == "daemonsets"
+    }
+
     /// Whether this is batch's Jobs (a selector generated on create).
     pub(crate) fn is_jobs(&self) -> bool {
         self.group == "batch" && self.plural == "jobs"

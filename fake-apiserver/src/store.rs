@@ -408,6 +408,7 @@ pub(crate) enum Part {
     Status,
 }
 
+mod daemon_sets;
 mod eviction;
 mod gc;
 mod jobs;
@@ -926,6 +927,9 @@ impl Store {
         if policy.part != Part::Whole && def.is_services() {
             self.allocate_service(res, &key, &name, &mut body, None)?;
         }
+        if policy.part != Part::Whole && def.is_daemon_sets() {
+            daemon_sets::on_create(&mut body);
+        }
         // A dry run answers the object as prepared, without a resourceVersion (upstream's
         // dry-run storage hands back what it would have written; etcd assigns the version).
         let rv = if self.dry_run { 0 } else { self.next_rv()? };
@@ -1031,6 +1035,9 @@ impl Store {
         self.track(&def, managing, sent, part, Some(&old), &mut body);
         if part == Part::Status && def.is_pods() {
             pods::keep_on_status_update(&mut body, &old);
+        }
+        if part == Part::Main && def.is_daemon_sets() {
+            daemon_sets::on_update(&mut body, &old);
         }
         if part == Part::Main && def.is_services() {
             let key = object_key(&def, ns.as_deref(), name);

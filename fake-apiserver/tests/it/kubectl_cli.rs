@@ -2169,6 +2169,36 @@ async fn kubectl_s_objects_are_stored_with_upstream_s_defaults() {
         .unwrap()
         .to_value();
     assert_eq!(again["metadata"]["resourceVersion"], rv);
+    // A DaemonSet: its template generation in apps/v1's annotation, 1 at first, one more
+    // per change of its pod template, none for a re-apply.
+    let agent = kubectl.manifest(
+        "ds.yaml",
+        "apiVersion: apps/v1\nkind: DaemonSet\nmetadata:\n  name: agent\nspec:\n  selector:\n    \
+         matchLabels:\n      app: agent\n  template:\n    metadata:\n      labels:\n        \
+         app: agent\n    spec:\n      containers:\n      - name: agent\n        image: \
+         busybox:1.36\n",
+    );
+    let generations = |server: &FakeApiServer| {
+        let ds = server
+            .get("daemonsets", Some("prod"), "agent")
+            .unwrap()
+            .to_value();
+        (
+            ds["metadata"]["annotations"]["deprecated.daemonset.template.generation"].clone(),
+            ds["metadata"]["generation"].clone(),
+            ds["metadata"]["resourceVersion"].clone(),
+        )
+    };
+    kubectl.ok(&["apply", "-f", agent.to_str().unwrap()]).await;
+    let first = generations(&server);
+    assert_eq!((&first.0, &first.1), (&json!("1"), &json!(1)));
+    kubectl.ok(&["apply", "-f", agent.to_str().unwrap()]).await;
+    assert_eq!(generations(&server), first);
+    kubectl
+        .ok(&["set", "image", "daemonset/agent", "agent=busybox:1.37"])
+        .await;
+    let second = generations(&server);
+    assert_eq!((&second.0, &second.1), (&json!("2"), &json!(2)));
     // A Job: its defaults, and the selector on its own uid its template's labels carry.
     kubectl
         .ok(&["create", "job", "pi", "--image=busybox:1.36"])
