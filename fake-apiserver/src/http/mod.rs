@@ -60,8 +60,8 @@
 //!   fields are pointers whose zero matters (`replicas: 0`), except in `metadata`.
 //! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
 //!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
-//!   IP, NODE for `-o wide`; deployments, replica sets, stateful sets, nodes and events as
-//!   the real printers print them; custom resources NAME and their CRD's
+//!   IP, NODE for `-o wide`; deployments, replica sets, stateful sets, daemon sets,
+//!   services, nodes and events as the real printers print them; custom resources NAME and their CRD's
 //!   `additionalPrinterColumns`, evaluated as upstream's table convertor does (client-go's
 //!   JSONPath, typed cells, `date` as an age); other kinds NAME, AGE and a few kind-specific
 //!   columns); `as=PartialObjectMetadata[List]` gives metadata only.

@@ -301,16 +301,57 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ],
         ("", "services") => vec![
             NAME,
-            col("Type", "string", 0, |v, _| {
-                v.pointer("/spec/type")
-                    .cloned()
-                    .unwrap_or_else(|| Value::String("ClusterIP".into()))
-            }),
+            col("Type", "string", 0, |v, _| str_at(v, "/spec/type")),
             col("Cluster-IP", "string", 0, |v, _| {
-                or_none(v, "/spec/clusterIP")
+                or_none(v, "/spec/clusterIPs/0")
+            }),
+            col("External-IP", "string", 0, |v, _| {
+                Value::String(service_external_ip(v))
+            }),
+            col("Port(s)", "string", 0, |v, _| {
+                Value::String(service_ports(v))
             }),
             AGE,
+            col("Selector", "string", 1, |v, _| {
+                Value::String(format_labels(v.pointer("/spec/selector")))
+            }),
         ],
+        ("apps", "daemonsets") => vec![
+            NAME,
+            col("Desired", "integer", 0, |v, _| {
+                int_at(v, "/status/desiredNumberScheduled")
+            }),
+            col("Current", "integer", 0, |v, _| {
+                int_at(v, "/status/currentNumberScheduled")
+            }),
+            col("Ready", "integer", 0, |v, _| {
+                int_at(v, "/status/numberReady")
+            }),
+            col("Up-to-date", "integer", 0, |v, _| {
+                int_at(v, "/status/updatedNumberScheduled")
+            }),
+            col("Available", "integer", 0, |v, _| {
+                int_at(v, "/status/numberAvailable")
+            }),
+            col("Node Selector", "string", 0, |v, _| {
+                Value::String(format_labels(v.pointer("/spec/template/spec/nodeSelector")))
+            }),
+            AGE,
+        ]
+        .into_iter()
+        .chain(template_columns())
+        .chain([col("Selector", "string", 1, |v, _| {
+            let text = v
+                .pointer("/spec/selector")
+                .map(crate::object::label_selector_text)
+                .unwrap_or_default();
+            Value::String(if text.is_empty() {
+                "<none>".into()
+            } else {
+                text
+            })
+        })])
+        .collect(),
         ("apps", "deployments") => vec![
             NAME,
             col("Ready", "string", 0, |v, _| ready_of_wanted(v)),
@@ -424,6 +465,92 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
             },
         ],
         _ => vec![NAME, AGE],
+    }
+}
+
+/// A label map as `labels.FormatLabels` prints it: `k=v` pairs sorted by key, or `<none>`.
+fn format_labels(map: Option<&Value>) -> String {
+    let pairs: Vec<String> = map
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    if pairs.is_empty() {
+        "<none>".into()
+    } else {
+        pairs.join(",")
+    }
+}
+
+/// The service printer's `Port(s)`: `port/protocol`, or `port:nodePort/protocol`.
+fn service_ports(v: &Value) -> String {
+    let ports: Vec<String> = v
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+            let protocol = p.get("protocol").and_then(Value::as_str).unwrap_or("");
+            match p.get("nodePort").and_then(Value::as_i64) {
+                Some(node) if node > 0 => format!("{port}:{node}/{protocol}"),
+                _ => format!("{port}/{protocol}"),
+            }
+        })
+        .collect();
+    if ports.is_empty() {
+        "<none>".into()
+    } else {
+        ports.join(",")
+    }
+}
+
+/// The service printer's `External-IP` (`getServiceExternalIP`, wide): the external IPs,
+/// a load balancer's ingress addresses (`<pending>` without any), an external name.
+fn service_external_ip(v: &Value) -> String {
+    let strings = |ptr: &str| -> Vec<String> {
+        v.pointer(ptr)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    };
+    let external = strings("/spec/externalIPs");
+    match v.pointer("/spec/type").and_then(Value::as_str) {
+        Some("ClusterIP" | "NodePort") if external.is_empty() => "<none>".into(),
+        Some("ClusterIP" | "NodePort") => external.join(","),
+        Some("LoadBalancer") => {
+            let mut all: Vec<String> = v
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| {
+                    let text = |k: &str| i.get(k).and_then(Value::as_str).filter(|s| !s.is_empty());
+                    text("ip").or_else(|| text("hostname")).map(str::to_owned)
+                })
+                .collect();
+            // A string set's sorted list, as upstream's stringer builds it.
+            all.sort();
+            all.dedup();
+            all.extend(external);
+            if all.is_empty() {
+                "<pending>".into()
+            } else {
+                all.join(",")
+            }
+        }
+        Some("ExternalName") => v
+            .pointer("/spec/externalName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        _ => "<unknown>".into(),
     }
 }
 

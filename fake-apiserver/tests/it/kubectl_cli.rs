@@ -1574,6 +1574,81 @@ async fn workload_and_node_tables_print_the_real_columns() {
         ["n1", "Ready,SchedulingDisabled", "control-plane"]
     );
     assert_eq!(nodes[1][4..], ["v1.32.0", "10.0.0.1", "<none>"]);
+
+    // Services as the service printer shows them (their addresses allocated by the server).
+    kubectl
+        .ok(&["create", "service", "nodeport", "edge", "--tcp=80:8080"])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "service",
+            "externalname",
+            "ext",
+            "--external-name=example.com",
+        ])
+        .await;
+    let edge = server
+        .get("services", Some("prod"), "edge")
+        .unwrap()
+        .to_value();
+    let services = rows(&kubectl.ok(&["get", "services", "-o", "wide"]).await);
+    assert_eq!(
+        services[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE",
+            "SELECTOR"
+        ]
+    );
+    let by_name = |name: &str| services.iter().find(|r| r[0] == name).unwrap().clone();
+    let edge_row = by_name("edge");
+    assert_eq!(
+        [&edge_row[1..5], &edge_row[6..]].concat(),
+        [
+            "NodePort".to_owned(),
+            edge["spec"]["clusterIP"].as_str().unwrap().to_owned(),
+            "<none>".to_owned(),
+            format!("80:{}/TCP", edge["spec"]["ports"][0]["nodePort"]),
+            "app=edge".to_owned(),
+        ]
+    );
+    let ext_row = by_name("ext");
+    assert_eq!(ext_row[1..4], ["ExternalName", "<none>", "example.com"]);
+    // DaemonSets, with their node selector.
+    server
+        .create(
+            "daemonsets",
+            &json!({"metadata": {"name": "agent", "namespace": "prod"},
+                    "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                             "template": {"spec": {"nodeSelector": {"disk": "ssd"},
+                                                   "containers": [{"name": "a", "image": "busybox:1"}]}}},
+                    "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3,
+                               "numberReady": 2, "updatedNumberScheduled": 3,
+                               "numberAvailable": 2}}),
+        )
+        .unwrap();
+    let sets = rows(&kubectl.ok(&["get", "daemonsets", "-o", "wide"]).await);
+    assert_eq!(
+        sets[0][..9],
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE",
+            "SELECTOR",
+            "AGE"
+        ]
+    );
+    assert_eq!(sets[1][..7], ["agent", "3", "3", "2", "3", "2", "disk=ssd"]);
+    assert_eq!(sets[1][8..], ["a", "busybox:1", "app=agent"]);
 }
 
 /// A ConfigMap manifest named `name` with `data` (YAML lines under `data:`).
