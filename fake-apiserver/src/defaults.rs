@@ -1,16 +1,17 @@
 //! The defaults the API server fills in when it decodes a built-in kind (its generated
 //! defaulters calling `SetDefaults_<Type>` on every struct of the object, parents first, and
 //! the declarative `+default` markers), read in `pkg/apis/core/v1/defaults.go`,
-//! `pkg/apis/apps/v1/defaults.go` and `pkg/apis/batch/v1/defaults.go` of
-//! kubernetes/kubernetes: a controller that compares what it asked for with what the server
+//! `pkg/apis/apps/v1/defaults.go`, `pkg/apis/batch/v1/defaults.go` and the other stable
+//! groups' (`admissionregistration`, `autoscaling/v2`, `networking`, `rbac`, `scheduling`,
+//! `storage`, `discovery`) of kubernetes/kubernetes: a controller that compares what it asked for with what the server
 //! stored sees the same extra fields it sees on a cluster.
 //!
 //! Go's notion of "not set" is kept: a pointer field is unset when absent or `null`; a string
 //! when absent, `null` or empty; a number when absent, `null` or zero. The rounding of
 //! `ResourceList`s to milli-units is done with the decoding (`typed.rs`, `quantity.rs`).
 //! What is not done: pod-level resources' defaults (a beta feature), ReplicationControllers'
-//! selector from their template, and defaults of kinds outside core, apps and batch (none of
-//! the stable ones in other groups is common in controller tests).
+//! selector from their template, and the defaults of the groups not named above (flow
+//! control's, for one).
 
 use serde_json::{Map, Value, json};
 
@@ -107,7 +108,150 @@ fn default_struct(definition: &str, o: &mut Map<String, Value>) {
                 o.insert("allocatable".into(), capacity);
             }
         }
+        _ => other_groups(name, o),
+    }
+}
+
+/// The defaults of the stable groups besides core, apps and batch (`pkg/apis/<group>/v1`
+/// and `autoscaling/v2`'s `defaults.go`): webhooks and admission policies, autoscalers,
+/// network policies and ingress classes, role bindings, priority classes, storage classes
+/// and CSI drivers, endpoint slices' ports.
+fn other_groups(name: &str, o: &mut Map<String, Value>) {
+    match name {
+        "admissionregistration.v1.ValidatingWebhook"
+        | "admissionregistration.v1.MutatingWebhook" => {
+            pointer(o, "failurePolicy", json!("Fail"));
+            pointer(o, "matchPolicy", json!("Equivalent"));
+            pointer(o, "namespaceSelector", json!({}));
+            pointer(o, "objectSelector", json!({}));
+            pointer(o, "timeoutSeconds", json!(10));
+            if name.ends_with("MutatingWebhook") {
+                pointer(o, "reinvocationPolicy", json!("Never"));
+            }
+        }
+        // `SetDefaults_Rule`, on the rule these embed.
+        "admissionregistration.v1.RuleWithOperations"
+        | "admissionregistration.v1.NamedRuleWithOperations" => {
+            pointer(o, "scope", json!("*"));
+        }
+        "admissionregistration.v1.ServiceReference" => pointer(o, "port", json!(443)),
+        "admissionregistration.v1.ValidatingAdmissionPolicySpec" => {
+            pointer(o, "failurePolicy", json!("Fail"));
+        }
+        "admissionregistration.v1.MatchResources" => {
+            pointer(o, "matchPolicy", json!("Equivalent"));
+            pointer(o, "namespaceSelector", json!({}));
+            pointer(o, "objectSelector", json!({}));
+        }
+        "autoscaling.v2.HorizontalPodAutoscaler" => autoscaler(o),
+        "networking.v1.NetworkPolicy" => {
+            if let Some(spec) = object(o, "spec") {
+                let none = spec
+                    .get("policyTypes")
+                    .and_then(Value::as_array)
+                    .is_none_or(Vec::is_empty);
+                if none {
+                    let egress = spec
+                        .get("egress")
+                        .and_then(Value::as_array)
+                        .is_some_and(|e| !e.is_empty());
+                    let types = if egress {
+                        json!(["Ingress", "Egress"])
+                    } else {
+                        json!(["Ingress"])
+                    };
+                    spec.insert("policyTypes".into(), types);
+                }
+            }
+        }
+        "networking.v1.NetworkPolicyPort" => pointer(o, "protocol", json!("TCP")),
+        "networking.v1.IngressClass" => {
+            let parameters = o
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("parameters"))
+                .and_then(Value::as_object_mut);
+            if let Some(parameters) = parameters {
+                pointer(parameters, "scope", json!("Cluster"));
+            }
+        }
+        "rbac.v1.RoleBinding" | "rbac.v1.ClusterRoleBinding" => {
+            if let Some(role) = object(o, "roleRef") {
+                string(role, "apiGroup", "rbac.authorization.k8s.io");
+            }
+        }
+        "rbac.v1.Subject" => {
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or("");
+            if matches!(kind, "User" | "Group") {
+                string(o, "apiGroup", "rbac.authorization.k8s.io");
+            }
+        }
+        "scheduling.v1.PriorityClass" => {
+            pointer(o, "preemptionPolicy", json!("PreemptLowerPriority"));
+        }
+        "storage.v1.StorageClass" => {
+            pointer(o, "reclaimPolicy", json!("Delete"));
+            pointer(o, "volumeBindingMode", json!("Immediate"));
+        }
+        "storage.v1.CSIDriverSpec" => {
+            pointer(o, "attachRequired", json!(true));
+            pointer(o, "podInfoOnMount", json!(false));
+            pointer(o, "storageCapacity", json!(false));
+            pointer(o, "fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
+            let modes = o
+                .get("volumeLifecycleModes")
+                .and_then(Value::as_array)
+                .is_some_and(|m| !m.is_empty());
+            if !modes {
+                o.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
+            }
+            pointer(o, "requiresRepublish", json!(false));
+        }
+        "discovery.v1.EndpointPort" => {
+            pointer(o, "name", json!(""));
+            pointer(o, "protocol", json!("TCP"));
+        }
         _ => {}
+    }
+}
+
+/// `SetDefaults_HorizontalPodAutoscaler`: one replica at least, CPU at 80% when no metric
+/// is named, and a behavior's unset rules filled with the ones that repeat the controller's
+/// older behavior.
+fn autoscaler(o: &mut Map<String, Value>) {
+    let Some(spec) = object(o, "spec") else {
+        return;
+    };
+    pointer(spec, "minReplicas", json!(1));
+    let metrics = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_some_and(|m| !m.is_empty());
+    if !metrics {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                    "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    let Some(behavior) = spec.get_mut("behavior").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let up = json!({"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+        {"type": "Pods", "value": 4, "periodSeconds": 15},
+        {"type": "Percent", "value": 100, "periodSeconds": 15}]});
+    let down = json!({"selectPolicy": "Max", "policies": [
+        {"type": "Percent", "value": 100, "periodSeconds": 15}]});
+    for (key, mut rules) in [("scaleUp", up), ("scaleDown", down)] {
+        // `copyHPAScalingRules`: the fields the behavior sets win.
+        if let (Some(given), Some(filled)) = (
+            behavior.get(key).and_then(Value::as_object),
+            rules.as_object_mut(),
+        ) {
+            for (field, value) in given.iter().filter(|(_, v)| !v.is_null()) {
+                filled.insert(field.clone(), value.clone());
+            }
+        }
+        behavior.insert(key.into(), rules);
     }
 }
 
@@ -573,6 +717,83 @@ mod tests {
 
     /// The realistic pods the seeding writes (and the benchmarks list) are what a cluster
     /// stores: they decode with no unknown field and the defaults add nothing to them.
+    #[test]
+    fn other_groups_get_their_defaults() {
+        let mut webhook = json!({"webhooks": [{"name": "v.example.com",
+            "clientConfig": {"service": {"namespace": "a", "name": "hook"}},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                       "resources": ["pods"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"]}]});
+        apply(
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+            &mut webhook,
+        );
+        let hook = &webhook["webhooks"][0];
+        assert_eq!(
+            (
+                &hook["failurePolicy"],
+                &hook["matchPolicy"],
+                &hook["namespaceSelector"],
+                &hook["objectSelector"],
+                &hook["timeoutSeconds"],
+                &hook["reinvocationPolicy"],
+                &hook["rules"][0]["scope"],
+                &hook["clientConfig"]["service"]["port"],
+            ),
+            (
+                &json!("Fail"),
+                &json!("Equivalent"),
+                &json!({}),
+                &json!({}),
+                &json!(10),
+                &json!("Never"),
+                &json!("*"),
+                &json!(443)
+            )
+        );
+        let mut hpa = json!({"spec": {"maxReplicas": 5, "behavior": {"scaleDown": {
+            "stabilizationWindowSeconds": 60}}}});
+        apply(
+            "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+            &mut hpa,
+        );
+        assert_eq!(hpa["spec"]["minReplicas"], 1);
+        assert_eq!(
+            hpa["spec"]["metrics"][0]["resource"]["target"],
+            json!({"type": "Utilization", "averageUtilization": 80})
+        );
+        assert_eq!(
+            hpa["spec"]["behavior"]["scaleDown"],
+            json!({"stabilizationWindowSeconds": 60, "selectPolicy": "Max",
+                   "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}]})
+        );
+        assert_eq!(
+            hpa["spec"]["behavior"]["scaleUp"]["policies"][0]["value"],
+            4
+        );
+        let mut policy =
+            json!({"spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}});
+        apply("io.k8s.api.networking.v1.NetworkPolicy", &mut policy);
+        assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+        assert_eq!(policy["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+        let mut binding = json!({"roleRef": {"kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "jane"},
+                         {"kind": "ServiceAccount", "name": "bot", "namespace": "a"}]});
+        apply("io.k8s.api.rbac.v1.RoleBinding", &mut binding);
+        assert_eq!(binding["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+        assert_eq!(
+            binding["subjects"][0]["apiGroup"],
+            "rbac.authorization.k8s.io"
+        );
+        assert_eq!(binding["subjects"][1].get("apiGroup"), None);
+        let mut class = json!({"provisioner": "example.com/disk"});
+        apply("io.k8s.api.storage.v1.StorageClass", &mut class);
+        assert_eq!(
+            (&class["reclaimPolicy"], &class["volumeBindingMode"]),
+            (&json!("Delete"), &json!("Immediate"))
+        );
+    }
+
     #[test]
     fn seeded_pods_are_already_decoded_and_defaulted() {
         use rand::SeedableRng;
