@@ -9,9 +9,9 @@
 //! Go's notion of "not set" is kept: a pointer field is unset when absent or `null`; a string
 //! when absent, `null` or empty; a number when absent, `null` or zero. The rounding of
 //! `ResourceList`s to milli-units is done with the decoding (`typed.rs`, `quantity.rs`).
-//! What is not done: pod-level resources' defaults (a beta feature), ReplicationControllers'
-//! selector from their template, and the defaults of the groups not named above (flow
-//! control's, for one).
+//! What is not done: pod-level resources' defaults (a beta feature), an image volume's pull
+//! policy (a gated feature), and the defaults of the groups not named above (flow control's,
+//! for one).
 
 use serde_json::{Map, Value, json};
 
@@ -42,6 +42,8 @@ fn default_struct(definition: &str, o: &mut Map<String, Value>) {
         "batch.v1.PodFailurePolicyOnPodConditionsPattern" => string(o, "status", "True"),
         "batch.v1.CronJob" => cron_job(o),
         "core.v1.Pod" => pod(o),
+        "core.v1.ReplicationController" => replication_controller(o),
+        "core.v1.LimitRangeItem" => limit_range_item(o),
         "core.v1.PodSpec" => pod_spec(o),
         "core.v1.Container" | "core.v1.EphemeralContainer" => container(o),
         "core.v1.ContainerPort" | "core.v1.EndpointPort" => string(o, "protocol", "TCP"),
@@ -109,6 +111,60 @@ fn default_struct(definition: &str, o: &mut Map<String, Value>) {
             }
         }
         _ => other_groups(name, o),
+    }
+}
+
+/// `SetDefaults_ReplicationController`: the template's labels are the selector and the
+/// labels when those are empty; one replica (declarative).
+fn replication_controller(o: &mut Map<String, Value>) {
+    let labels = o
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+    if let Some(labels) = labels {
+        if let Some(spec) = object(o, "spec")
+            && empty(spec.get("selector"))
+        {
+            spec.insert("selector".into(), labels.clone());
+        }
+        if let Some(meta) = object(o, "metadata")
+            && empty(meta.get("labels"))
+        {
+            meta.insert("labels".into(), labels);
+        }
+    }
+    if let Some(spec) = object(o, "spec") {
+        pointer(spec, "replicas", json!(1));
+    }
+}
+
+/// `SetDefaults_LimitRangeItem`: a container limit's default limit from its max, its
+/// default request from its default limit, then from its min.
+fn limit_range_item(o: &mut Map<String, Value>) {
+    if o.get("type").and_then(Value::as_str) != Some("Container") {
+        return;
+    }
+    let list = |o: &Map<String, Value>, key: &str| -> Map<String, Value> {
+        o.get(key)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut default = list(o, "default");
+    for (key, value) in list(o, "max") {
+        default.entry(key).or_insert(value);
+    }
+    let mut request = list(o, "defaultRequest");
+    for (key, value) in default.iter().chain(list(o, "min").iter()) {
+        request.entry(key.clone()).or_insert_with(|| value.clone());
+    }
+    // Go's empty maps are not written (`omitempty`).
+    for (key, map) in [("default", default), ("defaultRequest", request)] {
+        if !map.is_empty() {
+            o.insert(key.into(), Value::Object(map));
+        }
     }
 }
 
@@ -717,6 +773,30 @@ mod tests {
 
     /// The realistic pods the seeding writes (and the benchmarks list) are what a cluster
     /// stores: they decode with no unknown field and the defaults add nothing to them.
+    #[test]
+    fn replication_controllers_and_limit_ranges_get_theirs() {
+        let mut rc = json!({"metadata": {"name": "old"}, "spec": {"template": {
+            "metadata": {"labels": {"app": "old"}}, "spec": {"containers": []}}}});
+        apply("io.k8s.api.core.v1.ReplicationController", &mut rc);
+        assert_eq!(
+            (
+                &rc["spec"]["selector"],
+                &rc["metadata"]["labels"],
+                &rc["spec"]["replicas"]
+            ),
+            (&json!({"app": "old"}), &json!({"app": "old"}), &json!(1))
+        );
+        let mut limits = json!({"spec": {"limits": [{"type": "Container",
+            "max": {"cpu": "2"}, "min": {"memory": "64Mi"}, "default": {"memory": "1Gi"}}]}});
+        apply("io.k8s.api.core.v1.LimitRange", &mut limits);
+        assert_eq!(
+            limits["spec"]["limits"][0],
+            json!({"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "64Mi"},
+                   "default": {"memory": "1Gi", "cpu": "2"},
+                   "defaultRequest": {"memory": "1Gi", "cpu": "2"}})
+        );
+    }
+
     #[test]
     fn other_groups_get_their_defaults() {
         let mut webhook = json!({"webhooks": [{"name": "v.example.com",
