@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::continue_token::base64_encode;
+use crate::object::{civil_from_days, days_from_civil};
 use crate::quantity;
 
 /// The generated table; see its header for the format.
@@ -779,7 +780,7 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
     if !rest.is_empty() {
         return Err(format!("parsing time {s:?}: extra text: {rest:?}"));
     }
-    let local = days_from_civil(i64::from(year), month, day) * 86_400
+    let local = days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400
         + i64::from(hour * 3600 + minute * 60 + second);
     let utc = local - east;
     let (y, mo, d) = civil_from_days(utc.div_euclid(86_400));
@@ -796,31 +797,6 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
     Ok(format!(
         "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{fraction}Z"
     ))
-}
-
-/// Days from 1970-01-01 to a date of the proleptic Gregorian calendar.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(month);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date `days` after 1970-01-01.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month as u32, day as u32)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::jsonpath::JsonPath;
 use super::scale::spec_replicas;
+use crate::object::days_from_civil;
 use crate::twins::event_field;
 use crate::{ResourceDef, StoredObject};
 
@@ -831,16 +832,6 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
     u64::try_from(secs)
         .ok()
         .map(|s| UNIX_EPOCH + Duration::from_secs(s))
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
