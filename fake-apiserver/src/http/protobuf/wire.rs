@@ -3,6 +3,8 @@
 
 use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
 
+use crate::object::{civil_from_days, days_from_civil};
+
 /// One field read from a message.
 pub(super) enum Raw<'a> {
     Varint(u64),
@@ -154,28 +156,6 @@ pub(super) fn parse_time(text: &str) -> Option<(i64, i32)> {
     let days = days_from_civil(y, mo, d);
     let seconds = days * 86_400 + h * 3600 + mi * 60 + s - offset;
     Some((seconds, i32::try_from(nanos).ok()?))
-}
-
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
-
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 // ----- Go durations -----------------------------------------------------------------------
