@@ -341,17 +341,7 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ]
         .into_iter()
         .chain(template_columns())
-        .chain([col("Selector", "string", 1, |v, _| {
-            let text = v
-                .pointer("/spec/selector")
-                .map(crate::object::label_selector_text)
-                .unwrap_or_default();
-            Value::String(if text.is_empty() {
-                "<none>".into()
-            } else {
-                text
-            })
-        })])
+        .chain([selector_column()])
         .collect(),
         ("apps", "deployments") => vec![
             NAME,
@@ -366,6 +356,7 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ]
         .into_iter()
         .chain(template_columns())
+        .chain([selector_column()])
         .collect(),
         ("apps", "replicasets") => vec![
             NAME,
@@ -382,6 +373,7 @@ fn columns(def: &ResourceDef) -> Vec<Column> {
         ]
         .into_iter()
         .chain(template_columns())
+        .chain([selector_column()])
         .collect(),
         ("apps", "statefulsets") => vec![
             NAME,
@@ -579,6 +571,21 @@ fn template_columns() -> [Column; 2] {
             template_containers(v, "image")
         }),
     ]
+}
+
+/// `-o wide`'s SELECTOR of a workload (`metav1.FormatLabelSelector`; `<none>` when empty).
+fn selector_column() -> Column {
+    col("Selector", "string", 1, |v, _| {
+        let text = v
+            .pointer("/spec/selector")
+            .map(crate::object::label_selector_text)
+            .unwrap_or_default();
+        Value::String(if text.is_empty() {
+            "<none>".into()
+        } else {
+            text
+        })
+    })
 }
 
 /// The pod template's containers' `field`, comma-separated (`-o wide`).

@@ -1551,9 +1551,14 @@ async fn workload_and_node_tables_print_the_real_columns() {
         ]
     );
     assert_eq!(deployments[1][..4], ["web", "2/3", "3", "2"]);
-    assert_eq!(deployments[1][5..], ["web,log", "nginx:1,busybox:1"]);
+    assert_eq!(
+        deployments[1][5..],
+        ["web,log", "nginx:1,busybox:1", "<none>"]
+    );
     let sets = rows(&kubectl.ok(&["get", "replicasets"]).await);
     assert_eq!(sets[0], ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]);
+    let wide = rows(&kubectl.ok(&["get", "replicasets", "-o", "wide"]).await);
+    assert_eq!(wide[0][5..], ["CONTAINERS", "IMAGES", "SELECTOR"]);
     assert_eq!(sets[1][..4], ["web-1", "3", "3", "2"]);
     kubectl.ok(&["cordon", "n1"]).await;
     let nodes = rows(&kubectl.ok(&["get", "nodes", "-o", "wide"]).await);
