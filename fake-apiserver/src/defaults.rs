@@ -117,26 +117,33 @@ fn default_struct(definition: &str, o: &mut Map<String, Value>) {
 /// `SetDefaults_ReplicationController`: the template's labels are the selector and the
 /// labels when those are empty; one replica (declarative).
 fn replication_controller(o: &mut Map<String, Value>) {
-    let labels = o
-        .get("spec")
+    let labels = template_labels(o);
+    if let Some(spec) = object(o, "spec") {
+        if let Some(labels) = &labels {
+            if_empty(spec, "selector", labels);
+        }
+        pointer(spec, "replicas", json!(1));
+    }
+    if let (Some(labels), Some(meta)) = (&labels, object(o, "metadata")) {
+        if_empty(meta, "labels", labels);
+    }
+}
+
+/// The labels of a workload's pod template, when it has some.
+fn template_labels(o: &Map<String, Value>) -> Option<Value> {
+    o.get("spec")
         .and_then(|s| s.pointer("/template/metadata/labels"))
         .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
-        .cloned();
-    let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
-    if let Some(labels) = labels {
-        if let Some(spec) = object(o, "spec")
-            && empty(spec.get("selector"))
-        {
-            spec.insert("selector".into(), labels.clone());
-        }
-        if let Some(meta) = object(o, "metadata")
-            && empty(meta.get("labels"))
-        {
-            meta.insert("labels".into(), labels);
-        }
-    }
-    if let Some(spec) = object(o, "spec") {
-        pointer(spec, "replicas", json!(1));
+        .cloned()
+}
+
+/// A map field's default: `value` when the field is absent, `null` or empty.
+fn if_empty(o: &mut Map<String, Value>, key: &str, value: &Value) {
+    if o.get(key)
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty)
+    {
+        o.insert(key.into(), value.clone());
     }
 }
 
@@ -406,11 +413,7 @@ fn stateful_set(o: &mut Map<String, Value>) {
 }
 
 fn job(o: &mut Map<String, Value>) {
-    let template_labels = o
-        .get("spec")
-        .and_then(|s| s.pointer("/template/metadata/labels"))
-        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
-        .cloned();
+    let template_labels = template_labels(o);
     let Some(spec) = object(o, "spec") else {
         return;
     };
@@ -436,14 +439,8 @@ fn job(o: &mut Map<String, Value>) {
     };
     pointer(spec, "podReplacementPolicy", json!(replacement));
     pointer(spec, "manualSelector", json!(false));
-    let Some(meta) = object(o, "metadata") else {
-        return;
-    };
-    let no_labels = meta
-        .get("labels")
-        .is_none_or(|l| l.as_object().is_none_or(Map::is_empty));
-    if no_labels && let Some(labels) = template_labels {
-        meta.insert("labels".into(), labels);
+    if let (Some(labels), Some(meta)) = (&template_labels, object(o, "metadata")) {
+        if_empty(meta, "labels", labels);
     }
 }
 
