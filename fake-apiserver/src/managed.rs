@@ -1335,10 +1335,11 @@ pub(crate) fn keep_times_of_a_no_op(body: &mut Value, old: &Value) {
             .iter()
             .zip(stored)
             .any(|(a, b)| !equal_but(a, b, |k| k == "time"))
-        || !equal_but(body, old, |k| k == "metadata")
+        // Metadata first: most updates differ there, and the rest is the larger part.
         || !equal_but(&body["metadata"], &old["metadata"], |k| {
             k == "managedFields"
         })
+        || !equal_but(body, old, |k| k == "metadata")
     {
         return;
     }

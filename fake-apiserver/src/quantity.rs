@@ -11,6 +11,7 @@
 //! them: any number of digits, rounded up (away from zero) to nano-units, binary quantities
 //! capped at 2^63-1.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use num_bigint::{BigInt, Sign};
@@ -391,12 +392,12 @@ impl Quantity {
 
     /// The text `MarshalJSON` writes: the one received when the parser kept it, else the
     /// canonical form (`CanonicalizeBytes`).
-    pub(crate) fn text(&self) -> String {
+    pub(crate) fn text(&self) -> Cow<'_, str> {
         if let Some(kept) = &self.kept {
-            return kept.clone();
+            return Cow::Borrowed(kept);
         }
         if self.mantissa.sign() == Sign::NoSign {
-            return "0".into();
+            return Cow::Borrowed("0");
         }
         let mut format = self.format;
         if format == Format::BinarySI {
@@ -407,10 +408,10 @@ impl Quantity {
                 format = Format::DecimalSI;
             }
         }
-        match format {
+        Cow::Owned(match format {
             Format::BinarySI => self.binary_text(),
             Format::DecimalSI | Format::DecimalExponent => self.decimal_text(format),
-        }
+        })
     }
 
     fn is_integer(&self) -> bool {
@@ -499,7 +500,10 @@ mod tests {
     use super::*;
 
     fn written(s: &str) -> String {
-        parse(s).unwrap_or_else(|e| panic!("{s}: {e}")).text()
+        parse(s)
+            .unwrap_or_else(|e| panic!("{s}: {e}"))
+            .text()
+            .into_owned()
     }
 
     #[test]
@@ -643,7 +647,7 @@ mod tests {
         let rounded = |s: &str| {
             let mut q = parse(s).expect(s);
             q.round_up(MILLI);
-            q.text()
+            q.text().into_owned()
         };
         // A value already in milli-units keeps its text; a finer one is rounded away from
         // zero and written canonically.

@@ -491,8 +491,7 @@ impl<'v> Walk<'_, 'v> {
             },
             Ty::Time | Ty::MicroTime => match value {
                 Value::String(s) => {
-                    let text = time_text(s, *ty == Ty::MicroTime)?;
-                    if text != *s {
+                    if let Some(text) = time_text(s, *ty == Ty::MicroTime)? {
                         self.rewrite(text);
                     }
                     Ok(())
@@ -516,8 +515,8 @@ impl<'v> Walk<'_, 'v> {
             parsed.round_up(quantity::MILLI);
         }
         let text = parsed.text();
-        if value.as_str() != Some(text.as_str()) {
-            self.rewrite(text);
+        if value.as_str() != Some(&*text) {
+            self.rewrite(text.into_owned());
         }
         Ok(())
     }
@@ -659,10 +658,10 @@ fn base64_error(s: &str) -> Option<usize> {
 
 /// Go's `time.Parse` with `time.RFC3339` (`micro`: `RFC3339Micro`, six fractional digits)
 /// on `s`, as `metav1.Time`'s (`MicroTime`'s) `UnmarshalJSON` calls it: the error as Go words
-/// it, or the text its `MarshalJSON` writes back: in UTC, to the second (the microsecond),
-/// truncated. A time whose year in UTC leaves 0-9999, which Go cannot write, is kept as
-/// sent.
-fn time_text(s: &str, micro: bool) -> Result<String, String> {
+/// it, or the text its `MarshalJSON` writes back if it is not `s` (`None`: `s` is written
+/// back as it is): in UTC, to the second (the microsecond), truncated. A time whose year in
+/// UTC leaves 0-9999, which Go cannot write, is kept as sent.
+fn time_text(s: &str, micro: bool) -> Result<Option<String>, String> {
     let layout = if micro {
         "2006-01-02T15:04:05.000000Z07:00"
     } else {
@@ -725,6 +724,8 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
     }
     // Fractional seconds: optional in RFC 3339 (Go accepts them after the seconds), exactly
     // six digits in RFC3339Micro.
+    // Already in the form written back: UTC (`Z`), and a time without a fraction.
+    let mut canonical = true;
     let mut micros = "";
     if micro {
         let frac = rest
@@ -742,12 +743,14 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
         let n = r.bytes().take_while(u8::is_ascii_digit).count();
         if n > 0 {
             rest = &r[n..];
+            canonical = false;
         }
     }
     let mut east = 0i64;
     if let Some(r) = rest.strip_prefix('Z') {
         rest = r;
     } else {
+        canonical = false;
         let offset = rest
             .get(..6)
             .filter(|o| {
@@ -780,12 +783,15 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
     if !rest.is_empty() {
         return Err(format!("parsing time {s:?}: extra text: {rest:?}"));
     }
+    if canonical {
+        return Ok(None);
+    }
     let local = days_from_civil(i64::from(year), i64::from(month), i64::from(day)) * 86_400
         + i64::from(hour * 3600 + minute * 60 + second);
     let utc = local - east;
     let (y, mo, d) = civil_from_days(utc.div_euclid(86_400));
     if !(0..=9999).contains(&y) {
-        return Ok(s.to_owned());
+        return Ok(None);
     }
     let of_day = utc.rem_euclid(86_400);
     let (h, mi, sec) = (of_day / 3600, of_day / 60 % 60, of_day % 60);
@@ -794,9 +800,9 @@ fn time_text(s: &str, micro: bool) -> Result<String, String> {
     } else {
         String::new()
     };
-    Ok(format!(
+    Ok(Some(format!(
         "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{sec:02}{fraction}Z"
-    ))
+    )))
 }
 
 #[cfg(test)]
@@ -1048,6 +1054,9 @@ mod tests {
 
     #[test]
     fn times_are_written_back_in_utc_to_the_second() {
+        // A time already in the form written back needs no new text.
+        assert_eq!(time_text("2026-01-01T00:00:00Z", false), Ok(None));
+        assert_eq!(time_text("2026-01-01T00:00:00.123456Z", true), Ok(None));
         for (sent, micro, written) in [
             ("2026-01-01T00:00:00Z", false, "2026-01-01T00:00:00Z"),
             ("2024-03-01T00:30:00+01:00", false, "2024-02-29T23:30:00Z"),
@@ -1071,7 +1080,8 @@ mod tests {
                 "0000-01-01T00:00:00+01:00",
             ),
         ] {
-            assert_eq!(time_text(sent, micro).as_deref(), Ok(written), "{sent}");
+            let text = time_text(sent, micro).map(|t| t.unwrap_or_else(|| sent.to_owned()));
+            assert_eq!(text.as_deref(), Ok(written), "{sent}");
         }
         let mut pod = json!({"status": {"conditions": [
             {"type": "Ready", "status": "True", "lastTransitionTime": "2026-05-01T12:00:00.5+02:00"}
