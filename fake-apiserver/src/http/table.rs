@@ -471,10 +471,15 @@ fn format_labels(map: Option<&Value>) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    if pairs.is_empty() {
+    joined_or_none(&pairs)
+}
+
+/// Items comma-separated, or `<none>` when there are none (the printers' habit).
+fn joined_or_none(items: &[String]) -> String {
+    if items.is_empty() {
         "<none>".into()
     } else {
-        pairs.join(",")
+        items.join(",")
     }
 }
 
@@ -494,11 +499,7 @@ fn service_ports(v: &Value) -> String {
             }
         })
         .collect();
-    if ports.is_empty() {
-        "<none>".into()
-    } else {
-        ports.join(",")
-    }
+    joined_or_none(&ports)
 }
 
 /// The service printer's `External-IP` (`getServiceExternalIP`, wide): the external IPs,
@@ -515,8 +516,7 @@ fn service_external_ip(v: &Value) -> String {
     };
     let external = strings("/spec/externalIPs");
     match v.pointer("/spec/type").and_then(Value::as_str) {
-        Some("ClusterIP" | "NodePort") if external.is_empty() => "<none>".into(),
-        Some("ClusterIP" | "NodePort") => external.join(","),
+        Some("ClusterIP" | "NodePort") => joined_or_none(&external),
         Some("LoadBalancer") => {
             let mut all: Vec<String> = v
                 .pointer("/status/loadBalancer/ingress")
