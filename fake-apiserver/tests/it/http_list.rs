@@ -317,7 +317,17 @@ async fn tables_and_metadata_renderings() {
         .collect();
     assert_eq!(
         columns,
-        ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"]
+        [
+            "Name",
+            "Ready",
+            "Status",
+            "Restarts",
+            "Age",
+            "IP",
+            "Node",
+            "Nominated Node",
+            "Readiness Gates"
+        ]
     );
     assert_eq!(table["rows"][0]["cells"][0], "p1");
     assert_eq!(table["rows"][0]["cells"][1], "0/1");

@@ -151,7 +151,7 @@ async fn get_watch_prints_live_changes() {
         .create("pods", &pod("other", "elsewhere", json!({})))
         .unwrap();
     server
-        .patch("pods", Some("w"), "live-1", &json!({"status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true, "restartCount": 4}]}}))
+        .patch("pods", Some("w"), "live-1", &json!({"status": {"phase": "Running", "containerStatuses": [{"name": "app", "ready": true, "restartCount": 4, "state": {"running": {}}}]}}))
         .unwrap();
     let line = watch.line_with(&["live-1", "Running"]).await;
     assert!(line.contains("1/1") && line.contains(" 4 "), "{line}");
@@ -306,10 +306,45 @@ async fn apply_a_crd_then_its_custom_resources() {
     );
     let out = kubectl.ok(&["get", "wd"]).await;
     assert!(out.lines().nth(1).unwrap().starts_with("w1 "), "{out}");
+    // Without printer columns: NAME and AGE.
+    assert_eq!(
+        table_of(&out)[0].keys().collect::<Vec<_>>(),
+        ["AGE", "NAME"],
+        "{out}"
+    );
     let out = kubectl.ok(&["get", "crd", "-o", "name"]).await;
     assert_eq!(
         out.trim(),
         "customresourcedefinition.apiextensions.k8s.io/widgets.example.com"
+    );
+    // The CRD convertor of 1.37: scope, served versions, creation time; more in -o wide.
+    let out = kubectl.ok(&["get", "crd", "-o", "wide"]).await;
+    let crd = server
+        .get("customresourcedefinitions", None, "widgets.example.com")
+        .unwrap()
+        .to_value();
+    assert_eq!(
+        cells(
+            &row_named(&out, "widgets.example.com"),
+            &[
+                "SCOPE",
+                "VERSIONS",
+                "CREATED AT",
+                "GROUP",
+                "KIND",
+                "SHORTNAMES",
+                "ESTABLISHED"
+            ]
+        ),
+        [
+            "Namespaced",
+            "v1(storage)",
+            crd["metadata"]["creationTimestamp"].as_str().unwrap(),
+            "example.com",
+            "Widget",
+            "wd",
+            "true"
+        ]
     );
 }
 
@@ -1578,7 +1613,19 @@ async fn workload_and_node_tables_print_the_real_columns() {
         nodes[1][..3],
         ["n1", "Ready,SchedulingDisabled", "control-plane"]
     );
-    assert_eq!(nodes[1][4..], ["v1.32.0", "10.0.0.1", "<none>"]);
+    // The node printer's OS image, kernel and runtime: `<unknown>` when the kubelet did not
+    // report them.
+    assert_eq!(
+        nodes[1][4..],
+        [
+            "v1.32.0",
+            "10.0.0.1",
+            "<none>",
+            "<unknown>",
+            "<unknown>",
+            "<unknown>"
+        ]
+    );
 
     // Services as the service printer shows them (their addresses allocated by the server).
     kubectl
@@ -1654,6 +1701,477 @@ async fn workload_and_node_tables_print_the_real_columns() {
     );
     assert_eq!(sets[1][..7], ["agent", "3", "3", "2", "3", "2", "disk=ssd"]);
     assert_eq!(sets[1][8..], ["a", "busybox:1", "app=agent"]);
+}
+
+/// kubectl's table output as rows of header → cell. Columns are found on the header line
+/// (kubectl pads them at least two spaces apart; a header may hold one space), so cells
+/// with spaces (`0 3 * * *`, `80, 443`) and empty cells are read whole.
+fn table_of(out: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut lines = out.lines();
+    let header = lines.next().unwrap_or_default();
+    let starts: Vec<usize> = header
+        .char_indices()
+        .filter(|&(i, c)| c != ' ' && (i == 0 || header[..i].ends_with("  ")))
+        .map(|(i, _)| i)
+        .collect();
+    let cell = |line: &str, k: usize| {
+        let end = starts
+            .get(k + 1)
+            .copied()
+            .unwrap_or(usize::MAX)
+            .min(line.len());
+        line.get(starts[k].min(end)..end)
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    lines
+        .map(|line| {
+            (0..starts.len())
+                .map(|k| (cell(header, k), cell(line, k)))
+                .collect()
+        })
+        .collect()
+}
+
+/// The row named `name` of kubectl's table `out`, its cells by header (the NAME column
+/// may be preceded by NAMESPACE).
+fn row_named(out: &str, name: &str) -> std::collections::BTreeMap<String, String> {
+    table_of(out)
+        .into_iter()
+        .find(|r| r.get("NAME").map(String::as_str) == Some(name))
+        .unwrap_or_else(|| panic!("no row {name} in:\n{out}"))
+}
+
+/// The cells of `row` under `headers`, in that order.
+fn cells(row: &std::collections::BTreeMap<String, String>, headers: &[&str]) -> Vec<String> {
+    headers
+        .iter()
+        .map(|h| {
+            row.get(*h)
+                .cloned()
+                .unwrap_or_else(|| panic!("no column {h} in {row:?}"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_built_in_kinds_print_upstream_s_columns() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("more_built_in_kinds_print_upstream_s_columns", "prod").await
+    else {
+        return;
+    };
+    let header = |out: &str| -> Vec<String> {
+        out.lines()
+            .next()
+            .unwrap_or_default()
+            .split("  ")
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+
+    // Jobs: one kubectl created (nothing runs it here), one finished in 65 seconds.
+    kubectl
+        .ok(&["create", "job", "once", "--image=busybox:1"])
+        .await;
+    server
+        .create(
+            "jobs",
+            &json!({"metadata": {"name": "done", "namespace": "prod"},
+                    "spec": {"completions": 1, "template": {"spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox:1"}]}}},
+                    "status": {"succeeded": 1, "startTime": "2026-01-01T00:00:00Z",
+                               "completionTime": "2026-01-01T00:01:05Z",
+                               "conditions": [{"type": "Complete", "status": "True"}]}}),
+        )
+        .unwrap();
+    let out = kubectl.ok(&["get", "jobs", "-o", "wide"]).await;
+    assert_eq!(
+        header(&out),
+        [
+            "NAME",
+            "STATUS",
+            "COMPLETIONS",
+            "DURATION",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    let once = row_named(&out, "once");
+    assert_eq!(
+        cells(
+            &once,
+            &["STATUS", "COMPLETIONS", "DURATION", "CONTAINERS", "IMAGES"]
+        ),
+        ["Running", "0/1", "", "once", "busybox:1"]
+    );
+    assert!(
+        once["SELECTOR"].starts_with("batch.kubernetes.io/controller-uid="),
+        "{out}"
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "done"),
+            &["STATUS", "COMPLETIONS", "DURATION"]
+        ),
+        ["Complete", "1/1", "65s"]
+    );
+
+    // CronJobs: the schedule whole, suspend and the last schedule.
+    kubectl
+        .ok(&[
+            "create",
+            "cronjob",
+            "nightly",
+            "--image=busybox:1",
+            "--schedule=0 3 * * *",
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "cronjobs"]).await;
+    assert_eq!(
+        header(&out),
+        [
+            "NAME",
+            "SCHEDULE",
+            "TIMEZONE",
+            "SUSPEND",
+            "ACTIVE",
+            "LAST SCHEDULE",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "nightly"),
+            &["SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE"]
+        ),
+        ["0 3 * * *", "<none>", "False", "0", "<none>"]
+    );
+
+    // Ingresses: class, hosts and the TLS ports.
+    kubectl
+        .ok(&[
+            "create",
+            "ingress",
+            "web",
+            "--rule=example.com/=web:80",
+            "--rule=other.com/*=web:80,tls",
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "ingresses"]).await;
+    assert_eq!(
+        header(&out),
+        ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "web"),
+            &["CLASS", "HOSTS", "ADDRESS", "PORTS"]
+        ),
+        ["<none>", "example.com,other.com", "", "80, 443"]
+    );
+
+    // Service accounts, role bindings (subjects in -o wide), cluster roles (no printer:
+    // the default convertor's CREATED AT).
+    kubectl.ok(&["create", "serviceaccount", "robot"]).await;
+    let out = kubectl.ok(&["get", "serviceaccounts"]).await;
+    assert_eq!(header(&out), ["NAME", "SECRETS", "AGE"]);
+    assert_eq!(row_named(&out, "robot")["SECRETS"], "0");
+    kubectl
+        .ok(&[
+            "create",
+            "rolebinding",
+            "readers",
+            "--clusterrole=view",
+            "--user=alice",
+            "--group=devs",
+            "--serviceaccount=prod:robot",
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "rolebindings", "-o", "wide"]).await;
+    assert_eq!(
+        header(&out),
+        ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "readers"),
+            &["ROLE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+        ),
+        ["ClusterRole/view", "alice", "devs", "prod/robot"]
+    );
+    kubectl
+        .ok(&[
+            "create",
+            "clusterrole",
+            "reader",
+            "--verb=get",
+            "--resource=pods",
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "clusterroles"]).await;
+    assert_eq!(header(&out), ["NAME", "CREATED AT"]);
+    let created = server
+        .get("clusterroles", None, "reader")
+        .unwrap()
+        .to_value()["metadata"]["creationTimestamp"]
+        .clone();
+    assert_eq!(
+        row_named(&out, "reader")["CREATED AT"],
+        created.as_str().unwrap()
+    );
+
+    // Disruption budgets, priority classes, autoscalers.
+    kubectl
+        .ok(&[
+            "create",
+            "pdb",
+            "web",
+            "--selector=app=web",
+            "--min-available=2",
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "pdb"]).await;
+    assert_eq!(
+        header(&out),
+        [
+            "NAME",
+            "MIN AVAILABLE",
+            "MAX UNAVAILABLE",
+            "ALLOWED DISRUPTIONS",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "web"),
+            &["MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS"]
+        ),
+        ["2", "N/A", "0"]
+    );
+    kubectl
+        .ok(&["create", "priorityclass", "high", "--value=1000"])
+        .await;
+    let out = kubectl.ok(&["get", "priorityclasses"]).await;
+    assert_eq!(
+        header(&out),
+        ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "high"),
+            &["VALUE", "GLOBAL-DEFAULT", "PREEMPTIONPOLICY"]
+        ),
+        ["1000", "false", "PreemptLowerPriority"]
+    );
+    kubectl
+        .ok(&["create", "deployment", "web", "--image=nginx:1"])
+        .await;
+    // (`kubectl autoscale` writes autoscaling/v1, which the fake does not serve.)
+    let hpa = kubectl.manifest(
+        "hpa.yaml",
+        "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n\
+         spec:\n  scaleTargetRef:\n    apiVersion: apps/v1\n    kind: Deployment\n    name: web\n\
+         \x20 minReplicas: 2\n  maxReplicas: 5\n  metrics:\n  - type: Resource\n    resource:\n\
+         \x20     name: cpu\n      target:\n        type: Utilization\n        averageUtilization: 80\n",
+    );
+    kubectl.ok(&["apply", "-f", hpa.to_str().unwrap()]).await;
+    let out = kubectl.ok(&["get", "hpa"]).await;
+    assert_eq!(
+        header(&out),
+        [
+            "NAME",
+            "REFERENCE",
+            "TARGETS",
+            "MINPODS",
+            "MAXPODS",
+            "REPLICAS",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "web"),
+            &["REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS"]
+        ),
+        ["Deployment/web", "cpu: <unknown>/80%", "2", "5", "0"]
+    );
+
+    // Volumes, claims and storage classes.
+    server
+        .create(
+            "storageclasses",
+            &json!({"metadata": {"name": "standard", "annotations":
+                        {"storageclass.kubernetes.io/is-default-class": "true"}},
+                    "provisioner": "example.com/disk"}),
+        )
+        .unwrap();
+    server
+        .create(
+            "persistentvolumes",
+            &json!({"metadata": {"name": "pv-1"},
+                    "spec": {"capacity": {"storage": "10Gi"},
+                             "accessModes": ["ReadWriteOnce", "ReadOnlyMany"],
+                             "persistentVolumeReclaimPolicy": "Retain",
+                             "storageClassName": "standard",
+                             "claimRef": {"namespace": "prod", "name": "data"},
+                             "hostPath": {"path": "/data"}},
+                    "status": {"phase": "Bound"}}),
+        )
+        .unwrap();
+    // The claim through kubectl (so defaulted: VOLUMEMODE), bound through its status.
+    let claim = kubectl.manifest(
+        "claim.yaml",
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n\
+         \x20 accessModes: [ReadWriteOnce]\n  volumeName: pv-1\n  storageClassName: standard\n\
+         \x20 resources:\n    requests:\n      storage: 5Gi\n",
+    );
+    kubectl.ok(&["apply", "-f", claim.to_str().unwrap()]).await;
+    kubectl
+        .ok(&[
+            "patch",
+            "pvc",
+            "data",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status": {"phase": "Bound", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"]}}"#,
+        ])
+        .await;
+    let out = kubectl.ok(&["get", "storageclasses"]).await;
+    assert_eq!(
+        cells(
+            &row_named(&out, "standard (default)"),
+            &[
+                "PROVISIONER",
+                "RECLAIMPOLICY",
+                "VOLUMEBINDINGMODE",
+                "ALLOWVOLUMEEXPANSION"
+            ]
+        ),
+        ["example.com/disk", "Delete", "Immediate", "false"]
+    );
+    let out = kubectl.ok(&["get", "persistentvolumes"]).await;
+    assert_eq!(
+        cells(
+            &row_named(&out, "pv-1"),
+            &[
+                "CAPACITY",
+                "ACCESS MODES",
+                "RECLAIM POLICY",
+                "STATUS",
+                "CLAIM",
+                "STORAGECLASS",
+                "VOLUMEATTRIBUTESCLASS",
+                "REASON"
+            ]
+        ),
+        [
+            "10Gi",
+            "RWO,ROX",
+            "Retain",
+            "Bound",
+            "prod/data",
+            "standard",
+            "<unset>",
+            ""
+        ]
+    );
+    let out = kubectl.ok(&["get", "pvc", "-o", "wide"]).await;
+    assert_eq!(
+        cells(
+            &row_named(&out, "data"),
+            &[
+                "STATUS",
+                "VOLUME",
+                "CAPACITY",
+                "ACCESS MODES",
+                "STORAGECLASS",
+                "VOLUMEMODE"
+            ]
+        ),
+        ["Bound", "pv-1", "10Gi", "RWO", "standard", "Filesystem"]
+    );
+
+    // Pods: a gated pod (its status written by the server), one initializing, endpoints.
+    let gated = kubectl.manifest(
+        "gated.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gated\nspec:\n  schedulingGates:\n  - name: example.com/quota\n  containers:\n  - name: c\n    image: busybox:1\n",
+    );
+    kubectl.ok(&["apply", "-f", gated.to_str().unwrap()]).await;
+    server
+        .create(
+            "pods",
+            &json!({"metadata": {"name": "starting", "namespace": "prod"},
+                    "spec": {"initContainers": [{"name": "setup", "image": "busybox:1"}],
+                             "containers": [{"name": "c", "image": "busybox:1"}]},
+                    "status": {"phase": "Pending", "initContainerStatuses": [
+                        {"name": "setup", "ready": false, "restartCount": 0,
+                         "state": {"running": {}}}]}}),
+        )
+        .unwrap();
+    let out = kubectl.ok(&["get", "pods", "-o", "wide"]).await;
+    assert_eq!(
+        header(&out),
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED NODE",
+            "READINESS GATES"
+        ]
+    );
+    assert_eq!(
+        cells(
+            &row_named(&out, "gated"),
+            &[
+                "READY",
+                "STATUS",
+                "RESTARTS",
+                "IP",
+                "NODE",
+                "NOMINATED NODE",
+                "READINESS GATES"
+            ]
+        ),
+        [
+            "0/1",
+            "SchedulingGated",
+            "0",
+            "<none>",
+            "<none>",
+            "<none>",
+            "<none>"
+        ]
+    );
+    assert_eq!(
+        cells(&row_named(&out, "starting"), &["READY", "STATUS"]),
+        ["0/1", "Init:0/1"]
+    );
+    server
+        .create(
+            "endpoints",
+            &json!({"metadata": {"name": "web", "namespace": "prod"},
+                    "subsets": [{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"},
+                                               {"ip": "10.0.0.3"}, {"ip": "10.0.0.4"}],
+                                 "ports": [{"port": 80}]}]}),
+        )
+        .unwrap();
+    let out = kubectl.ok(&["get", "endpoints"]).await;
+    assert_eq!(
+        row_named(&out, "web")["ENDPOINTS"],
+        "10.0.0.1:80,10.0.0.2:80,10.0.0.3:80 + 1 more..."
+    );
 }
 
 /// A ConfigMap manifest named `name` with `data` (YAML lines under `data:`).
