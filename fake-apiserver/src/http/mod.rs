@@ -59,12 +59,14 @@
 //!   (`stdin: false`, `imagePullPolicy: ""`) are kept, because the wire does not say which
 //!   fields are pointers whose zero matters (`replicas: 0`), except in `metadata`.
 //! - **Renderings**: when `Accept` asks for `as=Table` (kubectl's `get`), lists, objects and
-//!   watch events come as `meta.k8s.io` Tables (pods: NAME, READY, STATUS, RESTARTS, AGE, and
-//!   IP, NODE for `-o wide`; deployments, replica sets, stateful sets, daemon sets,
-//!   services, nodes and events as the real printers print them; custom resources NAME and their CRD's
+//!   watch events come as `meta.k8s.io` Tables with the columns and cells the real server
+//!   gives: built-in kinds as upstream's printers print them (`table/`; pods with their init
+//!   containers, sidecars and restarts, Jobs with status and duration, HPAs with their
+//!   targets, ...), kinds without a printer (Roles, LimitRanges) NAME and CREATED AT, CRDs as
+//!   the 1.37 CRD convertor, custom resources NAME and their CRD's
 //!   `additionalPrinterColumns`, evaluated as upstream's table convertor does (client-go's
-//!   JSONPath, typed cells, `date` as an age); other kinds NAME, AGE and a few kind-specific
-//!   columns); `as=PartialObjectMetadata[List]` gives metadata only.
+//!   JSONPath, typed cells, `date` as an age; none given: AGE);
+//!   `as=PartialObjectMetadata[List]` gives metadata only.
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.
 //! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,

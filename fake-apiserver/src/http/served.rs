@@ -105,9 +105,9 @@ pub fn served_summary() -> String {
          Content types: request bodies in application/json, application/yaml and \
          application/vnd.kubernetes.protobuf (built-in kinds), other types 415; bodies over \
          3 MiB 413. Answers in JSON, YAML or protobuf as Accept asks (406 when none can be \
-         produced); watches in JSON lines or length-delimited protobuf; Tables (custom \
-         resources with their CRD's additionalPrinterColumns) and PartialObjectMetadata for \
-         kubectl. PATCH: merge, JSON, strategic merge (approximated: \
+         produced); watches in JSON lines or length-delimited protobuf; Tables (built-in \
+         kinds with upstream's printer columns, custom resources with their CRD's \
+         additionalPrinterColumns) and PartialObjectMetadata for kubectl. PATCH: merge, JSON, strategic merge (approximated: \
          merge keys of well-known lists) and server-side apply (field ownership in \
          metadata.managedFields, kept by every write; conflicts unless force=true).\n\n",
     );
