@@ -925,6 +925,53 @@ impl FakeApiServer {
             .evict(target.res, namespace, name, &eviction)
     }
 
+    /// `POST pods/<name>/binding` (and `POST bindings`): pod `name` bound to the node
+    /// `binding` (a `v1` `Binding`) targets, as a scheduler binds it and upstream's binding
+    /// subresource answers: `spec.nodeName` set, the nominated node cleared, the binding's
+    /// annotations and labels copied, `PodScheduled=True`; the binding's `metadata.uid` and
+    /// `resourceVersion` are preconditions; a pod being deleted, already bound or with
+    /// scheduling gates is a 409. Returns the bound pod (the HTTP front end answers a
+    /// `Success` status). Only for pods (404 otherwise). Recorded in the request log as a
+    /// `POST`.
+    ///
+    /// ```
+    /// use fake_apiserver::FakeApiServer;
+    /// use serde_json::json;
+    ///
+    /// let server = FakeApiServer::new();
+    /// server
+    ///     .create("pods", &json!({"metadata": {"name": "web", "namespace": "prod"},
+    ///                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+    ///     .unwrap();
+    /// let pods = server.target_for("", "v1", "pods", Some("prod")).unwrap();
+    /// let bound = server
+    ///     .bind_at(&pods, "web", &json!({"metadata": {"name": "web"}, "target": {"name": "node-1"}}))
+    ///     .unwrap();
+    /// assert_eq!(bound.to_value()["spec"]["nodeName"], "node-1");
+    /// // A bound pod stays where it is.
+    /// let again = server
+    ///     .bind_at(&pods, "web", &json!({"metadata": {"name": "web"}, "target": {"name": "node-2"}}))
+    ///     .unwrap_err();
+    /// assert_eq!(again.code, 409);
+    /// ```
+    pub fn bind_at(
+        &self,
+        target: &Target,
+        name: &str,
+        binding: &Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("POST", target, &format!("{name}/binding"));
+        let Some(namespace) = target.namespace() else {
+            return Err(status::resource_not_found());
+        };
+        if !target.def.is_pods() {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        self.writing(target)
+            .bind(target.res, namespace, name, binding)
+    }
+
     /// `POST serviceaccounts/<name>/token`: a token for the service account `name` in the
     /// target's namespace, as `request` (an `authentication.k8s.io/v1` `TokenRequest`) asks
     /// (`spec.expirationSeconds`, default an hour, at least ten minutes; `spec.audiences`,

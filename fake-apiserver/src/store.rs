@@ -408,6 +408,7 @@ pub(crate) enum Part {
     Status,
 }
 
+mod bindings;
 mod daemon_sets;
 mod eviction;
 mod gc;
@@ -1215,12 +1216,28 @@ impl Store {
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {
-            return Err(uid_mismatch(&def, name, uid, existing.uid()));
+            return Err(delete_refused(
+                &def,
+                name,
+                format!(
+                    "the UID in the precondition ({uid}) does not match the UID in record ({}). \
+                     The object might have been deleted and then recreated",
+                    existing.uid()
+                ),
+            ));
         }
         if let Some(rv) = &preconditions.resource_version
             && *rv != existing.resource_version().to_string()
         {
-            return Err(status::conflict(&def, name));
+            return Err(delete_refused(
+                &def,
+                name,
+                format!(
+                    "the ResourceVersion in the precondition ({rv}) does not match the \
+                     ResourceVersion in record ({}). The object might have been modified",
+                    existing.resource_version()
+                ),
+            ));
         }
         if (existing.has_finalizers() || namespace_held) && existing.is_deleting() {
             return Ok(DeleteOutcome::Finalizing(existing));
@@ -1469,6 +1486,28 @@ fn object_key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String 
         Some(ns) if def.namespaced => format!("{ns}/{name}"),
         _ => name.to_owned(),
     }
+}
+
+/// A delete's precondition refused as upstream's `rest.BeforeDelete` refuses it: a 409 on
+/// the kind (`Pod`, `Deployment.apps`), not the resource.
+fn delete_refused(def: &ResourceDef, name: &str, why: String) -> Status {
+    let kind = if def.group.is_empty() {
+        def.kind.clone()
+    } else {
+        format!("{}.{}", def.kind, def.group)
+    };
+    let mut s = Status::failure(
+        409,
+        "Conflict",
+        format!("Operation cannot be fulfilled on {kind} {name:?}: {why}"),
+    );
+    s.details = Some(informer_core::StatusDetails {
+        name: name.to_owned(),
+        group: def.group.clone(),
+        kind: def.kind.clone(),
+        ..informer_core::StatusDetails::default()
+    });
+    s
 }
 
 fn uid_mismatch(def: &ResourceDef, name: &str, wanted: &str, actual: &str) -> Status {

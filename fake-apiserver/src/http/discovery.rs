@@ -217,6 +217,13 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
         }
         if def.is_pods() {
             resources.push(json!({
+                "name": "pods/binding",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Binding",
+                "verbs": ["create"],
+            }));
+            resources.push(json!({
                 "name": "pods/eviction",
                 "singularName": "",
                 "namespaced": true,
@@ -400,6 +407,13 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
         subresources.push(json!({
             "subresource": "eviction",
             "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
+            "verbs": ["create"],
+        }));
+    }
+    if def.is_pods() {
+        subresources.push(json!({
+            "subresource": "binding",
+            "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
             "verbs": ["create"],
         }));
     }

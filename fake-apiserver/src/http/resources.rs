@@ -137,6 +137,17 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
             let object = negotiate::decode_body(req.header(header::CONTENT_TYPE), &bytes)?;
             review.answer(&app.server, namespace, object, answer)
         }
+        ["api", "v1", "namespaces", ns, "bindings"] => {
+            if req.method != Method::POST {
+                req.record(app);
+                return Err(method_not_allowed(&req));
+            }
+            let target = app.server.target_for("", "v1", "pods", Some(ns))?;
+            let answer = negotiate::answer(req.header(header::ACCEPT), &binding_def(), false)?;
+            let bytes = negotiate::read_body(body).await?;
+            let object = negotiate::decode_body(req.header(header::CONTENT_TYPE), &bytes)?;
+            bind(app, &req, &target, None, &object, answer)
+        }
         ["api", version, rest @ ..] => resource(app, req, "", version, rest, body).await,
         ["apis", group, version, rest @ ..] => resource(app, req, group, version, rest, body).await,
         _ => Err(status::resource_not_found()),
@@ -161,8 +172,12 @@ fn review_at<'a>(
 
 /// What discovery lists: the resources, and the review resources (create only).
 fn discovery_gvs(app: &App) -> GroupVersions {
-    let reviews: Vec<Arc<ResourceDef>> = Review::ALL.iter().map(|r| Arc::new(r.def())).collect();
-    GroupVersions::with_create_only(&app.server.resources(), &reviews)
+    let create_only: Vec<Arc<ResourceDef>> = Review::ALL
+        .iter()
+        .map(|r| Arc::new(r.def()))
+        .chain([Arc::new(binding_def())])
+        .collect();
+    GroupVersions::with_create_only(&app.server.resources(), &create_only)
 }
 
 fn discovery_root(app: &App, req: &Parsed, core: bool) -> Response {
@@ -201,6 +216,8 @@ enum Sub {
     Eviction,
     /// `serviceaccounts/<name>/token` (create only).
     Token,
+    /// `pods/<name>/binding` (create only).
+    Binding,
 }
 
 async fn resource(
@@ -261,6 +278,10 @@ async fn resource(
             name,
             sub: Sub::Token,
         },
+        [name, "binding"] if def.is_pods() && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Binding,
+        },
         _ => return Err(status::resource_not_found()),
     };
     let accept = req.header(header::ACCEPT);
@@ -312,9 +333,20 @@ async fn resource(
             Ok(negotiate::value(StatusCode::CREATED, &issued, answer))
         }
         (
+            &Method::POST,
+            Url::Object {
+                name,
+                sub: Sub::Binding,
+            },
+        ) => {
+            let answer = negotiate::answer(accept, &binding_def(), false)?;
+            let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
+            bind(app, &req, &target, Some(name), &body, answer)
+        }
+        (
             _,
             Url::Object {
-                sub: Sub::Eviction | Sub::Token,
+                sub: Sub::Eviction | Sub::Token | Sub::Binding,
                 ..
             },
         ) => Err(method_not_allowed(&req)),
@@ -371,7 +403,7 @@ async fn resource(
                         answer,
                     ))
                 }
-                Sub::Eviction | Sub::Token => Err(method_not_allowed(&req)),
+                Sub::Eviction | Sub::Token | Sub::Binding => Err(method_not_allowed(&req)),
             }
         }
         (&Method::PATCH, Url::Object { name, sub }) => {
@@ -456,6 +488,62 @@ fn evict(
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
         answer,
     ))
+}
+
+/// `POST pods/<name>/binding` (`name` from the URL) or `POST namespaces/<ns>/bindings` (the
+/// name from the body): the pod bound to the binding's node, answered with a `Success`
+/// status (201), as upstream's binding storage answers.
+fn bind(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    name: Option<&str>,
+    body: &Value,
+    answer: Answer,
+) -> Result<Response, Status> {
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    // A body without its type is taken as the subresource's.
+    if !matches!(kind, "" | "Binding") || !matches!(api_version, "" | "v1") {
+        return Err(status::bad_request(format!(
+            "not a Binding object: {api_version}, Kind={kind}"
+        )));
+    }
+    let named = crate::object::meta_str(body, "name").unwrap_or("");
+    let name = match name {
+        Some(url) if url != named => {
+            return Err(status::bad_request(
+                "name in URL does not match name in Binding object",
+            ));
+        }
+        Some(url) => url,
+        None => named,
+    };
+    if let Some(ns) = crate::object::meta_str(body, "namespace")
+        && !ns.is_empty()
+        && Some(ns) != target.namespace()
+    {
+        return Err(status::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the \
+             request",
+        ));
+    }
+    let target = dry_run(req, None, "CreateOptions", target)?;
+    app.server.bind_at(&target, name, body)?;
+    Ok(negotiate::value(
+        StatusCode::CREATED,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                "code": 201}),
+        answer,
+    ))
+}
+
+/// The `Binding` kind (`POST bindings`, `pods/<name>/binding`).
+pub(crate) fn binding_def() -> ResourceDef {
+    let mut def = ResourceDef::namespaced("", "v1", "bindings", "Binding");
+    def.definition = Some("io.k8s.api.core.v1.Binding".into());
+    def.protobuf = true;
+    def
 }
 
 /// The `TokenRequest` the token subresource answers (JSON or YAML: no protobuf message).
@@ -952,7 +1040,7 @@ fn patch_object(
             let obj = app.server.patch_status_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
-        Sub::Eviction | Sub::Token => return Err(method_not_allowed(req)),
+        Sub::Eviction | Sub::Token | Sub::Binding => return Err(method_not_allowed(req)),
         Sub::None => {}
     }
     let obj = match content_type.as_str() {

@@ -232,9 +232,29 @@ async fn delete_preconditions() {
         uid: Some("not-the-uid".into()),
         ..Preconditions::default()
     };
+    // Refused as upstream's `rest.BeforeDelete` refuses: on the kind, saying why.
+    let refused = server.delete_at(&target, "a", &wrong).unwrap_err();
     assert_eq!(
-        server.delete_at(&target, "a", &wrong).unwrap_err().code,
-        409
+        (refused.code, refused.message),
+        (
+            409,
+            format!(
+                "Operation cannot be fulfilled on ConfigMap \"a\": the UID in the precondition \
+                 (not-the-uid) does not match the UID in record ({}). The object might have \
+                 been deleted and then recreated",
+                a.uid()
+            )
+        )
+    );
+    let stale = Preconditions {
+        resource_version: Some("7".into()),
+        ..Preconditions::default()
+    };
+    assert_eq!(
+        server.delete_at(&target, "a", &stale).unwrap_err().message,
+        "Operation cannot be fulfilled on ConfigMap \"a\": the ResourceVersion in the \
+         precondition (7) does not match the ResourceVersion in record (1). The object might \
+         have been modified"
     );
     let right = Preconditions {
         uid: Some(a.uid().to_owned()),
@@ -248,6 +268,7 @@ async fn delete_preconditions() {
     assert_eq!(
         log,
         [
+            "DELETE /api/v1/namespaces/ns/configmaps/a",
             "DELETE /api/v1/namespaces/ns/configmaps/a",
             "DELETE /api/v1/namespaces/ns/configmaps/a"
         ]

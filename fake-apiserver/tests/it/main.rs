@@ -26,6 +26,7 @@ mod fake_writes;
 mod http_admin;
 mod http_apply;
 mod http_binary;
+mod http_bindings;
 mod http_builtin_types;
 mod http_clients;
 mod http_discovery;
