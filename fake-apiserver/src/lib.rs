@@ -200,8 +200,9 @@
 //!
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
-//! convert), and subresources other than `status`, `scale`, pods' `eviction` and service
-//! accounts' `token` (no `log`, `exec`, `binding`, ...). The create-only review APIs are
+//! convert), and subresources other than `status`, `scale`, pods' `eviction` and `binding`
+//! and service accounts' `token` (no `log`, `exec`, `ephemeralcontainers`, CSRs' `approval`,
+//! ...). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).
@@ -266,6 +267,10 @@
 //!   `DisruptionBudget` cause, as upstream's eviction subresource answers; `kubectl drain`
 //!   waits on it). The budget's status is the test's to set, as the disruption controller
 //!   sets it in a cluster: the fake runs no such controller.
+//! - **Bindings** (`POST pods/<name>/binding` and `POST bindings`,
+//!   [`FakeApiServer::bind_at`]): a scheduler written against the fake binds pods to nodes
+//!   as upstream's binding subresource lets it: `spec.nodeName`, `PodScheduled=True`, the
+//!   binding's annotations and labels; a pod already bound, gated or being deleted is a 409.
 //! - **Field management**: every request's write keeps `metadata.managedFields` as the real
 //!   server does (its manager, `fieldManager` or the user agent up to its first `/`, owns
 //!   the fields it changed and takes them from the others), and server-side apply

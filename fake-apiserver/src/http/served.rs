@@ -98,7 +98,9 @@ pub fn served_summary() -> String {
          terminates and goes once its content is deleted (--disable-garbage-collection turns \
          both off). Evictions (pods/<name>/eviction) delete the pod unless its \
          PodDisruptionBudget's status forbids it (429); budgets' status is the caller's to \
-         set, as no disruption controller runs. Service account tokens \
+         set, as no disruption controller runs. Bindings (pods/<name>/binding, bindings) \
+         place a pod on a node as a scheduler does (409 once bound or while gated). \
+         Service account tokens \
          (serviceaccounts/<name>/token, kubectl create token) are JWTs with upstream's \
          claims, signed by no key, which TokenReviews authenticate until they expire or \
          their service account or bound object goes.\n\n\
