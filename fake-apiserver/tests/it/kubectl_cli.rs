@@ -1547,7 +1547,8 @@ async fn workload_and_node_tables_print_the_real_columns() {
         .create(
             "deployments",
             &json!({"metadata": {"name": "web", "namespace": "prod"},
-                    "spec": {"replicas": 3, "template": template},
+                    "spec": {"replicas": 3, "template": template,
+                             "selector": {"matchLabels": {"app": "web"}}},
                     "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}}),
         )
         .unwrap();
@@ -1588,7 +1589,7 @@ async fn workload_and_node_tables_print_the_real_columns() {
     assert_eq!(deployments[1][..4], ["web", "2/3", "3", "2"]);
     assert_eq!(
         deployments[1][5..],
-        ["web,log", "nginx:1,busybox:1", "<none>"]
+        ["web,log", "nginx:1,busybox:1", "app=web"]
     );
     let sets = rows(&kubectl.ok(&["get", "replicasets"]).await);
     assert_eq!(sets[0], ["NAME", "DESIRED", "CURRENT", "READY", "AGE"]);

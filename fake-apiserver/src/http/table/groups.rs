@@ -256,6 +256,11 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
                     _ => "<none>".into(),
                 })
             }),
+            // `printIPAddress` prints the age past the two columns it declares.
+            Column {
+                declared: false,
+                ..AGE
+            },
         ],
         ("networking.k8s.io", "networkpolicies") => vec![
             NAME,
@@ -434,7 +439,24 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
             AGE,
         ],
         ("storage.k8s.io", "volumeattributesclasses") => vec![
-            NAME,
+            Column {
+                cell: super::Cell::Printer(|v, _| {
+                    // `printVolumeAttributesClass` (`IsDefaultAnnotationForVolumeAttributesClass`).
+                    let name = text(v, "/metadata/name");
+                    Value::String(
+                        if text(
+                            v,
+                            "/metadata/annotations/volumeattributesclass.alpha.kubernetes.io~1is-default-class",
+                        ) == "true"
+                        {
+                            format!("{name} (default)")
+                        } else {
+                            name.to_owned()
+                        },
+                    )
+                }),
+                ..NAME
+            },
             col("DriverName", "string", 0, |v, _| str_at(v, "/driverName")),
             AGE,
         ],

@@ -91,6 +91,7 @@ pub(crate) fn table(
     let defs: Vec<Value> = if headers {
         columns
             .iter()
+            .filter(|c| c.declared)
             .map(|c| {
                 json!({
                     "name": c.name,
@@ -143,6 +144,9 @@ struct Column {
     description: Cow<'static, str>,
     priority: i32,
     cell: Cell,
+    /// Whether the table declares the column; a printer may print a cell past its
+    /// declared columns (upstream's IPAddress printer prints its age with no AGE column).
+    declared: bool,
 }
 
 /// How a column's cell is computed.
@@ -239,6 +243,7 @@ fn custom_columns(def: &ResourceDef) -> Vec<Column> {
             }),
             priority: c.priority,
             cell: Cell::Path(path, Cow::Owned(c.type_name.clone())),
+            declared: true,
         }))
         .collect()
 }
@@ -250,6 +255,7 @@ const NAME: Column = Column {
     description: Cow::Borrowed("Name must be unique within a namespace."),
     priority: 0,
     cell: Cell::Printer(|v, _| str_at(v, "/metadata/name")),
+    declared: true,
 };
 
 const AGE: Column = Column {
@@ -261,6 +267,7 @@ const AGE: Column = Column {
     ),
     priority: 0,
     cell: Cell::Printer(|v, now| Value::String(age(v, now))),
+    declared: true,
 };
 
 /// The default convertor's CREATED AT: the creation time in RFC 3339.
@@ -271,6 +278,7 @@ const CREATED_AT: Column = Column {
     description: AGE.description,
     priority: 0,
     cell: Cell::Printer(|v, _| or_else(v, "/metadata/creationTimestamp", "0001-01-01T00:00:00Z")),
+    declared: true,
 };
 
 fn col(
@@ -286,6 +294,7 @@ fn col(
         description: Cow::Borrowed(name),
         priority,
         cell: Cell::Printer(cell),
+        declared: true,
     }
 }
 
@@ -441,17 +450,53 @@ fn joined_or_none(items: &[String]) -> String {
     }
 }
 
-/// A label selector as `metav1.FormatLabelSelector` prints it; `<none>` when empty.
+/// A label selector as `metav1.FormatLabelSelector` prints it: `<none>` when empty,
+/// `<error>` when it is not a valid selector.
 fn selector_at(v: &Value, ptr: &str) -> Value {
-    let text = v
-        .pointer(ptr)
-        .map(crate::object::label_selector_text)
-        .unwrap_or_default();
-    Value::String(if text.is_empty() {
-        "<none>".into()
-    } else {
-        text
+    Value::String(match label_selector(v.pointer(ptr)) {
+        Some(text) if text.is_empty() => "<none>".into(),
+        Some(text) => text,
+        None => "<error>".into(),
     })
+}
+
+/// A `LabelSelector` as `metav1.LabelSelectorAsSelector(...).String()` writes it: its
+/// labels and expressions as requirements sorted by key (`a=b`, `k in (x,y)` with the
+/// values sorted, `k notin (...)`, `k`, `!k`); empty for no selector or an empty one; none
+/// for an unknown operator or values the operator does not take.
+fn label_selector(selector: Option<&Value>) -> Option<String> {
+    let Some(selector) = selector.filter(|s| s.is_object()) else {
+        return Some(String::new());
+    };
+    let mut requirements: Vec<(&str, String)> = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.as_str(), format!("{k}={}", v.as_str().unwrap_or(""))))
+        .collect();
+    for expression in items(selector, "/matchExpressions") {
+        let key = text(expression, "/key");
+        let mut values: Vec<&str> = items(expression, "/values")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        values.sort_unstable();
+        let listed = format!("({})", values.join(","));
+        requirements.push((
+            key,
+            match (text(expression, "/operator"), values.is_empty()) {
+                ("In", false) => format!("{key} in {listed}"),
+                ("NotIn", false) => format!("{key} notin {listed}"),
+                ("Exists", true) => key.to_owned(),
+                ("DoesNotExist", true) => format!("!{key}"),
+                _ => return None,
+            },
+        ));
+    }
+    requirements.sort_by_key(|(key, _)| *key);
+    let texts: Vec<String> = requirements.into_iter().map(|(_, text)| text).collect();
+    Some(texts.join(","))
 }
 
 /// `-o wide`'s CONTAINERS and IMAGES of a workload's pod template.
@@ -539,7 +584,8 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<SystemTime> {
         .map(|s| UNIX_EPOCH + Duration::from_secs(s))
 }
 
-/// The cells of one object's row and the names of its columns, for tests of printers.
+/// The cells of one object's row and the names of its declared columns, for tests of
+/// printers.
 #[cfg(test)]
 fn row_for(
     group: &str,
@@ -551,7 +597,11 @@ fn row_for(
     def.definition = Some(String::new());
     let columns = columns(&def);
     (
-        columns.iter().map(|c| c.name.to_string()).collect(),
+        columns
+            .iter()
+            .filter(|c| c.declared)
+            .map(|c| c.name.to_string())
+            .collect(),
         columns.iter().map(|c| c.cell(object, now)).collect(),
     )
 }
@@ -591,6 +641,38 @@ mod tests {
             })
             .collect::<Vec<_>>();
         assert_eq!(row, [json!("w"), json!("red")]);
+    }
+
+    #[test]
+    fn selectors_print_their_requirements_sorted_by_key() {
+        let selector = json!({"matchLabels": {"tier": "web"}, "matchExpressions": [
+            {"key": "env", "operator": "In", "values": ["prod", "dev"]},
+            {"key": "zone", "operator": "DoesNotExist"},
+            {"key": "app", "operator": "Exists"}]});
+        assert_eq!(
+            label_selector(Some(&selector)).as_deref(),
+            Some("app,env in (dev,prod),tier=web,!zone")
+        );
+        assert_eq!(label_selector(Some(&json!({}))).as_deref(), Some(""));
+        assert_eq!(label_selector(None).as_deref(), Some(""));
+        let bad = json!({"matchExpressions": [{"key": "a", "operator": "In", "values": []}]});
+        assert_eq!(label_selector(Some(&bad)), None);
+        let object = json!({"spec": {"selector": bad}});
+        assert_eq!(selector_at(&object, "/spec/selector"), json!("<error>"));
+        assert_eq!(selector_at(&json!({}), "/spec/selector"), json!("<none>"));
+    }
+
+    #[test]
+    fn default_volume_attributes_classes_are_marked() {
+        let class = json!({"metadata": {"name": "fast", "annotations": {
+            "volumeattributesclass.alpha.kubernetes.io/is-default-class": "true"}}});
+        let (_, cells) = row_for(
+            "storage.k8s.io",
+            "volumeattributesclasses",
+            &class,
+            SystemTime::now(),
+        );
+        assert_eq!(cells[0], json!("fast (default)"));
     }
 
     #[test]

@@ -54,7 +54,13 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         ]
         .into_iter()
         .chain(template_columns())
-        .chain([selector_column()])
+        .chain([col("Selector", "string", 1, |v, _| {
+            // `printDeployment` prints the selector's text as is: empty for none.
+            Value::String(match super::label_selector(v.pointer("/spec/selector")) {
+                Some(text) => text,
+                None => "<invalid>".into(),
+            })
+        })])
         .collect(),
         ("apps", "replicasets") => vec![
             NAME,
