@@ -338,9 +338,6 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
     )
 }
 
-/// A label selector as selector text (`app=web,tier in (a,b)`): a `LabelSelector`
-/// (`matchLabels`, `matchExpressions`) or a plain map (a replication controller's). Empty
-/// for an empty selector.
 /// The strings of a JSON array (anything else in it skipped; no array: none).
 pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
     value
@@ -354,42 +351,68 @@ pub(crate) fn string_list(value: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A label selector as selector text (`app=web,tier in (a,b)`): a `LabelSelector`
+/// (`matchLabels`, `matchExpressions`) or a plain map (a replication controller's). Empty
+/// for an empty or invalid selector.
 pub(crate) fn label_selector_text(sel: &Value) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    // A replication controller's selector is a plain map; the others' a LabelSelector.
-    let labels = sel.get("matchLabels").or_else(|| {
-        sel.as_object()
+    label_selector_string(Some(sel)).unwrap_or_default()
+}
+
+/// A label selector as `metav1.LabelSelectorAsSelector(...).String()` writes it: its labels
+/// and expressions as requirements sorted by key (`a=b`, `k in (x,y)` with the values sorted,
+/// `k notin (...)`, `k`, `!k`); empty for no selector or an empty one; `None` for an unknown
+/// operator or values the operator does not take. A plain map (a replication controller's
+/// selector) is its labels.
+pub(crate) fn label_selector_string(selector: Option<&Value>) -> Option<String> {
+    let Some(selector) = selector.filter(|s| s.is_object()) else {
+        return Some(String::new());
+    };
+    let labels = selector.get("matchLabels").or_else(|| {
+        selector
+            .as_object()
             .filter(|m| !m.contains_key("matchExpressions"))
-            .map(|_| sel)
+            .map(|_| selector)
     });
-    if let Some(map) = labels.and_then(Value::as_object) {
-        for (k, v) in map {
-            if let Some(v) = v.as_str() {
-                parts.push(format!("{k}={v}"));
-            }
-        }
-    }
-    for expr in sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
+    let mut requirements: Vec<(&str, String)> = labels
+        .and_then(Value::as_object)
         .into_iter()
         .flatten()
-    {
-        let key = expr.get("key").and_then(Value::as_str).unwrap_or_default();
-        let values: Vec<&str> = expr
+        .map(|(k, v)| (k.as_str(), format!("{k}={}", v.as_str().unwrap_or(""))))
+        .collect();
+    let expressions = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for expression in expressions {
+        let key = expression
+            .get("key")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let mut values: Vec<&str> = expression
             .get("values")
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        match expr.get("operator").and_then(Value::as_str) {
-            Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
-            Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
-            Some("Exists") => parts.push(key.to_owned()),
-            Some("DoesNotExist") => parts.push(format!("!{key}")),
-            _ => {}
-        }
+        values.sort_unstable();
+        let listed = format!("({})", values.join(","));
+        let operator = expression
+            .get("operator")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        requirements.push((
+            key,
+            match (operator, values.is_empty()) {
+                ("In", false) => format!("{key} in {listed}"),
+                ("NotIn", false) => format!("{key} notin {listed}"),
+                ("Exists", true) => key.to_owned(),
+                ("DoesNotExist", true) => format!("!{key}"),
+                _ => return None,
+            },
+        ));
     }
-    parts.join(",")
+    requirements.sort_by_key(|(key, _)| *key);
+    let texts: Vec<String> = requirements.into_iter().map(|(_, text)| text).collect();
+    Some(texts.join(","))
 }
 
 #[cfg(test)]

@@ -460,43 +460,10 @@ fn selector_at(v: &Value, ptr: &str) -> Value {
     })
 }
 
-/// A `LabelSelector` as `metav1.LabelSelectorAsSelector(...).String()` writes it: its
-/// labels and expressions as requirements sorted by key (`a=b`, `k in (x,y)` with the
-/// values sorted, `k notin (...)`, `k`, `!k`); empty for no selector or an empty one; none
-/// for an unknown operator or values the operator does not take.
+/// A `LabelSelector` as `metav1.LabelSelectorAsSelector(...).String()` writes it (`None`
+/// for an invalid one).
 fn label_selector(selector: Option<&Value>) -> Option<String> {
-    let Some(selector) = selector.filter(|s| s.is_object()) else {
-        return Some(String::new());
-    };
-    let mut requirements: Vec<(&str, String)> = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.as_str(), format!("{k}={}", v.as_str().unwrap_or(""))))
-        .collect();
-    for expression in items(selector, "/matchExpressions") {
-        let key = text(expression, "/key");
-        let mut values: Vec<&str> = items(expression, "/values")
-            .iter()
-            .filter_map(Value::as_str)
-            .collect();
-        values.sort_unstable();
-        let listed = format!("({})", values.join(","));
-        requirements.push((
-            key,
-            match (text(expression, "/operator"), values.is_empty()) {
-                ("In", false) => format!("{key} in {listed}"),
-                ("NotIn", false) => format!("{key} notin {listed}"),
-                ("Exists", true) => key.to_owned(),
-                ("DoesNotExist", true) => format!("!{key}"),
-                _ => return None,
-            },
-        ));
-    }
-    requirements.sort_by_key(|(key, _)| *key);
-    let texts: Vec<String> = requirements.into_iter().map(|(_, text)| text).collect();
-    Some(texts.join(","))
+    crate::object::label_selector_string(selector)
 }
 
 /// `-o wide`'s CONTAINERS and IMAGES of a workload's pod template.
