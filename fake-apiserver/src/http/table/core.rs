@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::{
+use super::cells::{
     AGE, Column, NAME, col, containers, count, elapsed, format_labels, int_at, items,
     joined_or_none, or_else, or_none, parse_rfc3339, quantity_text, str_at, template_columns, text,
 };

@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use super::core::load_balancer_addresses;
-use super::{
+use super::cells::{
     AGE, Column, NAME, col, count, human_duration, int_at, items, list_with_more, or_else, or_none,
     quantity_text, selector_at, str_at, text,
 };
+use super::core::load_balancer_addresses;
 
 /// The columns of the kind `group`/`plural`, `None` for a kind without a printer here.
 pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
@@ -69,7 +69,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
                 served.sort();
                 Value::String(served.join(","))
             }),
-            super::CREATED_AT,
+            super::cells::CREATED_AT,
             col("Group", "string", 1, |v, _| str_at(v, "/spec/group")),
             col("Kind", "string", 1, |v, _| str_at(v, "/spec/names/kind")),
             col("ShortNames", "string", 1, |v, _| {
@@ -343,7 +343,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         ],
         ("storage.k8s.io", "storageclasses") => vec![
             Column {
-                cell: super::Cell::Printer(|v, _| {
+                cell: super::cells::Cell::Printer(|v, _| {
                     let annotation = |key: &str| {
                         v.pointer("/metadata/annotations")
                             .and_then(|a| a.get(key))
@@ -440,7 +440,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         ],
         ("storage.k8s.io", "volumeattributesclasses") => vec![
             Column {
-                cell: super::Cell::Printer(|v, _| {
+                cell: super::cells::Cell::Printer(|v, _| {
                     // `printVolumeAttributesClass` (`IsDefaultAnnotationForVolumeAttributesClass`).
                     let name = text(v, "/metadata/name");
                     Value::String(

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use super::{
+use super::cells::{
     AGE, Column, NAME, bool_text, col, containers, count, elapsed, format_labels, int_at, items,
     or_else, parse_rfc3339, quantity_text, selector_at, selector_column, since, str_at,
     template_columns, text,
@@ -56,10 +56,12 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         .chain(template_columns())
         .chain([col("Selector", "string", 1, |v, _| {
             // `printDeployment` prints the selector's text as is: empty for none.
-            Value::String(match super::label_selector(v.pointer("/spec/selector")) {
-                Some(text) => text,
-                None => "<invalid>".into(),
-            })
+            Value::String(
+                match super::cells::label_selector(v.pointer("/spec/selector")) {
+                    Some(text) => text,
+                    None => "<invalid>".into(),
+                },
+            )
         })])
         .collect(),
         ("apps", "replicasets") => vec![
