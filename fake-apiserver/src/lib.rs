@@ -361,6 +361,7 @@
 #![allow(clippy::result_large_err)]
 
 mod builtin;
+mod caller;
 mod continue_token;
 mod defaults;
 mod fault_state;

@@ -182,6 +182,12 @@ impl ResourceDef {
         self.group == "batch" && self.plural == "jobs"
     }
 
+    /// Whether this is certificates.k8s.io's signing requests (approval and issuance kept
+    /// apart).
+    pub(crate) fn is_csrs(&self) -> bool {
+        self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
+    }
+
     /// Whether this is the core group's services (cluster IPs and node ports allocated).
     pub(crate) fn is_services(&self) -> bool {
         self.group.is_empty() && self.plural == "services"

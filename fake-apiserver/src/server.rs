@@ -711,6 +711,63 @@ impl FakeApiServer {
         self.patch_part(target, name, Part::Status, apply)
     }
 
+    /// `PUT certificatesigningrequests/<name>/approval`: the request's approval conditions
+    /// replaced by `body`'s (the whole request, of which only `status.conditions` is taken),
+    /// as an approver or `kubectl certificate approve` writes them and upstream's approval
+    /// strategy keeps them: conditions without times get them; removing `Approved`,
+    /// `Denied` or `Failed`, or both `Approved` and `Denied`, is a 422. Only for
+    /// `CertificateSigningRequest`s (404 otherwise). Recorded in the request log.
+    ///
+    /// ```
+    /// use fake_apiserver::FakeApiServer;
+    /// use serde_json::json;
+    ///
+    /// let server = FakeApiServer::new();
+    /// let requests = server
+    ///     .target_for("certificates.k8s.io", "v1", "certificatesigningrequests", None)
+    ///     .unwrap();
+    /// let csr = json!({"metadata": {"name": "web"}, "spec": {"request": "cmVx",
+    ///     "signerName": "example.com/signer", "usages": ["server auth"]}});
+    /// server.create_at(&requests, csr).unwrap();
+    /// let mut approved = server.get_at(&requests, "web").unwrap().to_value();
+    /// approved["status"]["conditions"] = json!([{"type": "Approved", "status": "True",
+    ///     "reason": "AutoApproved"}]);
+    /// let stored = server.update_approval_at(&requests, "web", approved).unwrap().to_value();
+    /// assert_eq!(stored["status"]["conditions"][0]["reason"], "AutoApproved");
+    /// assert!(stored["status"]["conditions"][0]["lastTransitionTime"].is_string());
+    /// ```
+    pub fn update_approval_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, &format!("{name}/approval"));
+        if !target.def.is_csrs() {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        self.writing(target)
+            .update_with(target.res, None, name, body, Part::Approval)
+    }
+
+    /// `PATCH certificatesigningrequests/<name>/approval`: `apply` changes the stored request,
+    /// of which the approval conditions are kept, as
+    /// [`update_approval_at`](Self::update_approval_at) keeps them. Recorded in the request
+    /// log.
+    pub fn patch_approval_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, &format!("{name}/approval"));
+        if !target.def.is_csrs() {
+            return Err(status::resource_not_found());
+        }
+        self.patch_part(target, name, Part::Approval, apply)
+    }
+
     fn patch_part(
         &self,
         target: &Target,

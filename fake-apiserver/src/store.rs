@@ -406,9 +406,13 @@ pub(crate) enum Part {
     Main,
     /// Only `.status` (writes to `<object>/status`).
     Status,
+    /// A CSR's approval conditions (writes to `certificatesigningrequests/<name>/approval`);
+    /// the body is the whole object, of which the CSR strategy keeps the conditions.
+    Approval,
 }
 
 mod bindings;
+mod csrs;
 mod daemon_sets;
 mod eviction;
 mod gc;
@@ -537,13 +541,14 @@ impl Part {
     fn subresource(self) -> &'static str {
         match self {
             Part::Status => "status",
+            Part::Approval => "approval",
             _ => "",
         }
     }
 
     pub(crate) fn scope(self) -> managed::Scope {
         match self {
-            Part::Whole => managed::Scope::Whole,
+            Part::Whole | Part::Approval => managed::Scope::Whole,
             Part::Main => managed::Scope::NoStatus,
             Part::Status => managed::Scope::StatusOnly,
         }
@@ -931,6 +936,9 @@ impl Store {
         if policy.part != Part::Whole && def.is_daemon_sets() {
             daemon_sets::on_create(&mut body);
         }
+        if policy.part != Part::Whole && def.is_csrs() {
+            csrs::on_create(&mut body);
+        }
         // A dry run answers the object as prepared, without a resourceVersion (upstream's
         // dry-run storage hands back what it would have written; etcd assigns the version).
         let rv = if self.dry_run { 0 } else { self.next_rv()? };
@@ -991,7 +999,7 @@ impl Store {
         };
         let existing = self.get(res, ns.as_deref(), name)?;
         match part {
-            Part::Whole => {}
+            Part::Whole | Part::Approval => {}
             Part::Main => {
                 // `.status` is written through the status subresource only.
                 let old_status = existing.to_value().get("status").cloned();
@@ -1036,6 +1044,15 @@ impl Store {
         self.track(&def, managing, sent, part, Some(&old), &mut body);
         if part == Part::Status && def.is_pods() {
             pods::keep_on_status_update(&mut body, &old);
+        }
+        if part != Part::Whole && def.is_csrs() {
+            let write = match part {
+                Part::Status => csrs::Write::Status,
+                Part::Approval => csrs::Write::Approval,
+                _ => csrs::Write::Main,
+            };
+            csrs::on_update(write, &mut body, &old, &self.now_rfc3339())
+                .map_err(|v| status::invalid(&def.kind, &def.group, name, &v))?;
         }
         if part == Part::Main && def.is_daemon_sets() {
             daemon_sets::on_update(&mut body, &old);

@@ -233,6 +233,15 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "verbs": ["create"],
             }));
         }
+        if def.is_csrs() {
+            resources.push(json!({
+                "name": "certificatesigningrequests/approval",
+                "singularName": "",
+                "namespaced": false,
+                "kind": "CertificateSigningRequest",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if def.is_service_accounts() {
             resources.push(json!({
                 "name": "serviceaccounts/token",
@@ -415,6 +424,13 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
             "subresource": "binding",
             "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
             "verbs": ["create"],
+        }));
+    }
+    if def.is_csrs() {
+        subresources.push(json!({
+            "subresource": "approval",
+            "responseKind": kind.clone(),
+            "verbs": ["get", "patch", "update"],
         }));
     }
     if def.is_service_accounts() {

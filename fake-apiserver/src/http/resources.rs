@@ -218,6 +218,8 @@ enum Sub {
     Token,
     /// `pods/<name>/binding` (create only).
     Binding,
+    /// `certificatesigningrequests/<name>/approval` (get, update, patch).
+    Approval,
 }
 
 async fn resource(
@@ -281,6 +283,10 @@ async fn resource(
         [name, "binding"] if def.is_pods() && !watch_prefix => Url::Object {
             name,
             sub: Sub::Binding,
+        },
+        [name, "approval"] if def.is_csrs() && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Approval,
         },
         _ => return Err(status::resource_not_found()),
     };
@@ -389,6 +395,10 @@ async fn resource(
                 }
                 Sub::Status => {
                     let obj = app.server.update_status_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::Approval => {
+                    let obj = app.server.update_approval_at(&target, name, body)?;
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Scale => {
@@ -972,6 +982,14 @@ fn patch_object(
             )));
         }
     };
+    if applying && sub == Sub::Approval {
+        // Server-side apply through `/approval` is not served (the fake's appliers write
+        // the object or its status).
+        return Err(negotiate::unsupported_media_type(
+            &content_type,
+            PATCH_TYPES,
+        ));
+    }
     if applying && sub != Sub::Scale {
         // The manager must be named: the user agent does not count for an apply.
         let target = match req.param("fieldManager").unwrap_or_default() {
@@ -1038,6 +1056,10 @@ fn patch_object(
         }
         Sub::Status => {
             let obj = app.server.patch_status_with_at(target, name, patch)?;
+            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
+        }
+        Sub::Approval => {
+            let obj = app.server.patch_approval_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
         Sub::Eviction | Sub::Token | Sub::Binding => return Err(method_not_allowed(req)),

@@ -23,13 +23,8 @@ use informer_core::Status;
 use serde_json::{Map, Value, json};
 
 use super::negotiate::{self, Answer};
+use crate::caller::{GROUPS, USER};
 use crate::{FakeApiServer, ResourceDef, status};
-
-/// The user every request is served as.
-pub(crate) const USER: &str = "system:admin";
-
-/// The groups of [`USER`].
-pub(crate) const GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
 
 /// The reason an access review gives.
 const ALLOWED: &str = "the fake API server allows every request (it has no authorizer)";

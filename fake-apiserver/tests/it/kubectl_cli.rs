@@ -2175,6 +2175,68 @@ async fn more_built_in_kinds_print_upstream_s_columns() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_approves_a_certificate_signing_request() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_approves_a_certificate_signing_request", "prod").await
+    else {
+        return;
+    };
+    let csr = kubectl.manifest(
+        "csr.yaml",
+        "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  \
+         name: web\nspec:\n  request: cmVxdWVzdA==\n  signerName: example.com/serving\n  \
+         usages: [digital signature, server auth]\n",
+    );
+    kubectl.ok(&["apply", "-f", csr.to_str().unwrap()]).await;
+    let pending = kubectl.ok(&["get", "csr"]).await;
+    assert_eq!(
+        cells(
+            &row_named(&pending, "web"),
+            &["SIGNERNAME", "REQUESTOR", "REQUESTEDDURATION", "CONDITION"]
+        ),
+        ["example.com/serving", "system:admin", "<none>", "Pending"]
+    );
+    // `kubectl certificate approve` writes through `/approval`.
+    let out = kubectl.ok(&["certificate", "approve", "web"]).await;
+    assert_eq!(
+        out.trim(),
+        "certificatesigningrequest.certificates.k8s.io/web approved"
+    );
+    assert!(
+        server.requests().iter().any(|r| r.to_string()
+            == "PUT /apis/certificates.k8s.io/v1/certificatesigningrequests/web/approval"),
+        "{:?}",
+        server.requests()
+    );
+    let stored = server
+        .get("certificatesigningrequests", None, "web")
+        .unwrap()
+        .to_value();
+    let approved = &stored["status"]["conditions"][0];
+    assert_eq!(
+        (&approved["type"], &approved["reason"]),
+        (&json!("Approved"), &json!("KubectlApprove"))
+    );
+    assert!(approved["lastTransitionTime"].is_string());
+    // kubectl refuses to deny it; the signer's certificate shows as issued.
+    let denied = kubectl.run(&["certificate", "deny", "web"]).await;
+    assert!(!denied.status.success());
+    kubectl
+        .ok(&[
+            "patch",
+            "csr",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status": {"certificate": "Y2VydA=="}}"#,
+        ])
+        .await;
+    let issued = kubectl.ok(&["get", "csr"]).await;
+    assert_eq!(row_named(&issued, "web")["CONDITION"], "Approved,Issued");
+}
+
 /// A ConfigMap manifest named `name` with `data` (YAML lines under `data:`).
 fn config_map_yaml(name: &str, data: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")

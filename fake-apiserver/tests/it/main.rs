@@ -29,6 +29,7 @@ mod http_binary;
 mod http_bindings;
 mod http_builtin_types;
 mod http_clients;
+mod http_csrs;
 mod http_discovery;
 mod http_event_views;
 mod http_eviction;
