@@ -200,9 +200,9 @@
 //!
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
-//! convert), and subresources other than `status`, `scale`, pods' `eviction` and `binding`
-//! and service accounts' `token` (no `log`, `exec`, `ephemeralcontainers`, CSRs' `approval`,
-//! ...). The create-only review APIs are
+//! convert), and subresources other than `status`, `scale`, pods' `eviction` and `binding`,
+//! certificate signing requests' `approval` and service accounts' `token` (no `log`,
+//! `exec`, `ephemeralcontainers`, ...). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).
@@ -271,6 +271,11 @@
 //!   [`FakeApiServer::bind_at`]): a scheduler written against the fake binds pods to nodes
 //!   as upstream's binding subresource lets it: `spec.nodeName`, `PodScheduled=True`, the
 //!   binding's annotations and labels; a pod already bound, gated or being deleted is a 409.
+//! - **Certificate signing requests** ([`FakeApiServer::update_approval_at`]): the caller
+//!   recorded as requester, approval through `/approval` (`kubectl certificate approve`,
+//!   kube-client's `patch_approval`), the certificate through `/status` once, conditions
+//!   stamped, upstream's 422s for taking back an approval or approving and denying at
+//!   once. No signer runs: a test issues the certificate as a signer would.
 //! - **Field management**: every request's write keeps `metadata.managedFields` as the real
 //!   server does (its manager, `fieldManager` or the user agent up to its first `/`, owns
 //!   the fields it changed and takes them from the others), and server-side apply
