@@ -273,6 +273,21 @@ pub(super) fn label_selector(selector: Option<&Value>) -> Option<String> {
     crate::object::label_selector_string(selector)
 }
 
+/// DESIRED, CURRENT and READY of a replica set or replication controller.
+pub(super) fn replica_counts() -> [Column; 3] {
+    [
+        col("Desired", "integer", 0, |v, _| {
+            Value::from(crate::http::scale::spec_replicas(v))
+        }),
+        col("Current", "integer", 0, |v, _| {
+            int_at(v, "/status/replicas")
+        }),
+        col("Ready", "integer", 0, |v, _| {
+            int_at(v, "/status/readyReplicas")
+        }),
+    ]
+}
+
 /// `-o wide`'s CONTAINERS and IMAGES of a workload's pod template.
 pub(super) fn template_columns() -> [Column; 2] {
     [

@@ -6,10 +6,9 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use super::cells::{
-    AGE, Column, NAME, col, containers, count, elapsed, format_labels, int_at, items,
-    joined_or_none, or_else, or_none, parse_rfc3339, quantity_text, str_at, template_columns, text,
+    AGE, Column, NAME, col, containers, count, elapsed, format_labels, items, joined_or_none,
+    or_else, or_none, parse_rfc3339, quantity_text, replica_counts, str_at, template_columns, text,
 };
-use crate::http::scale::spec_replicas;
 use crate::twins::event_field;
 
 /// The columns of the core kind `plural`, `None` for another group or a kind without a
@@ -47,25 +46,15 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
                 Value::String(format_labels(v.pointer("/template/metadata/labels")))
             }),
         ],
-        "replicationcontrollers" => vec![
-            NAME,
-            col("Desired", "integer", 0, |v, _| {
-                Value::from(spec_replicas(v))
-            }),
-            col("Current", "integer", 0, |v, _| {
-                int_at(v, "/status/replicas")
-            }),
-            col("Ready", "integer", 0, |v, _| {
-                int_at(v, "/status/readyReplicas")
-            }),
-            AGE,
-        ]
-        .into_iter()
-        .chain(template_columns())
-        .chain([col("Selector", "string", 1, |v, _| {
-            Value::String(format_labels(v.pointer("/spec/selector")))
-        })])
-        .collect(),
+        "replicationcontrollers" => [NAME]
+            .into_iter()
+            .chain(replica_counts())
+            .chain([AGE])
+            .chain(template_columns())
+            .chain([col("Selector", "string", 1, |v, _| {
+                Value::String(format_labels(v.pointer("/spec/selector")))
+            })])
+            .collect(),
         "configmaps" => vec![
             NAME,
             col("Data", "string", 0, |v, _| {

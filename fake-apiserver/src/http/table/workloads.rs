@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::cells::{
     AGE, Column, NAME, bool_text, col, containers, count, elapsed, format_labels, int_at, items,
-    or_else, parse_rfc3339, quantity_text, selector_at, selector_column, since, str_at,
-    template_columns, text,
+    or_else, parse_rfc3339, quantity_text, replica_counts, selector_at, selector_column, since,
+    str_at, template_columns, text,
 };
 use crate::http::scale::spec_replicas;
 
@@ -64,23 +64,13 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
             )
         })])
         .collect(),
-        ("apps", "replicasets") => vec![
-            NAME,
-            col("Desired", "integer", 0, |v, _| {
-                Value::from(spec_replicas(v))
-            }),
-            col("Current", "integer", 0, |v, _| {
-                int_at(v, "/status/replicas")
-            }),
-            col("Ready", "integer", 0, |v, _| {
-                int_at(v, "/status/readyReplicas")
-            }),
-            AGE,
-        ]
-        .into_iter()
-        .chain(template_columns())
-        .chain([selector_column()])
-        .collect(),
+        ("apps", "replicasets") => [NAME]
+            .into_iter()
+            .chain(replica_counts())
+            .chain([AGE])
+            .chain(template_columns())
+            .chain([selector_column()])
+            .collect(),
         ("apps", "statefulsets") => vec![
             NAME,
             col("Ready", "string", 0, |v, _| ready_of_wanted(v)),
