@@ -193,6 +193,11 @@ impl ResourceDef {
         self.group.is_empty() && self.plural == "services"
     }
 
+    /// Whether this is the core group's namespaces (the finalize subresource).
+    pub(crate) fn is_namespaces(&self) -> bool {
+        self.group.is_empty() && self.plural == "namespaces"
+    }
+
     /// Whether this is the core group's service accounts (the token subresource).
     pub(crate) fn is_service_accounts(&self) -> bool {
         self.group.is_empty() && self.plural == "serviceaccounts"

@@ -1029,6 +1029,42 @@ impl FakeApiServer {
             .bind(target.res, namespace, name, binding)
     }
 
+    /// `PUT namespaces/<name>/finalize`: the namespace's `spec.finalizers` set as `body` (the
+    /// whole namespace) has them, its status kept, as upstream's finalize subresource writes
+    /// them (the only write that changes them: an update of the namespace keeps them). Each
+    /// finalizer must be a standard one (`kubernetes`) or a qualified name (422 otherwise).
+    /// A terminating namespace left without finalizers of either kind is deleted in this
+    /// write, even with content left in it, as on a cluster; the namespace controller
+    /// empties a terminating namespace only while `kubernetes` is among them. Only for
+    /// namespaces (404 otherwise). Recorded in the request log as a `PUT`.
+    ///
+    /// ```
+    /// use fake_apiserver::FakeApiServer;
+    /// use serde_json::json;
+    ///
+    /// let server = FakeApiServer::new();
+    /// let namespaces = server.target_for("", "v1", "namespaces", None).unwrap();
+    /// server.create_at(&namespaces, json!({"metadata": {"name": "team"}})).unwrap();
+    /// let mut ns = server.get_at(&namespaces, "team").unwrap().to_value();
+    /// ns["spec"]["finalizers"] = json!(["kubernetes", "example.com/archive"]);
+    /// let stored = server.finalize_at(&namespaces, "team", ns).unwrap().to_value();
+    /// assert_eq!(stored["spec"]["finalizers"], json!(["kubernetes", "example.com/archive"]));
+    /// ```
+    pub fn finalize_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, &format!("{name}/finalize"));
+        if !target.def.is_namespaces() {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        self.writing(target)
+            .finalize_namespace(target.res, name, body)
+    }
+
     /// `POST serviceaccounts/<name>/token`: a token for the service account `name` in the
     /// target's namespace, as `request` (an `authentication.k8s.io/v1` `TokenRequest`) asks
     /// (`spec.expirationSeconds`, default an hour, at least ten minutes; `spec.audiences`,

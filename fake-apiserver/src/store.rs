@@ -409,6 +409,9 @@ pub(crate) enum Part {
     /// A CSR's approval conditions (writes to `certificatesigningrequests/<name>/approval`);
     /// the body is the whole object, of which the CSR strategy keeps the conditions.
     Approval,
+    /// A namespace's `spec.finalizers` (writes to `namespaces/<name>/finalize`); the body is
+    /// the whole object, its status already the stored one.
+    Finalize,
 }
 
 mod bindings;
@@ -542,13 +545,14 @@ impl Part {
         match self {
             Part::Status => "status",
             Part::Approval => "approval",
+            Part::Finalize => "finalize",
             _ => "",
         }
     }
 
     pub(crate) fn scope(self) -> managed::Scope {
         match self {
-            Part::Whole | Part::Approval => managed::Scope::Whole,
+            Part::Whole | Part::Approval | Part::Finalize => managed::Scope::Whole,
             Part::Main => managed::Scope::NoStatus,
             Part::Status => managed::Scope::StatusOnly,
         }
@@ -999,7 +1003,7 @@ impl Store {
         };
         let existing = self.get(res, ns.as_deref(), name)?;
         match part {
-            Part::Whole | Part::Approval => {}
+            Part::Whole | Part::Approval | Part::Finalize => {}
             Part::Main => {
                 // `.status` is written through the status subresource only.
                 let old_status = existing.to_value().get("status").cloned();
@@ -1230,6 +1234,7 @@ impl Store {
         // and a namespace for the namespace controller (behind `spec.finalizers`).
         let gc_finalizer = policy.finalizer().filter(|_| self.garbage_collection);
         let namespace_held = self.stored_namespace_held(&def, &existing);
+        let namespace_controlled = namespace_held && self.stored_namespace_controlled(&existing);
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {
@@ -1286,7 +1291,7 @@ impl Store {
                         policy,
                     });
                 }
-                if namespace_held {
+                if namespace_controlled {
                     self.chores
                         .push_back(Chore::EmptyNamespace(name.to_owned()));
                 }

@@ -233,6 +233,15 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
                 "verbs": ["create"],
             }));
         }
+        if def.is_namespaces() {
+            resources.push(json!({
+                "name": "namespaces/finalize",
+                "singularName": "",
+                "namespaced": false,
+                "kind": "Namespace",
+                "verbs": ["update"],
+            }));
+        }
         if def.is_csrs() {
             resources.push(json!({
                 "name": "certificatesigningrequests/approval",
@@ -424,6 +433,13 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
             "subresource": "binding",
             "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
             "verbs": ["create"],
+        }));
+    }
+    if def.is_namespaces() {
+        subresources.push(json!({
+            "subresource": "finalize",
+            "responseKind": kind.clone(),
+            "verbs": ["update"],
         }));
     }
     if def.is_csrs() {

@@ -220,6 +220,8 @@ enum Sub {
     Binding,
     /// `certificatesigningrequests/<name>/approval` (get, update, patch).
     Approval,
+    /// `namespaces/<name>/finalize` (update only).
+    Finalize,
 }
 
 async fn resource(
@@ -287,6 +289,10 @@ async fn resource(
         [name, "approval"] if def.is_csrs() && !watch_prefix => Url::Object {
             name,
             sub: Sub::Approval,
+        },
+        [name, "finalize"] if def.is_namespaces() && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::Finalize,
         },
         _ => return Err(status::resource_not_found()),
     };
@@ -356,6 +362,12 @@ async fn resource(
                 ..
             },
         ) => Err(method_not_allowed(&req)),
+        (
+            &Method::GET | &Method::PATCH,
+            Url::Object {
+                sub: Sub::Finalize, ..
+            },
+        ) => Err(method_not_allowed(&req)),
         (&Method::GET, Url::Object { name, sub }) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let obj = app.server.get_at(&target, name)?;
@@ -399,6 +411,10 @@ async fn resource(
                 }
                 Sub::Approval => {
                     let obj = app.server.update_approval_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::Finalize => {
+                    let obj = app.server.finalize_at(&target, name, body)?;
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Scale => {
@@ -1062,7 +1078,9 @@ fn patch_object(
             let obj = app.server.patch_approval_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
-        Sub::Eviction | Sub::Token | Sub::Binding => return Err(method_not_allowed(req)),
+        Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize => {
+            return Err(method_not_allowed(req));
+        }
         Sub::None => {}
     }
     let obj = match content_type.as_str() {

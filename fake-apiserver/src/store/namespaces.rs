@@ -3,14 +3,16 @@
 //!
 //! Upstream (`pkg/registry/core/namespace`, `pkg/controller/namespace`, read there): a created
 //! namespace gets the finalizer `kubernetes` in `spec.finalizers` (which updates keep as
-//! stored; only `/finalize` changes it, not served here: requests cannot), the label
-//! `kubernetes.io/metadata.name` with its name (kept on every update) and `status.phase:
-//! Active`. Deleting it sets `deletionTimestamp` and `status.phase: Terminating` and keeps
-//! it; the NamespaceLifecycle admission refuses new content in it (403); the namespace
-//! controller deletes everything in it and removes `kubernetes` from `spec.finalizers` once
+//! stored; only `/finalize` changes them, with the status kept and each name a standard
+//! finalizer or qualified), the label `kubernetes.io/metadata.name` with its name (kept on
+//! every update) and `status.phase: Active`. Deleting a namespace with `spec.finalizers`
+//! sets `deletionTimestamp` and `status.phase: Terminating` and keeps it; the
+//! NamespaceLifecycle admission refuses new content in it (403); the namespace controller,
+//! while `kubernetes` is among them, deletes everything in it and removes `kubernetes` once
 //! nothing is left; the namespace store deletes a terminating namespace during the update
 //! that leaves it without finalizers of either kind (or it waits for its
-//! `metadata.finalizers`).
+//! `metadata.finalizers` and the other `spec.finalizers`, which their owners release
+//! through `/finalize`).
 //!
 //! The fake server runs the controller's part inside the delete, as it runs the garbage
 //! collector ([`super::gc`]): the namespace's content is deleted (each object once, in the
@@ -35,7 +37,7 @@ const KUBERNETES: &str = "kubernetes";
 const NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 fn is_namespaces(def: &ResourceDef) -> bool {
-    def.group.is_empty() && def.plural == "namespaces"
+    def.is_namespaces()
 }
 
 /// The strategy's defaults on a namespace about to be created or updated (`body` carries its
@@ -79,13 +81,55 @@ fn prepare(body: &mut Value, creating: bool, reset_status: bool) {
     }
 }
 
-/// Whether the namespace controller still holds this namespace (`spec.finalizers` has
-/// `kubernetes`).
+/// Whether a finalizer in `spec.finalizers` still holds this namespace (upstream's namespace
+/// store keeps a deleted one while any is there).
 fn held(value: &Value) -> bool {
     value
         .pointer("/spec/finalizers")
         .and_then(Value::as_array)
+        .is_some_and(|l| !l.is_empty())
+}
+
+/// Whether the namespace controller has work on this namespace (`spec.finalizers` has
+/// `kubernetes`; without it the controller leaves the namespace's content alone).
+fn controlled(value: &Value) -> bool {
+    value
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
         .is_some_and(|l| l.iter().any(|f| f == KUBERNETES))
+}
+
+/// The names `/finalize` refuses in `spec.finalizers` (`validateFinalizerName`): a name
+/// without a `/` must be a standard finalizer; a qualified one must be a valid qualified
+/// name.
+fn finalizer_violations(body: &Value) -> Vec<(String, &'static str, String)> {
+    let listed = body
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut violations = Vec::new();
+    for (i, name) in listed.iter().enumerate() {
+        let name = name.as_str().unwrap_or_default();
+        let at = format!("spec.finalizers[{i}]");
+        if let Some(problem) = super::qualified_name_problem(name) {
+            violations.push((
+                at.clone(),
+                "FieldValueInvalid",
+                format!("{name:?}: {problem}"),
+            ));
+        }
+        if !name.contains('/') && !matches!(name, KUBERNETES | "orphan" | "foregroundDeletion") {
+            violations.push((
+                at,
+                "FieldValueInvalid",
+                format!(
+                    "{name:?}: name is neither a standard finalizer name nor is it fully \
+                     qualified"
+                ),
+            ));
+        }
+    }
+    violations
 }
 
 /// The namespace marked for deletion: `status.phase: Terminating`.
@@ -148,6 +192,43 @@ impl Store {
     /// [`Store::namespace_held`] for a stored object (parsed only if it is a namespace).
     pub(super) fn stored_namespace_held(&self, def: &ResourceDef, object: &StoredObject) -> bool {
         self.garbage_collection && is_namespaces(def) && held(&object.to_value())
+    }
+
+    /// Whether deleting the stored namespace `object` gives the namespace controller work.
+    pub(super) fn stored_namespace_controlled(&self, object: &StoredObject) -> bool {
+        controlled(&object.to_value())
+    }
+
+    /// `PUT namespaces/<name>/finalize`: the namespace's `spec.finalizers` (and metadata)
+    /// as `body` has them, its status as stored (upstream's finalize strategy); a
+    /// terminating namespace left without finalizers goes in this write.
+    pub(crate) fn finalize_namespace(
+        &mut self,
+        res: usize,
+        name: &str,
+        mut body: Value,
+    ) -> Result<Arc<StoredObject>, informer_core::Status> {
+        let def = Arc::clone(&self.resources[res].def);
+        if !is_namespaces(&def) {
+            return Err(crate::status::resource_not_found());
+        }
+        let existing = self.get(res, None, name)?;
+        let violations = finalizer_violations(&body);
+        if !violations.is_empty() {
+            return Err(crate::status::invalid(
+                &def.kind,
+                &def.group,
+                name,
+                &violations,
+            ));
+        }
+        if let Some(object) = body.as_object_mut() {
+            match existing.to_value().get("status") {
+                Some(s) => object.insert("status".into(), s.clone()),
+                None => object.remove("status"),
+            };
+        }
+        self.update_with(res, None, name, body, Part::Finalize)
     }
 
     /// [`mark_terminating`] for namespaces, nothing for other kinds.

@@ -189,3 +189,67 @@ async fn dry_runs_and_a_server_without_collectors_leave_the_content() {
     ));
     assert_eq!(count(&off, "configmaps", "a"), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn finalize_sets_spec_finalizers_which_hold_a_terminating_namespace() {
+    let server = FakeApiServer::new();
+    let namespaces = server.target("namespaces", None).unwrap();
+    // A finalizer of its own (created with it, as on a cluster, beside `kubernetes`).
+    server
+        .create_at(
+            &namespaces,
+            json!({"metadata": {"name": "a"}, "spec": {"finalizers": ["example.com/archive"]}}),
+        )
+        .unwrap();
+    make(&server, "configmaps", "a", "c", &[]);
+    server.delete("namespaces", None, "a").unwrap();
+    // The controller emptied it and released `kubernetes`; the other finalizer holds it.
+    assert_eq!(count(&server, "configmaps", "a"), 0);
+    let held = server.get("namespaces", None, "a").unwrap().to_value();
+    assert_eq!(held["spec"]["finalizers"], json!(["example.com/archive"]));
+    assert_eq!(held["status"]["phase"], "Terminating");
+
+    // `/finalize` refuses a name that is neither standard nor qualified.
+    let mut bad = held.clone();
+    bad["spec"]["finalizers"] = json!(["archive"]);
+    let refused = server.finalize_at(&namespaces, "a", bad).unwrap_err();
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (
+            422,
+            "Namespace \"a\" is invalid: spec.finalizers[0]: Invalid value: \"archive\": name is \
+             neither a standard finalizer name nor is it fully qualified"
+        )
+    );
+    // Its owner releases it: the namespace goes in that write (its status as stored).
+    let mut released = held.clone();
+    released["spec"]["finalizers"] = json!([]);
+    released["status"] = json!({"phase": "Active"});
+    let gone = server.finalize_at(&namespaces, "a", released).unwrap();
+    assert_eq!(gone.to_value()["status"]["phase"], "Terminating");
+    assert!(server.get("namespaces", None, "a").is_err());
+
+    // Finalizing a namespace whose content is held (the cluster admin's way out): the
+    // namespace goes, its content stays.
+    server
+        .create("namespaces", &json!({"metadata": {"name": "b"}}))
+        .unwrap();
+    make(&server, "configmaps", "b", "held", &["b.io/hold"]);
+    server.delete("namespaces", None, "b").unwrap();
+    let mut stuck = server.get("namespaces", None, "b").unwrap().to_value();
+    assert_eq!(stuck["spec"]["finalizers"], json!(["kubernetes"]));
+    stuck["spec"]["finalizers"] = json!([]);
+    server.finalize_at(&namespaces, "b", stuck).unwrap();
+    assert!(server.get("namespaces", None, "b").is_err());
+    assert_eq!(count(&server, "configmaps", "b"), 1);
+
+    // Only namespaces have it.
+    let configmaps = server.target("configmaps", Some("b")).unwrap();
+    assert_eq!(
+        server
+            .finalize_at(&configmaps, "held", json!({}))
+            .unwrap_err()
+            .code,
+        404
+    );
+}

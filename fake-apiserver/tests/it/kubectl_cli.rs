@@ -2237,6 +2237,45 @@ async fn kubectl_approves_a_certificate_signing_request() {
     assert_eq!(row_named(&issued, "web")["CONDITION"], "Approved,Issued");
 }
 
+/// A namespace held by its own finalizer, released the way cluster admins release stuck
+/// ones: `kubectl replace --raw .../finalize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_finalizes_a_terminating_namespace() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_finalizes_a_terminating_namespace", "prod").await
+    else {
+        return;
+    };
+    let ns = kubectl.manifest(
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: archive\nspec:\n  finalizers: [example.com/archive]\n",
+    );
+    kubectl.ok(&["apply", "-f", ns.to_str().unwrap()]).await;
+    kubectl
+        .ok(&["delete", "namespace", "archive", "--wait=false"])
+        .await;
+    let listed = kubectl.ok(&["get", "namespaces"]).await;
+    assert_eq!(row_named(&listed, "archive")["STATUS"], "Terminating");
+    let mut stuck = server
+        .get("namespaces", None, "archive")
+        .unwrap()
+        .to_value();
+    stuck["spec"]["finalizers"] = json!([]);
+    let body = kubectl.manifest("finalize.json", &stuck.to_string());
+    let out = kubectl
+        .ok(&[
+            "replace",
+            "--raw",
+            "/api/v1/namespaces/archive/finalize",
+            "-f",
+            body.to_str().unwrap(),
+        ])
+        .await;
+    let answered: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answered["metadata"]["name"], "archive");
+    assert!(server.get("namespaces", None, "archive").is_err());
+}
+
 /// A ConfigMap manifest named `name` with `data` (YAML lines under `data:`).
 fn config_map_yaml(name: &str, data: &str) -> String {
     format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
