@@ -99,7 +99,11 @@
 //! `Terminating`; everything in it is deleted within the same write (dependents elsewhere
 //! cascade), and the update that then takes `kubernetes` away removes it, at once or when the
 //! last object held by a finalizer goes. Meanwhile requests cannot create content in it
-//! (403, below). [`ServerConfig::garbage_collection`] turns both collectors off.
+//! (403, below). Other `spec.finalizers` (set on create or through `namespaces/<name>/finalize`,
+//! [`FakeApiServer::finalize_at`]; an update keeps them) hold it until their owners release
+//! them through `/finalize`, which also removes a terminating namespace whose content is
+//! stuck, leaving the content, as on a cluster. [`ServerConfig::garbage_collection`] turns
+//! both collectors off.
 //!
 //! **Requests and direct writes.** The request layer (both front ends: the `*_at` methods,
 //! HTTP) applies what the real server's admission and strategies do, listed
@@ -201,7 +205,8 @@
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
 //! convert), and subresources other than `status`, `scale`, pods' `eviction` and `binding`,
-//! certificate signing requests' `approval` and service accounts' `token` (no `log`,
+//! certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
+//! `token` (no `log`,
 //! `exec`, `ephemeralcontainers`, ...). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
