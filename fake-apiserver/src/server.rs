@@ -1029,6 +1029,50 @@ impl FakeApiServer {
             .bind(target.res, namespace, name, binding)
     }
 
+    /// `PUT pods/<name>/ephemeralcontainers`: the pod's `spec.ephemeralContainers` as `body`
+    /// (the whole pod) has them, everything else as stored, as upstream's ephemeral containers
+    /// subresource writes them (`kubectl debug`); an ephemeral container once added may not be
+    /// removed or changed, and names are unique among the pod's containers (422 otherwise).
+    /// No kubelet runs them: a test reports their status as a kubelet would. Only for pods
+    /// (404 otherwise). Recorded in the request log.
+    pub fn update_ephemeral_containers_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PUT", target, &format!("{name}/ephemeralcontainers"));
+        if !target.def.is_pods() {
+            return Err(status::resource_not_found());
+        }
+        self.write_fault(target)?;
+        let ns = self.namespace_for(target, &body);
+        self.writing(target).update_with(
+            target.res,
+            ns.as_deref(),
+            name,
+            body,
+            Part::EphemeralContainers,
+        )
+    }
+
+    /// `PATCH pods/<name>/ephemeralcontainers`: `apply` changes the stored pod, of which the
+    /// ephemeral containers are kept, as
+    /// [`update_ephemeral_containers_at`](Self::update_ephemeral_containers_at) keeps them.
+    /// Recorded in the request log.
+    pub fn patch_ephemeral_containers_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.record_object_request("PATCH", target, &format!("{name}/ephemeralcontainers"));
+        if !target.def.is_pods() {
+            return Err(status::resource_not_found());
+        }
+        self.patch_part(target, name, Part::EphemeralContainers, apply)
+    }
+
     /// `PUT namespaces/<name>/finalize`: the namespace's `spec.finalizers` set as `body` (the
     /// whole namespace) has them, its status kept, as upstream's finalize subresource writes
     /// them (the only write that changes them: an update of the namespace keeps them). Each

@@ -412,6 +412,9 @@ pub(crate) enum Part {
     /// A namespace's `spec.finalizers` (writes to `namespaces/<name>/finalize`); the body is
     /// the whole object, its status already the stored one.
     Finalize,
+    /// A pod's ephemeral containers (writes to `pods/<name>/ephemeralcontainers`); the body
+    /// is the whole pod, of which the pod strategy keeps `spec.ephemeralContainers`.
+    EphemeralContainers,
 }
 
 mod bindings;
@@ -546,13 +549,16 @@ impl Part {
             Part::Status => "status",
             Part::Approval => "approval",
             Part::Finalize => "finalize",
+            Part::EphemeralContainers => "ephemeralcontainers",
             _ => "",
         }
     }
 
     pub(crate) fn scope(self) -> managed::Scope {
         match self {
-            Part::Whole | Part::Approval | Part::Finalize => managed::Scope::Whole,
+            Part::Whole | Part::Approval | Part::Finalize | Part::EphemeralContainers => {
+                managed::Scope::Whole
+            }
             Part::Main => managed::Scope::NoStatus,
             Part::Status => managed::Scope::StatusOnly,
         }
@@ -1003,7 +1009,7 @@ impl Store {
         };
         let existing = self.get(res, ns.as_deref(), name)?;
         match part {
-            Part::Whole | Part::Approval | Part::Finalize => {}
+            Part::Whole | Part::Approval | Part::Finalize | Part::EphemeralContainers => {}
             Part::Main => {
                 // `.status` is written through the status subresource only.
                 let old_status = existing.to_value().get("status").cloned();
@@ -1048,6 +1054,10 @@ impl Store {
         self.track(&def, managing, sent, part, Some(&old), &mut body);
         if part == Part::Status && def.is_pods() {
             pods::keep_on_status_update(&mut body, &old);
+        }
+        if part == Part::EphemeralContainers && def.is_pods() {
+            pods::ephemeral_containers_update(&mut body, &old)
+                .map_err(|v| status::invalid(&def.kind, &def.group, name, &v))?;
         }
         if part != Part::Whole && def.is_csrs() {
             let write = match part {

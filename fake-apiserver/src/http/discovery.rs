@@ -217,6 +217,13 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
         }
         if def.is_pods() {
             resources.push(json!({
+                "name": "pods/ephemeralcontainers",
+                "singularName": "",
+                "namespaced": true,
+                "kind": "Pod",
+                "verbs": ["get", "patch", "update"],
+            }));
+            resources.push(json!({
                 "name": "pods/binding",
                 "singularName": "",
                 "namespaced": true,
@@ -429,6 +436,11 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
         }));
     }
     if def.is_pods() {
+        subresources.push(json!({
+            "subresource": "ephemeralcontainers",
+            "responseKind": kind.clone(),
+            "verbs": ["get", "patch", "update"],
+        }));
         subresources.push(json!({
             "subresource": "binding",
             "responseKind": {"group": "", "version": "v1", "kind": "Binding"},

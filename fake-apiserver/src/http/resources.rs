@@ -222,6 +222,8 @@ enum Sub {
     Approval,
     /// `namespaces/<name>/finalize` (update only).
     Finalize,
+    /// `pods/<name>/ephemeralcontainers` (get, update, patch).
+    EphemeralContainers,
 }
 
 async fn resource(
@@ -285,6 +287,10 @@ async fn resource(
         [name, "binding"] if def.is_pods() && !watch_prefix => Url::Object {
             name,
             sub: Sub::Binding,
+        },
+        [name, "ephemeralcontainers"] if def.is_pods() && !watch_prefix => Url::Object {
+            name,
+            sub: Sub::EphemeralContainers,
         },
         [name, "approval"] if def.is_csrs() && !watch_prefix => Url::Object {
             name,
@@ -415,6 +421,12 @@ async fn resource(
                 }
                 Sub::Finalize => {
                     let obj = app.server.finalize_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::EphemeralContainers => {
+                    let obj = app
+                        .server
+                        .update_ephemeral_containers_at(&target, name, body)?;
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Scale => {
@@ -998,7 +1010,7 @@ fn patch_object(
             )));
         }
     };
-    if applying && sub == Sub::Approval {
+    if applying && matches!(sub, Sub::Approval | Sub::EphemeralContainers) {
         // Server-side apply through `/approval` is not served (the fake's appliers write
         // the object or its status).
         return Err(negotiate::unsupported_media_type(
@@ -1076,6 +1088,12 @@ fn patch_object(
         }
         Sub::Approval => {
             let obj = app.server.patch_approval_with_at(target, name, patch)?;
+            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
+        }
+        Sub::EphemeralContainers => {
+            let obj = app
+                .server
+                .patch_ephemeral_containers_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
         Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize => {

@@ -2,7 +2,9 @@
 //! controller reads: a created pod's status is `Pending` with its QoS class
 //! (`pkg/apis/core/helper/qos`), and a `PodScheduled=False` condition (reason
 //! `SchedulingGated`) when it has scheduling gates; a status write that leaves out the QoS
-//! class or an `observedGeneration` keeps the stored one.
+//! class or an `observedGeneration` keeps the stored one; a write through
+//! `pods/<name>/ephemeralcontainers` changes the ephemeral containers only, adding some and
+//! changing or removing none.
 
 use serde_json::{Map, Value, json};
 
@@ -203,6 +205,121 @@ impl Totals {
             _ => false,
         };
         same(&self.cpu, &limits.cpu) && same(&self.memory, &limits.memory)
+    }
+}
+
+/// A write through `pods/<name>/ephemeralcontainers` as `podEphemeralContainersStrategy`
+/// prepares it (`dropNonEphemeralContainerUpdates`): everything but
+/// `spec.ephemeralContainers` as stored (the spec, the status, and the labels,
+/// annotations, finalizers and owners of `ResetObjectMetaForStatus`); then
+/// `ValidatePodEphemeralContainersUpdate`'s rule: an ephemeral container, once added, is
+/// neither removed nor changed; names are unique among all the pod's containers; a static
+/// pod has none. The violations are upstream's 422.
+pub(super) fn ephemeral_containers_update(
+    body: &mut Value,
+    old: &Value,
+) -> Result<(), Vec<(String, &'static str, String)>> {
+    let added = body
+        .pointer("/spec/ephemeralContainers")
+        .cloned()
+        .filter(|e| !e.is_null());
+    let Some(object) = body.as_object_mut() else {
+        return Ok(());
+    };
+    let mut spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+    if let Some(spec) = spec.as_object_mut() {
+        match added {
+            Some(list) => spec.insert("ephemeralContainers".into(), list),
+            None => spec.remove("ephemeralContainers"),
+        };
+    }
+    object.insert("spec".into(), spec);
+    match old.get("status") {
+        Some(s) => object.insert("status".into(), s.clone()),
+        None => object.remove("status"),
+    };
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in [
+            "labels",
+            "annotations",
+            "finalizers",
+            "ownerReferences",
+            "deletionTimestamp",
+            "generation",
+        ] {
+            match old.pointer(&format!("/metadata/{field}")) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+    }
+    let path = "spec.ephemeralContainers".to_owned();
+    if old
+        .pointer("/metadata/annotations/kubernetes.io~1config.mirror")
+        .is_some()
+    {
+        return Err(vec![(
+            String::new(),
+            "FieldValueForbidden",
+            "static pods do not support ephemeral containers".into(),
+        )]);
+    }
+    let containers = |v: &Value, field: &str| -> Vec<Value> {
+        v.pointer(&format!("/spec/{field}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let name = |c: &Value| {
+        c.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let new = containers(body, "ephemeralContainers");
+    let mut violations = Vec::new();
+    for stored in containers(old, "ephemeralContainers") {
+        let stored_name = name(&stored);
+        match new.iter().find(|c| name(c) == stored_name) {
+            None => violations.push((
+                path.clone(),
+                "FieldValueForbidden",
+                format!("existing ephemeral containers {stored_name:?} may not be removed\n"),
+            )),
+            Some(current) if *current != stored => violations.push((
+                path.clone(),
+                "FieldValueForbidden",
+                format!("existing ephemeral containers {stored_name:?} may not be changed\n"),
+            )),
+            Some(_) => {}
+        }
+    }
+    let mut seen: Vec<String> = containers(body, "initContainers")
+        .iter()
+        .chain(&containers(body, "containers"))
+        .map(name)
+        .collect();
+    for (i, container) in new.iter().enumerate() {
+        let this = name(container);
+        if this.is_empty() {
+            violations.push((
+                format!("{path}[{i}].name"),
+                "FieldValueRequired",
+                String::new(),
+            ));
+        } else if seen.contains(&this) {
+            violations.push((
+                format!("{path}[{i}].name"),
+                "FieldValueDuplicate",
+                format!("{this:?}"),
+            ));
+        }
+        seen.push(this);
+    }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(violations)
     }
 }
 

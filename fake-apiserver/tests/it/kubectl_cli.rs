@@ -2237,6 +2237,91 @@ async fn kubectl_approves_a_certificate_signing_request() {
     assert_eq!(row_named(&issued, "web")["CONDITION"], "Approved,Issued");
 }
 
+/// `kubectl debug` adds an ephemeral container through `pods/<name>/ephemeralcontainers`;
+/// once added, it is neither removed nor changed, and nothing else changes through there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_debug_adds_an_ephemeral_container() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_debug_adds_an_ephemeral_container", "prod").await
+    else {
+        return;
+    };
+    kubectl.ok(&["run", "web", "--image=nginx:1"]).await;
+    kubectl
+        .ok(&[
+            "debug",
+            "web",
+            "--image=busybox:1",
+            "--container=dbg",
+            "--target=web",
+            "--profile=general",
+        ])
+        .await;
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.to_string() == "PATCH /api/v1/namespaces/prod/pods/web/ephemeralcontainers"),
+        "{:?}",
+        server.requests()
+    );
+    let pod = server.get("pods", Some("prod"), "web").unwrap().to_value();
+    let added = &pod["spec"]["ephemeralContainers"][0];
+    assert_eq!(
+        (
+            &added["name"],
+            &added["image"],
+            &added["targetContainerName"]
+        ),
+        (&json!("dbg"), &json!("busybox:1"), &json!("web"))
+    );
+    let pods = server.target("pods", Some("prod")).unwrap();
+    // Removing or changing it is refused; other changes through the subresource are dropped.
+    let mut removed = pod.clone();
+    removed["spec"]["ephemeralContainers"] = json!([]);
+    let refused = server
+        .update_ephemeral_containers_at(&pods, "web", removed)
+        .unwrap_err();
+    assert_eq!(
+        (refused.code, refused.message.as_str()),
+        (
+            422,
+            "Pod \"web\" is invalid: spec.ephemeralContainers: Forbidden: existing ephemeral \
+             containers \"dbg\" may not be removed\n"
+        )
+    );
+    let mut changed = pod.clone();
+    changed["spec"]["ephemeralContainers"][0]["image"] = json!("busybox:2");
+    assert_eq!(
+        server
+            .update_ephemeral_containers_at(&pods, "web", changed)
+            .unwrap_err()
+            .code,
+        422
+    );
+    let mut clash = pod.clone();
+    clash["spec"]["ephemeralContainers"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "web", "image": "busybox:1"}));
+    assert_eq!(
+        server
+            .update_ephemeral_containers_at(&pods, "web", clash)
+            .unwrap_err()
+            .message,
+        "Pod \"web\" is invalid: spec.ephemeralContainers[1].name: Duplicate value: \"web\""
+    );
+    let mut sneaky = pod.clone();
+    sneaky["spec"]["containers"][0]["image"] = json!("nginx:2");
+    sneaky["metadata"]["labels"]["extra"] = json!("x");
+    let kept = server
+        .update_ephemeral_containers_at(&pods, "web", sneaky)
+        .unwrap()
+        .to_value();
+    assert_eq!(kept["spec"]["containers"][0]["image"], "nginx:1");
+    assert!(kept["metadata"]["labels"].get("extra").is_none());
+}
+
 /// A namespace held by its own finalizer, released the way cluster admins release stuck
 /// ones: `kubectl replace --raw .../finalize`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
