@@ -204,10 +204,11 @@
 //!
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
-//! convert), and subresources other than `status`, `scale`, pods' `eviction` and `binding`,
+//! convert), and subresources other than `status`, `scale`, pods' `eviction`, `binding` and
+//! `ephemeralcontainers`,
 //! certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
 //! `token` (no `log`,
-//! `exec`, `ephemeralcontainers`, ...). The create-only review APIs are
+//! `exec`, `resize`, ...). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).

@@ -100,6 +100,8 @@ pub fn served_summary() -> String {
          PodDisruptionBudget's status forbids it (429); budgets' status is the caller's to \
          set, as no disruption controller runs. Bindings (pods/<name>/binding, bindings) \
          place a pod on a node as a scheduler does (409 once bound or while gated). \
+         Ephemeral containers are added through pods/<name>/ephemeralcontainers (kubectl \
+         debug), never removed or changed; no kubelet runs them. \
          Namespaces' spec.finalizers change through namespaces/<name>/finalize (kubectl \
          replace --raw), which releases a terminating namespace. \
          Certificate signing requests record the caller as requester and are approved \
