@@ -176,6 +176,61 @@ pub(crate) fn api_group_of(gvs: &GroupVersions, group: &str) -> Option<Value> {
     gvs.versions(group).map(|v| api_group(group, v))
 }
 
+/// A subresource the server serves: its name, the kind it answers, its verbs.
+struct Subresource<'d> {
+    name: &'static str,
+    group: &'d str,
+    version: &'d str,
+    kind: &'d str,
+    verbs: &'static [&'static str],
+}
+
+/// The subresources of `def`, as both discovery forms list them.
+fn subresources(def: &ResourceDef) -> Vec<Subresource<'_>> {
+    let own = |name, verbs| Subresource {
+        name,
+        group: &def.group,
+        version: &def.version,
+        kind: &def.kind,
+        verbs,
+    };
+    let other = |name, group, version, kind, verbs| Subresource {
+        name,
+        group,
+        version,
+        kind,
+        verbs,
+    };
+    let mut subs = Vec::new();
+    if has_status(def) {
+        subs.push(own("status", STATUS_VERBS));
+    }
+    if def.scale_subresource {
+        subs.push(other("scale", "autoscaling", "v1", "Scale", SCALE_VERBS));
+    }
+    if def.is_pods() {
+        subs.push(other("eviction", "policy", "v1", "Eviction", &["create"]));
+        subs.push(own("ephemeralcontainers", &["get", "patch", "update"]));
+        subs.push(other("binding", "", "v1", "Binding", &["create"]));
+    }
+    if def.is_namespaces() {
+        subs.push(own("finalize", &["update"]));
+    }
+    if def.is_csrs() {
+        subs.push(own("approval", &["get", "patch", "update"]));
+    }
+    if def.is_service_accounts() {
+        subs.push(other(
+            "token",
+            "authentication.k8s.io",
+            "v1",
+            "TokenRequest",
+            &["create"],
+        ));
+    }
+    subs
+}
+
 /// `GET /api/v1`, `GET /apis/<group>/<version>`: `APIResourceList`, `None` if not served.
 pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str) -> Option<Value> {
     let defs = gvs.resources(group, version)?;
@@ -195,79 +250,19 @@ pub(crate) fn api_resource_list(gvs: &GroupVersions, group: &str, version: &str)
             r["categories"] = json!(def.categories);
         }
         resources.push(r);
-        if has_status(def) {
-            resources.push(json!({
-                "name": format!("{}/status", def.plural),
+        for sub in subresources(def) {
+            let mut entry = json!({
+                "name": format!("{}/{}", def.plural, sub.name),
                 "singularName": "",
                 "namespaced": def.namespaced,
-                "kind": def.kind,
-                "verbs": STATUS_VERBS,
-            }));
-        }
-        if def.scale_subresource {
-            resources.push(json!({
-                "name": format!("{}/scale", def.plural),
-                "singularName": "",
-                "namespaced": def.namespaced,
-                "group": "autoscaling",
-                "version": "v1",
-                "kind": "Scale",
-                "verbs": SCALE_VERBS,
-            }));
-        }
-        if def.is_pods() {
-            resources.push(json!({
-                "name": "pods/ephemeralcontainers",
-                "singularName": "",
-                "namespaced": true,
-                "kind": "Pod",
-                "verbs": ["get", "patch", "update"],
-            }));
-            resources.push(json!({
-                "name": "pods/binding",
-                "singularName": "",
-                "namespaced": true,
-                "kind": "Binding",
-                "verbs": ["create"],
-            }));
-            resources.push(json!({
-                "name": "pods/eviction",
-                "singularName": "",
-                "namespaced": true,
-                "group": "policy",
-                "version": "v1",
-                "kind": "Eviction",
-                "verbs": ["create"],
-            }));
-        }
-        if def.is_namespaces() {
-            resources.push(json!({
-                "name": "namespaces/finalize",
-                "singularName": "",
-                "namespaced": false,
-                "kind": "Namespace",
-                "verbs": ["update"],
-            }));
-        }
-        if def.is_csrs() {
-            resources.push(json!({
-                "name": "certificatesigningrequests/approval",
-                "singularName": "",
-                "namespaced": false,
-                "kind": "CertificateSigningRequest",
-                "verbs": ["get", "patch", "update"],
-            }));
-        }
-        if def.is_service_accounts() {
-            resources.push(json!({
-                "name": "serviceaccounts/token",
-                "singularName": "",
-                "namespaced": true,
-                "group": "authentication.k8s.io",
-                "version": "v1",
-                "kind": "TokenRequest",
-                "verbs": ["create"],
-            }));
+                "kind": sub.kind,
+                "verbs": sub.verbs,
+            });
+            if (sub.group, sub.version) != (def.group.as_str(), def.version.as_str()) {
+                entry["group"] = json!(sub.group);
+                entry["version"] = json!(sub.version);
+            }
+            resources.push(entry);
         }
     }
     let gv = if group.is_empty() {
@@ -413,61 +408,16 @@ fn discovery_resource(gvs: &GroupVersions, def: &ResourceDef) -> Value {
     if !def.categories.is_empty() {
         r["categories"] = json!(def.categories);
     }
-    let mut subresources = Vec::new();
-    if has_status(def) {
-        subresources.push(json!({
-            "subresource": "status",
-            "responseKind": kind,
-            "verbs": STATUS_VERBS,
-        }));
-    }
-    if def.scale_subresource {
-        subresources.push(json!({
-            "subresource": "scale",
-            "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
-            "verbs": SCALE_VERBS,
-        }));
-    }
-    if def.is_pods() {
-        subresources.push(json!({
-            "subresource": "eviction",
-            "responseKind": {"group": "policy", "version": "v1", "kind": "Eviction"},
-            "verbs": ["create"],
-        }));
-    }
-    if def.is_pods() {
-        subresources.push(json!({
-            "subresource": "ephemeralcontainers",
-            "responseKind": kind.clone(),
-            "verbs": ["get", "patch", "update"],
-        }));
-        subresources.push(json!({
-            "subresource": "binding",
-            "responseKind": {"group": "", "version": "v1", "kind": "Binding"},
-            "verbs": ["create"],
-        }));
-    }
-    if def.is_namespaces() {
-        subresources.push(json!({
-            "subresource": "finalize",
-            "responseKind": kind.clone(),
-            "verbs": ["update"],
-        }));
-    }
-    if def.is_csrs() {
-        subresources.push(json!({
-            "subresource": "approval",
-            "responseKind": kind.clone(),
-            "verbs": ["get", "patch", "update"],
-        }));
-    }
-    if def.is_service_accounts() {
-        subresources.push(json!({
-            "subresource": "token",
-            "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
-            "verbs": ["create"],
-        }));
-    }
+    let subresources: Vec<Value> = subresources(def)
+        .into_iter()
+        .map(|sub| {
+            json!({
+                "subresource": sub.name,
+                "responseKind": {"group": sub.group, "version": sub.version, "kind": sub.kind},
+                "verbs": sub.verbs,
+            })
+        })
+        .collect();
     if !subresources.is_empty() {
         r["subresources"] = Value::Array(subresources);
     }
