@@ -654,10 +654,7 @@ impl FakeApiServer {
         name: &str,
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PUT", target, &format!("{name}/status"));
-        if !target.def.status_subresource {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request("PUT", target, name, "status", target.def.status_subresource)?;
         self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
         self.writing(target)
@@ -704,10 +701,13 @@ impl FakeApiServer {
         name: &str,
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PATCH", target, &format!("{name}/status"));
-        if !target.def.status_subresource {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request(
+            "PATCH",
+            target,
+            name,
+            "status",
+            target.def.status_subresource,
+        )?;
         self.patch_part(target, name, Part::Status, apply)
     }
 
@@ -742,10 +742,7 @@ impl FakeApiServer {
         name: &str,
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PUT", target, &format!("{name}/approval"));
-        if !target.def.is_csrs() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request("PUT", target, name, "approval", target.def.is_csrs())?;
         self.write_fault(target)?;
         self.writing(target)
             .update_with(target.res, None, name, body, Part::Approval)
@@ -761,10 +758,7 @@ impl FakeApiServer {
         name: &str,
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PATCH", target, &format!("{name}/approval"));
-        if !target.def.is_csrs() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request("PATCH", target, name, "approval", target.def.is_csrs())?;
         self.patch_part(target, name, Part::Approval, apply)
     }
 
@@ -894,10 +888,13 @@ impl FakeApiServer {
         config: &Value,
         force: bool,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PATCH", target, &format!("{name}/status"));
-        if !target.def.status_subresource {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request(
+            "PATCH",
+            target,
+            name,
+            "status",
+            target.def.status_subresource,
+        )?;
         let manager = required_manager(target)?;
         self.write_fault(target)?;
         let mut store = self.writing(target);
@@ -966,13 +963,10 @@ impl FakeApiServer {
         name: &str,
         preconditions: &Preconditions,
     ) -> Result<DeleteOutcome, Status> {
-        self.record_object_request("POST", target, &format!("{name}/eviction"));
+        self.subresource_request("POST", target, name, "eviction", target.def.is_pods())?;
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        if !target.def.is_pods() {
-            return Err(status::resource_not_found());
-        }
         self.write_fault(target)?;
         let eviction = Eviction {
             preconditions: preconditions.clone(),
@@ -1017,13 +1011,10 @@ impl FakeApiServer {
         name: &str,
         binding: &Value,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("POST", target, &format!("{name}/binding"));
+        self.subresource_request("POST", target, name, "binding", target.def.is_pods())?;
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        if !target.def.is_pods() {
-            return Err(status::resource_not_found());
-        }
         self.write_fault(target)?;
         self.writing(target)
             .bind(target.res, namespace, name, binding)
@@ -1041,10 +1032,13 @@ impl FakeApiServer {
         name: &str,
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PUT", target, &format!("{name}/ephemeralcontainers"));
-        if !target.def.is_pods() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request(
+            "PUT",
+            target,
+            name,
+            "ephemeralcontainers",
+            target.def.is_pods(),
+        )?;
         self.write_fault(target)?;
         let ns = self.namespace_for(target, &body);
         self.writing(target).update_with(
@@ -1066,10 +1060,13 @@ impl FakeApiServer {
         name: &str,
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PATCH", target, &format!("{name}/ephemeralcontainers"));
-        if !target.def.is_pods() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request(
+            "PATCH",
+            target,
+            name,
+            "ephemeralcontainers",
+            target.def.is_pods(),
+        )?;
         self.patch_part(target, name, Part::EphemeralContainers, apply)
     }
 
@@ -1100,10 +1097,7 @@ impl FakeApiServer {
         name: &str,
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.record_object_request("PUT", target, &format!("{name}/finalize"));
-        if !target.def.is_namespaces() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request("PUT", target, name, "finalize", target.def.is_namespaces())?;
         self.write_fault(target)?;
         self.writing(target)
             .finalize_namespace(target.res, name, body)
@@ -1143,13 +1137,16 @@ impl FakeApiServer {
         name: &str,
         request: &Value,
     ) -> Result<Value, Status> {
-        self.record_object_request("POST", target, &format!("{name}/token"));
+        self.subresource_request(
+            "POST",
+            target,
+            name,
+            "token",
+            target.def.is_service_accounts(),
+        )?;
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        if !target.def.is_service_accounts() {
-            return Err(status::resource_not_found());
-        }
         self.write_fault(target)?;
         self.writing(target).issue_token(namespace, name, request)
     }
@@ -1188,6 +1185,24 @@ impl FakeApiServer {
         match self.shared.faults.lock().take_write_failure(&target.def) {
             Some(status) => Err(status),
             None => Ok(()),
+        }
+    }
+
+    /// Records a request to the subresource `sub` of `name`; a 404 unless the target's
+    /// resource has it (`served`).
+    fn subresource_request(
+        &self,
+        method: &str,
+        target: &Target,
+        name: &str,
+        sub: &str,
+        served: bool,
+    ) -> Result<(), Status> {
+        self.record_object_request(method, target, &format!("{name}/{sub}"));
+        if served {
+            Ok(())
+        } else {
+            Err(status::resource_not_found())
         }
     }
 
