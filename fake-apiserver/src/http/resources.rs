@@ -226,6 +226,23 @@ enum Sub {
     EphemeralContainers,
 }
 
+impl Sub {
+    /// The subresource `segment` names on `def`'s objects, if they have it.
+    fn of(def: &ResourceDef, segment: &str) -> Option<Self> {
+        Some(match segment {
+            "status" if def.status_subresource => Self::Status,
+            "scale" if def.scale_subresource => Self::Scale,
+            "eviction" if def.is_pods() => Self::Eviction,
+            "binding" if def.is_pods() => Self::Binding,
+            "ephemeralcontainers" if def.is_pods() => Self::EphemeralContainers,
+            "token" if def.is_service_accounts() => Self::Token,
+            "approval" if def.is_csrs() => Self::Approval,
+            "finalize" if def.is_namespaces() => Self::Finalize,
+            _ => return None,
+        })
+    }
+}
+
 async fn resource(
     app: &App,
     req: Parsed,
@@ -268,37 +285,9 @@ async fn resource(
             name,
             sub: Sub::None,
         },
-        [name, "status"] if def.status_subresource && !watch_prefix => Url::Object {
+        [name, segment] if !watch_prefix => Url::Object {
             name,
-            sub: Sub::Status,
-        },
-        [name, "scale"] if def.scale_subresource && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Scale,
-        },
-        [name, "eviction"] if def.is_pods() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Eviction,
-        },
-        [name, "token"] if def.is_service_accounts() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Token,
-        },
-        [name, "binding"] if def.is_pods() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Binding,
-        },
-        [name, "ephemeralcontainers"] if def.is_pods() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::EphemeralContainers,
-        },
-        [name, "approval"] if def.is_csrs() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Approval,
-        },
-        [name, "finalize"] if def.is_namespaces() && !watch_prefix => Url::Object {
-            name,
-            sub: Sub::Finalize,
+            sub: Sub::of(&def, segment).ok_or_else(status::resource_not_found)?,
         },
         _ => return Err(status::resource_not_found()),
     };
