@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::http::jsonpath::JsonPath;
-use crate::object::days_from_civil;
+use crate::object::{days_from_civil, label_selector_string};
 
 /// One column of a table: its definition and how its cells are computed.
 pub(super) struct Column {
@@ -260,17 +260,11 @@ pub(super) fn joined_or_none(items: &[String]) -> String {
 /// A label selector as `metav1.FormatLabelSelector` prints it: `<none>` when empty,
 /// `<error>` when it is not a valid selector.
 pub(super) fn selector_at(v: &Value, ptr: &str) -> Value {
-    Value::String(match label_selector(v.pointer(ptr)) {
+    Value::String(match label_selector_string(v.pointer(ptr)) {
         Some(text) if text.is_empty() => "<none>".into(),
         Some(text) => text,
         None => "<error>".into(),
     })
-}
-
-/// A `LabelSelector` as `metav1.LabelSelectorAsSelector(...).String()` writes it (`None`
-/// for an invalid one).
-pub(super) fn label_selector(selector: Option<&Value>) -> Option<String> {
-    crate::object::label_selector_string(selector)
 }
 
 /// DESIRED, CURRENT and READY of a replica set or replication controller.

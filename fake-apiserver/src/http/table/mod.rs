@@ -234,8 +234,9 @@ mod upstream_cases;
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
-    use super::cells::{human_duration, label_selector, parse_rfc3339, selector_at};
+    use super::cells::{human_duration, parse_rfc3339, selector_at};
     use super::*;
+    use crate::object::label_selector_string as label_selector;
 
     #[test]
     fn printer_columns_stop_at_a_path_that_does_not_parse() {

@@ -57,7 +57,7 @@ pub(super) fn columns(group: &str, plural: &str) -> Option<Vec<Column>> {
         .chain([col("Selector", "string", 1, |v, _| {
             // `printDeployment` prints the selector's text as is: empty for none.
             Value::String(
-                match super::cells::label_selector(v.pointer("/spec/selector")) {
+                match crate::object::label_selector_string(v.pointer("/spec/selector")) {
                     Some(text) => text,
                     None => "<invalid>".into(),
                 },
