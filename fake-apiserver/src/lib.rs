@@ -404,6 +404,7 @@ mod store;
 mod time;
 mod twins;
 mod typed;
+mod versions;
 mod watch;
 
 pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};

@@ -72,6 +72,10 @@ pub struct ResourceDef {
     /// [`scale_subresource`](Self::scale_subresource) set: the built-in workloads' layout
     /// (`.spec.replicas`, `.status.replicas`, `.spec.selector`).
     pub scale_paths: Option<ScalePaths>,
+    /// A deprecated version's warning (a CRD version's `deprecated: true`, with its
+    /// `deprecationWarning` or upstream's default text): every request to this version
+    /// answers it in a `Warning` header, as the real server does. `None`: not deprecated.
+    pub deprecation_warning: Option<String>,
 }
 
 /// Where a custom resource's `scale` subresource reads and writes (a CRD's
@@ -134,6 +138,7 @@ impl ResourceDef {
             selectable_fields: Vec::new(),
             printer_columns: Vec::new(),
             scale_paths: None,
+            deprecation_warning: None,
         }
     }
 
@@ -188,6 +193,11 @@ impl ResourceDef {
         self.group == "certificates.k8s.io" && self.plural == "certificatesigningrequests"
     }
 
+    /// Whether this is apiextensions' CustomResourceDefinitions (stored versions recorded).
+    pub(crate) fn is_crds(&self) -> bool {
+        self.group == "apiextensions.k8s.io" && self.plural == "customresourcedefinitions"
+    }
+
     /// Whether this is the core group's services (cluster IPs and node ports allocated).
     pub(crate) fn is_services(&self) -> bool {
         self.group.is_empty() && self.plural == "services"
@@ -222,12 +232,26 @@ impl ResourceDef {
         }
     }
 
-    /// Whether `name` designates this resource: its plural, `plural.group`, singular or a short
-    /// name.
+    /// Whether `name` designates this resource: its plural, `plural.group`,
+    /// `plural.version.group` (as kubectl spells one version of a resource served in several:
+    /// `widgets.v2.example.com`), singular or a short name.
+    ///
+    /// ```
+    /// use fake_apiserver::ResourceDef;
+    ///
+    /// let v2 = ResourceDef::namespaced("example.com", "v2", "widgets", "Widget");
+    /// assert!(v2.is_named("widgets.example.com") && v2.is_named("widgets.v2.example.com"));
+    /// assert!(!v2.is_named("widgets.v1.example.com"));
+    /// ```
     pub fn is_named(&self, name: &str) -> bool {
         match name.split_once('.') {
-            Some((plural, group)) => {
-                group == self.group && (plural == self.plural || plural == self.singular)
+            Some((plural, rest)) => {
+                let group_matches = rest == self.group
+                    || rest
+                        .strip_prefix(self.version.as_str())
+                        .and_then(|r| r.strip_prefix('.'))
+                        .is_some_and(|g| g == self.group);
+                group_matches && (plural == self.plural || plural == self.singular)
             }
             None => {
                 name == self.plural

@@ -288,6 +288,82 @@ impl FakeApiServer {
         self.shared.store.lock().redefine(def)
     }
 
+    /// Serves one custom resource in several versions at once, all stored in the version of
+    /// `storage` (served or not), as the real server serves a CRD with several served
+    /// versions and the `None` conversion strategy: each version reads, lists and watches
+    /// the same objects at the same resourceVersions; a write through a version is pruned,
+    /// defaulted and validated with its schema, then stored pruned by the storage version's
+    /// schema with its defaults (what it does not know is lost, as upstream loses it), and
+    /// every version reads it back pruned by its own. Called again, it redefines the versions
+    /// in place: one no longer in `served` stops being served (its watches end), a new one
+    /// starts with every object and a history from now. What a `POST` of a CRD does over
+    /// HTTP.
+    ///
+    /// A 422 if the definitions do not share one group, plural, kind and scope; a 409 if
+    /// those differ from the resource's registered ones.
+    ///
+    /// ```
+    /// use fake_apiserver::{FakeApiServer, ResourceDef};
+    /// use serde_json::json;
+    ///
+    /// let server = FakeApiServer::new();
+    /// let v1 = ResourceDef::cluster_scoped("example.com", "v1", "widgets", "Widget");
+    /// let v2 = ResourceDef::cluster_scoped("example.com", "v2", "widgets", "Widget");
+    /// server.register_versions(vec![v1.clone(), v2], &v1).unwrap();
+    /// server
+    ///     .create("widgets.example.com", &json!({
+    ///         "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+    ///     }))
+    ///     .unwrap();
+    /// let v2 = server.target_for("example.com", "v2", "widgets", None).unwrap();
+    /// let read = server.get_at(&v2, "w").unwrap().to_value();
+    /// assert_eq!(read["apiVersion"], "example.com/v2");
+    /// ```
+    pub fn register_versions(
+        &self,
+        served: Vec<ResourceDef>,
+        storage: &ResourceDef,
+    ) -> Result<(), Status> {
+        let alike = |d: &ResourceDef| {
+            d.group == storage.group
+                && d.plural == storage.plural
+                && d.kind == storage.kind
+                && d.namespaced == storage.namespaced
+        };
+        if !served.iter().all(alike) {
+            return Err(status::invalid(
+                "CustomResourceDefinition",
+                "apiextensions.k8s.io",
+                &storage.qualified_name(),
+                &[(
+                    "spec.versions".into(),
+                    "FieldValueInvalid",
+                    "every version must have the same group, plural, kind and scope".into(),
+                )],
+            ));
+        }
+        let stored_in = crate::versions::StorageVersion {
+            api_version: storage.api_version(),
+            schema: storage.schema.clone(),
+        };
+        self.define_versions(&storage.group, &storage.plural, served, stored_in)
+    }
+
+    /// Serves a CRD's versions (`served`, all of one group and plural), stored in `storage`:
+    /// see `Store::define_versions`.
+    pub(crate) fn define_versions(
+        &self,
+        group: &str,
+        plural: &str,
+        served: Vec<ResourceDef>,
+        storage: crate::versions::StorageVersion,
+    ) -> Result<(), Status> {
+        self.shared
+            .store
+            .lock()
+            .define_versions(group, plural, served, storage)
+    }
+
     /// Every registered resource.
     pub fn resources(&self) -> Vec<Arc<ResourceDef>> {
         self.shared
@@ -295,6 +371,7 @@ impl FakeApiServer {
             .lock()
             .resources
             .iter()
+            .filter(|r| r.served)
             .map(|r| Arc::clone(&r.def))
             .collect()
     }
@@ -540,7 +617,18 @@ impl FakeApiServer {
         Ok(WatchSubscription::new(watcher))
     }
 
+    /// A 404 when `target`'s resource is no longer served (a CRD version dropped since the
+    /// target was resolved; one served again later answers again, as its URL would).
+    fn still_served(&self, target: &Target) -> Result<(), Status> {
+        if self.shared.store.lock().resources[target.res].served {
+            Ok(())
+        } else {
+            Err(status::resource_not_found())
+        }
+    }
+
     fn filter(&self, target: &Target, query: &Query) -> Result<Filter, Status> {
+        self.still_served(target)?;
         let labels = match &query.label_selector {
             Some(s) => LabelSelector::parse(s)
                 .map_err(|e| status::bad_request(format!("unable to parse requirement: {e}")))?,
@@ -610,7 +698,7 @@ impl FakeApiServer {
             target.collection_path(),
             Vec::<(String, String)>::new(),
         ));
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let policy = self.policy(target, false);
         self.writing(target)
             .create(target.res, target.namespace(), body, policy)
@@ -638,7 +726,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PUT", target, name);
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let ns = self.namespace_for(target, &body);
         let part = self.policy(target, false).part;
         self.writing(target)
@@ -655,7 +743,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "status", target.def.status_subresource)?;
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let ns = self.namespace_for(target, &body);
         self.writing(target)
             .update_with(target.res, ns.as_deref(), name, body, Part::Status)
@@ -670,7 +758,7 @@ impl FakeApiServer {
         patch: &Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("PATCH", target, name);
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let part = self.policy(target, false).part;
         let mut store = self.writing(target);
         store.patching = true;
@@ -743,7 +831,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "approval", target.def.is_csrs())?;
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         self.writing(target)
             .update_with(target.res, None, name, body, Part::Approval)
     }
@@ -769,7 +857,7 @@ impl FakeApiServer {
         part: Part,
         apply: impl FnOnce(&mut Value) -> Result<(), Status>,
     ) -> Result<Arc<StoredObject>, Status> {
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let part = match part {
             Part::Main => self.policy(target, false).part,
             other => other,
@@ -808,7 +896,7 @@ impl FakeApiServer {
         apply: impl FnOnce(&Store, Option<Value>) -> Result<Value, Status>,
     ) -> Result<(Arc<StoredObject>, bool), Status> {
         self.record_object_request("PATCH", target, name);
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let policy = self.policy(target, false);
         let mut store = self.writing(target);
         if let Some(manager) = applier {
@@ -896,7 +984,7 @@ impl FakeApiServer {
             target.def.status_subresource,
         )?;
         let manager = required_manager(target)?;
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let mut store = self.writing(target);
         store.managing = Some(Managing {
             manager: manager.clone(),
@@ -932,7 +1020,7 @@ impl FakeApiServer {
         preconditions: &Preconditions,
     ) -> Result<DeleteOutcome, Status> {
         self.record_object_request("DELETE", target, name);
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         self.writing(target).delete(
             target.res,
             target.namespace(),
@@ -945,6 +1033,7 @@ impl FakeApiServer {
     /// `GET` of one object. Recorded in the request log.
     pub fn get_at(&self, target: &Target, name: &str) -> Result<Arc<StoredObject>, Status> {
         self.record_object_request("GET", target, name);
+        self.still_served(target)?;
         self.shared
             .store
             .lock()
@@ -967,7 +1056,7 @@ impl FakeApiServer {
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let eviction = Eviction {
             preconditions: preconditions.clone(),
             propagation: target.propagation,
@@ -1015,7 +1104,7 @@ impl FakeApiServer {
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         self.writing(target)
             .bind(target.res, namespace, name, binding)
     }
@@ -1039,7 +1128,7 @@ impl FakeApiServer {
             "ephemeralcontainers",
             target.def.is_pods(),
         )?;
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         let ns = self.namespace_for(target, &body);
         self.writing(target).update_with(
             target.res,
@@ -1098,7 +1187,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "finalize", target.def.is_namespaces())?;
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         self.writing(target)
             .finalize_namespace(target.res, name, body)
     }
@@ -1147,7 +1236,7 @@ impl FakeApiServer {
         let Some(namespace) = target.namespace() else {
             return Err(status::resource_not_found());
         };
-        self.write_fault(target)?;
+        self.write_admitted(target)?;
         self.writing(target).issue_token(namespace, name, request)
     }
 
@@ -1179,9 +1268,11 @@ impl FakeApiServer {
         Writing(store)
     }
 
-    /// A scripted write failure for `target`'s resource, if one is pending (see
+    /// Whether a write to `target` may go on: its resource is still served (a CRD version
+    /// dropped since the target was resolved: 404), and no write failure is scripted (see
     /// [`Faults::fail_writes`]).
-    fn write_fault(&self, target: &Target) -> Result<(), Status> {
+    fn write_admitted(&self, target: &Target) -> Result<(), Status> {
+        self.still_served(target)?;
         match self.shared.faults.lock().take_write_failure(&target.def) {
             Some(status) => Err(status),
             None => Ok(()),

@@ -24,6 +24,7 @@ use super::rules;
 use super::schema;
 use super::twins;
 use super::typed;
+use super::versions::{self, StorageVersion};
 use super::{ResourceDef, status};
 
 /// How much history the server retains, per resource, for watches, exact-resourceVersion
@@ -116,6 +117,11 @@ pub(crate) struct ResourceState {
     /// The other view of the same storage (Events: core `v1` and `events.k8s.io/v1`), to
     /// which every change is mirrored ([`crate::twins`]).
     twin: Option<usize>,
+    /// A custom resource's storage version, when it is served from a CRD: every change is
+    /// mirrored to its other served versions ([`crate::versions`], `views.rs`).
+    storage: Option<Arc<StorageVersion>>,
+    /// Whether the resource is served: a CRD version no longer served keeps its slot, empty.
+    pub served: bool,
 }
 
 impl ResourceState {
@@ -129,6 +135,8 @@ impl ResourceState {
             floor_rv,
             changed: watch::channel(0).0,
             twin: None,
+            storage: None,
+            served: true,
         }
     }
 
@@ -427,6 +435,7 @@ mod namespaces;
 mod pods;
 mod services;
 mod tokens;
+mod views;
 
 /// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
 #[derive(Clone, Debug, Default)]
@@ -711,6 +720,13 @@ impl Store {
                 ),
             ));
         }
+        self.redefine_at(i, def);
+        Ok(true)
+    }
+
+    /// Replaces resource `i`'s definition, keeping its objects.
+    fn redefine_at(&mut self, i: usize, def: ResourceDef) {
+        let current = &self.resources[i].def;
         if **current != def {
             if current.selectable_fields != def.selectable_fields {
                 // The values field selectors read are kept per object: recompute them (the
@@ -721,16 +737,17 @@ impl Store {
             }
             self.resources[i].def = Arc::new(def);
         }
-        Ok(true)
     }
 
     pub(crate) fn find(&self, name: &str) -> Option<usize> {
-        self.resources.iter().position(|r| r.def.is_named(name))
+        self.resources
+            .iter()
+            .position(|r| r.served && r.def.is_named(name))
     }
 
     pub(crate) fn find_gvr(&self, group: &str, version: &str, plural: &str) -> Option<usize> {
         self.resources.iter().position(|r| {
-            r.def.group == group && r.def.version == version && r.def.plural == plural
+            r.served && r.def.group == group && r.def.version == version && r.def.plural == plural
         })
     }
 
@@ -972,6 +989,7 @@ impl Store {
             set_meta(&mut body, "generation", Value::from(1));
         }
         self.prepare_namespace(&def, &mut body, true, policy.part != Part::Whole);
+        self.settle(res, &mut body);
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
@@ -1071,6 +1089,9 @@ impl Store {
         if part == Part::Main && def.is_daemon_sets() {
             daemon_sets::on_update(&mut body, &old);
         }
+        if part == Part::Main && def.is_crds() {
+            versions::record_stored_version(&mut body);
+        }
         if part == Part::Main && def.is_services() {
             let key = object_key(&def, ns.as_deref(), name);
             self.allocate_service(res, &key, name, &mut body, Some(&old))?;
@@ -1133,6 +1154,7 @@ impl Store {
             self.keep_namespace_finalizers(&def, &old, &mut body);
         }
         self.prepare_namespace(&def, &mut body, false, false);
+        self.settle(res, &mut body);
         managed::keep_times_of_a_no_op(&mut body, &old);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
@@ -1329,7 +1351,8 @@ impl Store {
             return;
         }
         let rv = object.resource_version();
-        let mirror = self.resources[res].twin.and_then(|t| {
+        let mut mirrors = self.version_mirrors(res, kind, &object);
+        mirrors.extend(self.resources[res].twin.and_then(|t| {
             let to = &self.resources[t];
             let value = twins::convert(&self.resources[res].def, &to.def, &object.to_value());
             // The converted object keeps the metadata `object` was built from, so it builds
@@ -1337,7 +1360,7 @@ impl Store {
             let converted = StoredObject::from_value(&value, rv, &to.def).ok()?;
             let prev = to.objects.get(object.key()).cloned();
             Some((t, Arc::new(converted), prev))
-        });
+        }));
         let removed = (kind == EventKind::Deleted).then(|| Arc::clone(&object));
         // Upstream's collector deletes an object whose owners are all gone, also one written
         // after they went (a controller acting on a stale cache): this fake knows which
@@ -1351,7 +1374,7 @@ impl Store {
                 .any(|o| self.removed.contains(&o.uid)))
         .then(|| Arc::<str>::from(object.key()));
         self.append(res, kind, object, prev);
-        if let Some((t, converted, prev)) = mirror {
+        for (t, converted, prev) in mirrors {
             self.append(t, kind, converted, prev);
         }
         self.rv = rv;

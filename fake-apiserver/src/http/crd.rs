@@ -1,10 +1,13 @@
 //! `CustomResourceDefinition`s posted to `apiextensions.k8s.io/v1`: each registers its
 //! resource with the engine, so `kubectl apply -f crd.yaml` then `kubectl get <plural>` works.
 
+use std::cmp::Ordering;
+
 use informer_core::Status;
 use serde_json::{Value, json};
 
 use crate::schema::Violation;
+use crate::versions::{StorageVersion, by_priority};
 use crate::{PrinterColumn, ResourceDef, ScalePaths, status};
 
 /// The built-in definition of the CRD resource itself.
@@ -32,10 +35,22 @@ fn invalid(name: &str, field: &str, message: &str) -> Status {
     )
 }
 
-/// The resource a CRD defines: its group, names, scope, and the storage version (else the
-/// first served one). Other versions are not served (the engine keeps one version per
-/// resource).
-pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
+/// What a CRD defines: one resource per version it serves, each with that version's
+/// schema, printer columns, selectable fields, subresources and deprecation warning, all
+/// stored in one version.
+#[derive(Debug)]
+pub(crate) struct Definition {
+    /// The served versions, in the CRD's order.
+    pub served: Vec<ResourceDef>,
+    /// The storage version (served or not) and its schema.
+    pub storage: StorageVersion,
+}
+
+/// The resources a CRD defines: its group, names and scope, and every served version
+/// (one served version, the storage version, under the `Webhook` conversion strategy: this
+/// server calls no conversion webhook). Every version is checked, served or not, as upstream
+/// validates them all.
+pub(crate) fn definition(crd: &Value) -> Result<Definition, Status> {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -72,15 +87,17 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
         .cloned()
         .unwrap_or_default();
     let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+    let version_name = |v: &Value| {
+        v.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     let stored_index = versions
         .iter()
         .position(|v| flag(v, "storage"))
-        .or_else(|| versions.iter().position(|v| flag(v, "served")));
-    let stored = stored_index.and_then(|i| versions.get(i));
-    let stored_index = stored_index.unwrap_or(0);
-    let status_subresource = stored.is_some_and(|v| v.pointer("/subresources/status").is_some());
-    let version = stored
-        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .or_else(|| versions.iter().position(|v| flag(v, "served")))
+        .filter(|&i| !version_name(&versions[i]).is_empty())
         .ok_or_else(|| {
             invalid(
                 name,
@@ -88,29 +105,101 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
                 "must have exactly one version marked as storage version",
             )
         })?;
-    let mut def = match text("/spec/scope") {
-        Some("Cluster") => ResourceDef::cluster_scoped(group, version, plural, kind),
-        _ => ResourceDef::namespaced(group, version, plural, kind),
+    let names = Names {
+        group,
+        plural,
+        kind,
+        namespaced: text("/spec/scope") != Some("Cluster"),
+        singular: text("/spec/names/singular"),
+        list_kind: text("/spec/names/listKind"),
+        short_names: crate::object::string_list(crd.pointer("/spec/names/shortNames")),
+        categories: crate::object::string_list(crd.pointer("/spec/names/categories")),
     };
-    def.status_subresource = status_subresource;
-    def.schema = stored
-        .and_then(|v| v.pointer("/schema/openAPIV3Schema"))
+    let webhook = text("/spec/conversion/strategy") == Some("Webhook");
+    let mut refused = Vec::new();
+    let mut served = Vec::new();
+    let mut storage = None;
+    for (i, version) in versions.iter().enumerate() {
+        let def = version_def(&names, &versions, i, &mut refused);
+        if i == stored_index {
+            storage = Some(StorageVersion {
+                api_version: def.api_version(),
+                schema: def.schema.clone(),
+            });
+        }
+        let serves = if webhook {
+            i == stored_index
+        } else {
+            flag(version, "served")
+        };
+        if serves {
+            served.push(def);
+        }
+    }
+    if !refused.is_empty() {
+        return Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            &refused,
+        ));
+    }
+    let storage = storage.ok_or_else(|| {
+        invalid(
+            name,
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        )
+    })?;
+    Ok(Definition { served, storage })
+}
+
+/// The names and scope every version of a CRD shares.
+struct Names<'a> {
+    group: &'a str,
+    plural: &'a str,
+    kind: &'a str,
+    namespaced: bool,
+    singular: Option<&'a str>,
+    list_kind: Option<&'a str>,
+    short_names: Vec<String>,
+    categories: Vec<String>,
+}
+
+/// The resource of version `index` of a CRD; what upstream refuses in it goes to `refused`.
+fn version_def(
+    names: &Names<'_>,
+    versions: &[Value],
+    index: usize,
+    refused: &mut Vec<Violation>,
+) -> ResourceDef {
+    let version = &versions[index];
+    let name = version.get("name").and_then(Value::as_str).unwrap_or("");
+    let mut def = if names.namespaced {
+        ResourceDef::namespaced(names.group, name, names.plural, names.kind)
+    } else {
+        ResourceDef::cluster_scoped(names.group, name, names.plural, names.kind)
+    };
+    def.status_subresource = version.pointer("/subresources/status").is_some();
+    def.schema = version
+        .pointer("/schema/openAPIV3Schema")
         .filter(|s| s.is_object())
         .cloned()
         .map(std::sync::Arc::new);
-    let (selectable, mut refused) = selectable_fields(
-        stored.and_then(|v| v.get("selectableFields")),
+    let (selectable, errors) = selectable_fields(
+        version.get("selectableFields"),
         def.schema.as_deref(),
-        &format!("spec.versions[{stored_index}].selectableFields"),
+        &format!("spec.versions[{index}].selectableFields"),
     );
     def.selectable_fields = selectable;
-    let (columns, column_errors) = printer_columns(
-        stored.and_then(|v| v.get("additionalPrinterColumns")),
-        &format!("spec.versions[{stored_index}].additionalPrinterColumns"),
+    refused.extend(errors);
+    let (columns, errors) = printer_columns(
+        version.get("additionalPrinterColumns"),
+        &format!("spec.versions[{index}].additionalPrinterColumns"),
     );
     def.printer_columns = columns;
-    refused.extend(column_errors);
-    if let Some(scale) = stored.and_then(|v| v.pointer("/subresources/scale")) {
+    refused.extend(errors);
+    if let Some(scale) = version.pointer("/subresources/scale") {
         match scale_paths(scale) {
             Ok(paths) => {
                 def.scale_subresource = true;
@@ -122,22 +211,44 @@ pub(crate) fn resource_def(crd: &Value) -> Result<ResourceDef, Status> {
     if let Some(schema) = &def.schema {
         refused.extend(crate::rules::crd_violations(schema));
     }
-    if !refused.is_empty() {
-        return Err(status::invalid(
-            "CustomResourceDefinition",
-            "apiextensions.k8s.io",
-            name,
-            &refused,
-        ));
-    }
-    if let Some(s) = text("/spec/names/singular") {
+    if let Some(s) = names.singular {
         s.clone_into(&mut def.singular);
     }
-    if let Some(l) = text("/spec/names/listKind") {
+    if let Some(l) = names.list_kind {
         l.clone_into(&mut def.list_kind);
     }
-    def.short_names = crate::object::string_list(crd.pointer("/spec/names/shortNames"));
-    Ok(def)
+    def.short_names.clone_from(&names.short_names);
+    def.categories.clone_from(&names.categories);
+    if version.get("deprecated").and_then(Value::as_bool) == Some(true) {
+        def.deprecation_warning = Some(
+            version
+                .get("deprecationWarning")
+                .and_then(Value::as_str)
+                .map_or_else(
+                    || default_deprecation_warning(names, versions, name),
+                    str::to_owned,
+                ),
+        );
+    }
+    def
+}
+
+/// Upstream's `defaultDeprecationWarning`: `<group>/<version> <Kind> is deprecated`, and the
+/// served version that is not deprecated and ranks highest above it, if any, to use instead.
+fn default_deprecation_warning(names: &Names<'_>, versions: &[Value], deprecated: &str) -> String {
+    let (group, kind) = (names.group, names.kind);
+    let mut message = format!("{group}/{deprecated} {kind} is deprecated");
+    let better = versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .filter(|v| by_priority(v, deprecated) == Ordering::Less)
+        .min_by(|a, b| by_priority(a, b));
+    if let Some(better) = better {
+        message.push_str(&format!("; use {group}/{better} {kind}"));
+    }
+    message
 }
 
 /// The types and formats a printer column may have (upstream's lists, sorted as its
@@ -406,12 +517,65 @@ mod tests {
     }
 
     #[test]
-    fn defines_the_storage_version() {
-        let def = resource_def(&crd()).unwrap();
-        assert_eq!(def.api_version(), "example.com/v1");
+    fn defines_every_served_version_stored_in_one() {
+        let d = definition(&crd()).unwrap();
+        let served: Vec<String> = d.served.iter().map(ResourceDef::api_version).collect();
+        assert_eq!(served, ["example.com/v1alpha1", "example.com/v1"]);
+        assert_eq!(d.storage.api_version, "example.com/v1");
+        let def = &d.served[1];
         assert!(def.namespaced);
         assert_eq!(def.short_names, vec!["wd".to_owned()]);
         assert_eq!(def.list_kind, "WidgetList");
+        assert_eq!(def.deprecation_warning, None);
+        // Under the `Webhook` strategy only the storage version is served (no webhook is
+        // called); a version not served is not.
+        let mut webhook = crd();
+        webhook["spec"]["conversion"] = json!({"strategy": "Webhook"});
+        let d = definition(&webhook).unwrap();
+        assert_eq!(d.served.len(), 1);
+        assert_eq!(d.served[0].version, "v1");
+        let mut unserved = crd();
+        unserved["spec"]["versions"][0]["served"] = json!(false);
+        assert_eq!(definition(&unserved).unwrap().served.len(), 1);
+    }
+
+    #[test]
+    fn deprecated_versions_carry_upstream_s_warning() {
+        let mut c = crd();
+        c["spec"]["versions"] = json!([
+            {"name": "v1alpha1", "served": true, "storage": false, "deprecated": true},
+            {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
+             "deprecationWarning": "use v1, really"},
+            {"name": "v1", "served": true, "storage": true},
+            {"name": "v2alpha1", "served": true, "storage": false},
+            {"name": "v3", "served": false, "storage": false},
+        ]);
+        let d = definition(&c).unwrap();
+        let warning = |v: &str| {
+            d.served
+                .iter()
+                .find(|d| d.version == v)
+                .unwrap()
+                .deprecation_warning
+                .clone()
+        };
+        // Upstream's `defaultDeprecationWarning`: the best served version that is not
+        // deprecated and ranks above (GA before alpha: v1, not v2alpha1; v3 is not served).
+        assert_eq!(
+            warning("v1alpha1").as_deref(),
+            Some("example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget")
+        );
+        assert_eq!(warning("v1beta1").as_deref(), Some("use v1, really"));
+        assert_eq!(warning("v1"), None);
+        c["spec"]["versions"] = json!([
+            {"name": "v1", "served": true, "storage": true, "deprecated": true},
+        ]);
+        assert_eq!(
+            definition(&c).unwrap().served[0]
+                .deprecation_warning
+                .as_deref(),
+            Some("example.com/v1 Widget is deprecated")
+        );
     }
 
     #[test]
@@ -421,13 +585,24 @@ mod tests {
             .as_object_mut()
             .unwrap()
             .remove("plural");
-        assert_eq!(resource_def(&bad).unwrap_err().code, 422);
+        assert_eq!(definition(&bad).unwrap_err().code, 422);
         let mut misnamed = crd();
         misnamed["metadata"]["name"] = json!("gadgets.example.com");
-        assert_eq!(resource_def(&misnamed).unwrap_err().code, 422);
+        assert_eq!(definition(&misnamed).unwrap_err().code, 422);
         let mut unversioned = crd();
         unversioned["spec"]["versions"] = json!([]);
-        assert_eq!(resource_def(&unversioned).unwrap_err().code, 422);
+        assert_eq!(definition(&unversioned).unwrap_err().code, 422);
+        // A version not served is checked too.
+        let mut bad_column = crd();
+        bad_column["spec"]["versions"][0]["served"] = json!(false);
+        bad_column["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Size", "type": "size", "jsonPath": ".spec.size"}]);
+        let refused = definition(&bad_column).unwrap_err();
+        let causes = &refused.details.as_ref().unwrap().causes;
+        assert_eq!(
+            causes[0].field,
+            "spec.versions[0].additionalPrinterColumns[0].type"
+        );
     }
 
     #[test]

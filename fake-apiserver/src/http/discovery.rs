@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::ResourceDef;
+use crate::versions::by_priority;
 
 /// The Kubernetes version the fake server reports at `/version` and in OpenAPI documents.
 pub(crate) const KUBERNETES_VERSION: (&str, &str) = ("1", "37");
@@ -67,6 +68,11 @@ impl GroupVersions {
                 }
             };
             versions[vi].1.push(Arc::clone(def));
+        }
+        for (_, versions) in &mut groups {
+            // Upstream lists a group's versions by priority, the preferred one first (`v2`,
+            // `v1`, `v1beta1`, ...); a stable sort keeps equal ones as registered.
+            versions.sort_by(|(a, _), (b, _)| by_priority(a, b));
         }
         Self {
             groups,

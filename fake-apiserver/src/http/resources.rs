@@ -294,6 +294,10 @@ async fn resource(
     let accept = req.header(header::ACCEPT);
     let content_type = req.header(header::CONTENT_TYPE);
     let warnings = Warnings::default();
+    if let Some(warning) = &def.deprecation_warning {
+        // Upstream warns of a deprecated CRD version on every request to it.
+        warnings.lock().push(warning.clone());
+    }
     let answered = match (&req.method, url) {
         (&Method::GET, Url::Collection) => {
             let mut query = Query::from_pairs(req.pairs.iter().map(|(k, v)| (k, v)))?;
@@ -465,7 +469,8 @@ async fn resource(
         }
         _ => Err(method_not_allowed(&req)),
     };
-    answered.map(|response| with_warnings(response, &warnings))
+    let response = answered.unwrap_or_else(|s| status_response(&s));
+    Ok(with_warnings(response, &warnings))
 }
 
 /// `response` with a `Warning: 299 - "<text>"` header per warning the request's writes
@@ -910,19 +915,17 @@ fn event_line(ty: &str, object: &Value) -> Bytes {
 }
 
 fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, Status> {
-    if !is_crd_resource(target.resource()) {
+    if !target.resource().is_crds() {
         return app.server.create_at(target, body);
     }
     // A CRD: register its resource, then report it established the way the real server's
     // controller does, by a status write right after the create.
-    let def = super::crd::resource_def(&body)?;
+    let definition = super::crd::definition(&body)?;
     if target.is_dry_run() {
         // Checked, not registered: a dry run leaves nothing behind.
         return app.server.create_at(target, body);
     }
-    if !app.server.redefine(def.clone())? {
-        app.server.register(def)?;
-    }
+    serve_crd(app, &body, definition)?;
     let created = app.server.create_at(target, body)?;
     let mut value = created.to_value();
     super::crd::mark_established(&mut value);
@@ -935,7 +938,7 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
 /// After a write to a CRD (not a dry run): its resource is served by the CRD's new
 /// definition (schema, subresources, names), as the real server serves a CRD's latest.
 fn refresh_crd(app: &App, target: &Target, name: &str) -> Result<(), Status> {
-    if !is_crd_resource(target.resource()) || target.is_dry_run() {
+    if !target.resource().is_crds() || target.is_dry_run() {
         return Ok(());
     }
     let Ok(crd) = app
@@ -944,12 +947,20 @@ fn refresh_crd(app: &App, target: &Target, name: &str) -> Result<(), Status> {
     else {
         return Ok(());
     };
-    let def = super::crd::resource_def(&crd.to_value())?;
-    app.server.redefine(def).map(|_| ())
+    let crd = crd.to_value();
+    let definition = super::crd::definition(&crd)?;
+    serve_crd(app, &crd, definition)
 }
 
-fn is_crd_resource(def: &ResourceDef) -> bool {
-    def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
+/// Serves the versions a CRD defines.
+fn serve_crd(app: &App, crd: &Value, definition: super::crd::Definition) -> Result<(), Status> {
+    let text = |ptr: &str| crd.pointer(ptr).and_then(Value::as_str).unwrap_or("");
+    app.server.define_versions(
+        text("/spec/group"),
+        text("/spec/names/plural"),
+        definition.served,
+        definition.storage,
+    )
 }
 
 /// The patch types `PATCH` accepts.

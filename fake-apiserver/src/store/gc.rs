@@ -129,7 +129,7 @@ impl Store {
         let res = self
             .resources
             .iter()
-            .position(|r| r.def.group == group && r.def.kind == reference.kind)?;
+            .position(|r| r.served && r.def.group == group && r.def.kind == reference.kind)?;
         let ns = if self.resources[res].def.namespaced {
             dependent.namespace()
         } else {

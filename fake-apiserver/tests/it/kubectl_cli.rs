@@ -3081,3 +3081,84 @@ async fn kubectl_s_quantities_are_stored_in_upstream_s_canonical_form() {
     kubectl.ok(&server_side).await;
     assert_eq!(rv(&server), taken);
 }
+
+/// A CRD with several served versions, as kubectl meets one: `kubectl get` reads the
+/// preferred version (the highest by priority) with its printer columns, a manifest of an
+/// older version applies through that version with upstream's deprecation warning, and
+/// `-o json` of another version shows the object stored once, defaulted by the storage
+/// version's schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_serves_every_version_of_a_crd() {
+    let Some((_server, _http, kubectl)) =
+        kubectl_in("kubectl_serves_every_version_of_a_crd", "prod").await
+    else {
+        return;
+    };
+    let version = |name: &str, storage: bool, extra: &str, columns: &str| {
+        format!(
+            "  - name: {name}\n    served: true\n    storage: {storage}\n{extra}\
+             \x20   additionalPrinterColumns:\n{columns}\
+             \x20   schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n\
+             \x20         spec:\n            type: object\n            properties:\n\
+             \x20             size: {{type: integer}}\n\
+             \x20             color: {{type: string, default: blue}}\n"
+        )
+    };
+    let size = "    - {name: Size, type: integer, jsonPath: .spec.size}\n";
+    let color = "    - {name: Color, type: string, jsonPath: .spec.color}\n";
+    let crd = kubectl.manifest(
+        "crd.yaml",
+        &format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+             metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n\
+             \x20 scope: Namespaced\n  names: {{plural: widgets, singular: widget, kind: Widget}}\n\
+             \x20 versions:\n{}{}",
+            version("v1beta1", false, "    deprecated: true\n", size),
+            version("v1", true, "", &format!("{size}{color}")),
+        ),
+    );
+    kubectl.ok(&["apply", "-f", crd.to_str().unwrap()]).await;
+    kubectl
+        .ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+        ])
+        .await;
+    let widget = kubectl.manifest(
+        "w.yaml",
+        "apiVersion: example.com/v1beta1\nkind: Widget\nmetadata:\n  name: w1\nspec:\n  size: 3\n",
+    );
+    let applied = kubectl
+        .run(&["apply", "-f", widget.to_str().unwrap()])
+        .await;
+    assert!(applied.status.success(), "{applied:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&applied.stderr).trim(),
+        "Warning: example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget"
+    );
+    // Read through the preferred version, v1, with its two columns.
+    let out = kubectl.ok(&["get", "widgets"]).await;
+    assert_eq!(
+        cells(&row_named(&out, "w1"), &["SIZE", "COLOR"]),
+        ["3", "blue"],
+        "{out}"
+    );
+    let out = kubectl
+        .ok(&["get", "widgets.v1beta1.example.com", "w1", "-o", "json"])
+        .await;
+    let read: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(read["apiVersion"], "example.com/v1beta1");
+    assert_eq!(
+        read["spec"],
+        serde_json::json!({"size": 3, "color": "blue"})
+    );
+    // Applied again through v1beta1: nothing changed.
+    assert_eq!(
+        kubectl
+            .ok(&["apply", "-f", widget.to_str().unwrap()])
+            .await
+            .trim(),
+        "widget.example.com/w1 unchanged"
+    );
+}
