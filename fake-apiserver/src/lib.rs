@@ -33,7 +33,7 @@
 //! **resourceVersions.** One global counter, as in etcd: every write (create, update, patch,
 //! delete, or a delete that only sets `deletionTimestamp`) gets the next number, across all
 //! resources, and produces exactly one history event (an Event: one in each of its two
-//! views, below). Updates that change nothing are skipped
+//! views; a custom resource served in several versions: one in each; below). Updates that change nothing are skipped
 //! like on the real server (no new resourceVersion, no event).
 //! [`FakeApiServer::set_next_resource_version`] jumps ahead (as if other resources were
 //! written). The counter never wraps: it stops at [`MAX_RESOURCE_VERSION`] (`i64::MAX`, as
@@ -61,6 +61,14 @@
 //! `firstTimestamp`/`deprecatedFirstTimestamp`, `lastTimestamp`/`deprecatedLastTimestamp`,
 //! `reportingComponent`/`reportingController`). So `kubectl describe` (which reads core
 //! Events) shows what a controller's `events.k8s.io` recorder published.
+//!
+//! **Custom resources in several versions.** A CRD that serves several versions (or
+//! [`FakeApiServer::register_versions`]) gets one storage read through each, as the real
+//! server's `None` conversion strategy serves it: a write through any version is checked
+//! with that version's schema, stored as the storage version's schema prunes and defaults it,
+//! and read, listed and watched through every version, each pruned by its own schema, at
+//! the same resourceVersion (`widgets.v2.example.com` names one version where a name is
+//! asked for).
 //!
 //! **Generation.** `metadata.generation` is the server's, on every write (direct ones too), as
 //! the real server's registry strategies keep it: a write never sets it (the stored value
@@ -203,8 +211,9 @@
 //! version the workspace targets; short names and categories are the real server's.
 //!
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
-//! (autoscaling/v1 HPAs: the fake server keeps one version per resource and does not
-//! convert), and subresources other than `status`, `scale`, pods' `eviction`, `binding` and
+//! (autoscaling/v1 HPAs: the fake server keeps one version per built-in resource and does
+//! not convert; a custom resource is served in every version its CRD serves, see
+//! [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`, pods' `eviction`, `binding` and
 //! `ephemeralcontainers`,
 //! certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
 //! `token` (no `log`,

@@ -78,12 +78,20 @@
 //!   checks custom resources against their CRD's schema) instead of validating against
 //!   schemas.
 //! - **CRDs**: `POST`ing an `apiextensions.k8s.io/v1` `CustomResourceDefinition` registers its
-//!   resource (storage version) with the engine, so `kubectl apply -f crd.yaml` followed by
-//!   `kubectl get <plural>` works; the storage version's `openAPIV3Schema` prunes, defaults
+//!   resource with the engine in every served version, so `kubectl apply -f crd.yaml`
+//!   followed by `kubectl get <plural>` works. The versions share one storage, as under
+//!   upstream's `None` conversion strategy: each reads, lists and watches the same objects at
+//!   the same resourceVersions in its own `apiVersion`; a write through a version is checked
+//!   with its schema and stored as the storage version's schema prunes and defaults it (see
+//!   [`FakeApiServer::register_versions`](crate::FakeApiServer::register_versions)); discovery
+//!   lists the versions by priority, and a `deprecated` one warns on every request. Under
+//!   the `Webhook` strategy only the storage version is served (no webhook is called). A
+//!   version's `openAPIV3Schema` prunes, defaults
 //!   and validates its objects (`fieldValidation=Strict`, kubectl's default, refuses
 //!   undeclared fields with a 400 instead of pruning them; `Warn`, the default, prunes them
 //!   with a `Warning: 299` header each),
-//!   and a changed CRD serves its new schema, subresources and names; deleting the CRD
+//!   and a changed CRD serves its new versions, schemas, subresources and names (a version
+//!   no longer served ends its watches); deleting the CRD
 //!   object leaves the resource served.
 //!   [`FakeApiServer::register`] registers a resource without a CRD object.
 //! - **Slow watchers**: each watch reads the engine's history with its own cursor and is only

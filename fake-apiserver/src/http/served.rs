@@ -44,7 +44,8 @@ pub fn served_summary() -> String {
         "  [status]: writes to the resource ignore .status, writes to <object>/status change \
          only .status. [scale]: autoscaling/v1 Scale over .spec.replicas (kubectl scale); \
          custom resources' over their CRD's subresources.scale paths.\n  \
-         Custom resources: POST a CustomResourceDefinition (its storage version is served), or \
+         Custom resources: POST a CustomResourceDefinition (every served version, one \
+         storage, as upstream's None conversion; under Webhook the storage version only), or \
          POST /_fake/resources.\n\nField selectors (every resource: metadata.name, and \
          metadata.namespace except nodes and namespaces):\n",
     );
