@@ -1,6 +1,6 @@
 //! End to end for the kinds of objects the factory serves: a custom resource registered at run
 //! time (watched as a discovered `DynamicObject`, as a typed kube-derive resource and through
-//! a field selector on one of its CRD's selectable fields),
+//! a field selector on one of its CRD's selectable fields; informers on two versions of one),
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
@@ -152,6 +152,96 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
         || format!("{:?}", cache_state(&red)),
     )
     .await;
+    let report = factory.shutdown().await;
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+}
+
+/// A CRD served in two versions: an informer on each (the typed `v1`, the storage version,
+/// and a discovered `v2`) holds the same objects at the same resourceVersions, whichever
+/// version a write goes through, each object in its informer's version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informers_on_two_versions_of_a_crd_share_one_storage() {
+    let env = Env::start().await;
+    env.engine
+        .create("namespaces", &fake_apiserver::seed::namespace("a"))
+        .unwrap();
+    let version = |name: &str, storage: bool| {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                   "spec": {"type": "object", "properties": {
+                       "size": {"type": "integer"}, "color": {"type": "string"}}}}}}})
+    };
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [version("v1", true), version("v2", false)],
+        }
+    }))
+    .unwrap();
+    Api::<CustomResourceDefinition>::all(env.client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .unwrap();
+    let v1 = Api::<Widget>::namespaced(env.client.clone(), "a");
+    for i in 0..3 {
+        let widget = Widget::new(
+            &format!("w-{i}"),
+            WidgetSpec {
+                size: i,
+                color: "blue".into(),
+            },
+        );
+        v1.create(&PostParams::default(), &widget).await.unwrap();
+    }
+    let factory = env.factory();
+    let v2_gvk = GroupVersionKind::gvk("example.com", "v2", "Widget");
+    let v2_informer = factory.discovered_informer(&v2_gvk).await.unwrap();
+    let v1_informer = factory.informer::<Widget>().unwrap();
+    factory.start();
+    factory.wait_for_cache_sync(GUARD).await.unwrap();
+    assert_eq!(cache_state(&v1_informer), cache_state(&v2_informer));
+    assert_eq!(cache_state(&v2_informer), env.server_state("widgets", None));
+
+    // Written through v2, deleted through v1: both informers follow.
+    let (resource, _) = kube_client::discovery::pinned_kind(&env.client, &v2_gvk)
+        .await
+        .unwrap();
+    let v2 = Api::<kube_client::core::DynamicObject>::namespaced_with(
+        env.client.clone(),
+        "a",
+        &resource,
+    );
+    v2.patch(
+        "w-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"color": "red"}})),
+    )
+    .await
+    .unwrap();
+    v1.delete("w-2", &DeleteParams::default()).await.unwrap();
+    converge(&env, &v1_informer, "widgets.v1.example.com", None, None).await;
+    converge(&env, &v2_informer, "widgets.v2.example.com", None, None).await;
+    assert_eq!(
+        v1_informer
+            .lister()
+            .get(Some("a"), "w-1")
+            .unwrap()
+            .spec
+            .color,
+        "red"
+    );
+    let through_v2 = v2_informer.lister().get(Some("a"), "w-1").unwrap();
+    assert_eq!(through_v2.data["spec"]["color"], "red");
+    assert_eq!(
+        through_v2.types.as_ref().map(|t| t.api_version.as_str()),
+        Some("example.com/v2")
+    );
+    assert!(v2_informer.lister().get(Some("a"), "w-2").is_none());
     let report = factory.shutdown().await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
 }
