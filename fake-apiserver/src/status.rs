@@ -127,6 +127,21 @@ pub fn namespace_terminating(resource: &ResourceDef, name: &str, namespace: &str
     s
 }
 
+/// 405 MethodNotAllowed for a create of a custom resource whose CRD is being deleted, as
+/// upstream's CRD handler answers it: `create not allowed while custom resource definition
+/// is terminating`.
+pub fn crd_terminating(resource: &ResourceDef) -> Status {
+    with_details(
+        Status::failure(
+            405,
+            "MethodNotAllowed",
+            "create not allowed while custom resource definition is terminating",
+        ),
+        resource,
+        "",
+    )
+}
+
 /// 404 NotFound for an unknown resource or URL.
 pub fn resource_not_found() -> Status {
     Status::failure(

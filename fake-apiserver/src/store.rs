@@ -122,6 +122,9 @@ pub(crate) struct ResourceState {
     storage: Option<Arc<StorageVersion>>,
     /// Whether the resource is served: a CRD version no longer served keeps its slot, empty.
     pub served: bool,
+    /// The CRD being deleted that defines this resource: creates are refused, and its
+    /// instances are deleted (`crds.rs`).
+    deleting_crd: Option<Arc<str>>,
 }
 
 impl ResourceState {
@@ -137,6 +140,7 @@ impl ResourceState {
             twin: None,
             storage: None,
             served: true,
+            deleting_crd: None,
         }
     }
 
@@ -426,6 +430,7 @@ pub(crate) enum Part {
 }
 
 mod bindings;
+mod crds;
 mod csrs;
 mod daemon_sets;
 mod eviction;
@@ -587,6 +592,8 @@ enum Chore {
     },
     /// A namespace was marked deleted: delete its content.
     EmptyNamespace(String),
+    /// A CRD was marked deleted: delete its instances, then it.
+    CleanCrd(String),
     /// An object was written naming an owner removed before: collect it if no owner is live.
     Dangling { res: usize, key: Arc<str> },
 }
@@ -702,7 +709,7 @@ impl Store {
         let Some(i) = self
             .resources
             .iter()
-            .position(|r| r.def.group == def.group && r.def.plural == def.plural)
+            .position(|r| r.served && r.def.group == def.group && r.def.plural == def.plural)
         else {
             return Ok(false);
         };
@@ -906,6 +913,9 @@ impl Store {
         let decode_builtins = std::mem::take(&mut self.decode_builtins);
         let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
+        if self.crd_terminating(res) {
+            return Err(status::crd_terminating(&def));
+        }
         check_type(&def, &mut body)?;
         let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
         // The real server's create strategies reset the status (a pod's is set below, from
@@ -1267,6 +1277,7 @@ impl Store {
         let gc_finalizer = policy.finalizer().filter(|_| self.garbage_collection);
         let namespace_held = self.stored_namespace_held(&def, &existing);
         let namespace_controlled = namespace_held && self.stored_namespace_controlled(&existing);
+        let crd_cleanup = self.crd_cleanup_due(&def, &existing);
         if let Some(uid) = &preconditions.uid
             && uid != existing.uid()
         {
@@ -1297,10 +1308,13 @@ impl Store {
             return Ok(DeleteOutcome::Finalizing(existing));
         }
         let rv = self.write_rv(&existing)?;
-        if existing.has_finalizers() || gc_finalizer.is_some() || namespace_held {
+        if existing.has_finalizers() || gc_finalizer.is_some() || namespace_held || crd_cleanup {
             let mut value = existing.to_value();
             if let Some(finalizer) = gc_finalizer {
                 crate::propagation::set_gc_finalizer(&mut value, finalizer);
+            }
+            if crd_cleanup {
+                self.mark_crd_deleted(&mut value);
             }
             self.mark_namespace_terminating(&def, &mut value);
             set_meta(

@@ -91,8 +91,12 @@
 //!   undeclared fields with a 400 instead of pruning them; `Warn`, the default, prunes them
 //!   with a `Warning: 299` header each),
 //!   and a changed CRD serves its new versions, schemas, subresources and names (a version
-//!   no longer served ends its watches); deleting the CRD
-//!   object leaves the resource served.
+//!   no longer served ends its watches). Deleting the CRD deletes its custom resources
+//!   first, as upstream's CRD finalizer does: the CRD waits behind
+//!   `customresourcecleanup.apiextensions.k8s.io` with a `Terminating` condition, creates of
+//!   its resource are a 405 (`create not allowed while custom resource definition is
+//!   terminating`), every instance is deleted (one with finalizers of its own waits for
+//!   them), then the CRD goes and its versions are no longer served.
 //!   [`FakeApiServer::register`] registers a resource without a CRD object.
 //! - **Slow watchers**: each watch reads the engine's history with its own cursor and is only
 //!   advanced when the connection can take more bytes, so a reader that stops reading never

@@ -60,11 +60,13 @@ impl Store {
                     if let Some(ns) = object.namespace() {
                         self.finish_namespace(ns);
                     }
+                    self.finish_crds();
                 }
                 Chore::Marked { res, owner, policy } => {
                     self.collect_for_marked_owner(res, &owner, policy);
                 }
                 Chore::EmptyNamespace(ns) => self.empty_namespace(&ns),
+                Chore::CleanCrd(name) => self.clean_crd(&name),
                 Chore::Dangling { res, key } => self.collect_dependent(res, &key),
             }
         }

@@ -77,7 +77,13 @@ impl Store {
                     self.resources[m].storage = Some(Arc::clone(&storage));
                 }
                 Some(m) => {
-                    let state = self.view_of(source, def, &storage);
+                    // Served again: the old history goes; a watch still reading it (its
+                    // cursor below the new start) gets a 410.
+                    let mut state = self.view_of(source, def, &storage);
+                    let old = &self.resources[m];
+                    state.log_start = old.log_end();
+                    let freed: usize = old.log.iter().map(|e| e.bytes).sum();
+                    self.history_bytes = self.history_bytes.saturating_sub(freed);
                     self.resources[m] = state;
                 }
                 None => {
@@ -121,19 +127,16 @@ impl Store {
         state
     }
 
-    /// Stops serving resource `m`: its objects and history go, its watches end (their
-    /// sender is dropped), its slot stays (indices into `resources` are kept everywhere).
-    fn unserve(&mut self, m: usize) {
+    /// Stops serving resource `m`: its objects go, its watches end once they have read the
+    /// history they are behind on (their sender is dropped; the history stays until it is
+    /// trimmed or the version is served again), its slot stays (indices into `resources`
+    /// are kept everywhere).
+    pub(super) fn unserve(&mut self, m: usize) {
         let state = &mut self.resources[m];
         state.served = false;
         state.objects.clear();
         state.ns_counts.clear();
-        let mut freed = 0;
-        while let Some(bytes) = state.pop_oldest() {
-            freed += bytes;
-        }
         state.changed = watch::channel(state.log_end()).0;
-        self.history_bytes = self.history_bytes.saturating_sub(freed);
         for set in self.dependents.values_mut() {
             set.retain(|(r, _)| *r != m);
         }

@@ -30,6 +30,7 @@ mod http_binary;
 mod http_bindings;
 mod http_builtin_types;
 mod http_clients;
+mod http_crd_deletion;
 mod http_crd_versions;
 mod http_csrs;
 mod http_discovery;
