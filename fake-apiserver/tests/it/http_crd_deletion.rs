@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::GUARD;
-use crate::support::http::{Line, WatchLines, get, namespaces, patch, post, send};
+use crate::support::http::{Line, WatchLines, get, namespaces, patch, post, send, start};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const CRD: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com";
@@ -62,7 +62,7 @@ async fn delete(http: &fake_apiserver::http::FakeHttpServer, path: &str) -> Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_crd_deletes_its_instances_then_stops_serving_it() {
-    let (server, http) = start_server().await;
+    let (server, http) = start().await;
     namespaces(&server, &["a"]);
     assert_eq!(post(&http, CRDS, &crd()).await.status, 201);
     for w in [widget("w1", &[]), widget("w2", &["example.com/hold"])] {
@@ -159,11 +159,4 @@ async fn deleting_a_crd_deletes_its_instances_then_stops_serving_it() {
     let fresh = get(&http, &widgets("v2")).await;
     assert_eq!(fresh.status, 200, "{}", fresh.body);
     assert_eq!(fresh.body["items"], json!([]));
-}
-
-async fn start_server() -> (
-    fake_apiserver::FakeApiServer,
-    fake_apiserver::http::FakeHttpServer,
-) {
-    crate::support::http::start().await
 }
