@@ -383,6 +383,8 @@
 mod builtin;
 mod caller;
 mod continue_token;
+#[cfg(feature = "http")]
+mod crd;
 mod defaults;
 mod fault_state;
 mod faults;

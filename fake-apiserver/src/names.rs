@@ -94,7 +94,7 @@ fn dns1123_subdomain_problem(s: &str) -> Option<&'static str> {
 
 /// Why `s` is not a DNS-1035 label (at most 63 lowercase alphanumerics and `-`, starting
 /// with a letter and ending alphanumeric).
-fn dns1035_label_problem(s: &str) -> Option<&'static str> {
+pub(crate) fn dns1035_label_problem(s: &str) -> Option<&'static str> {
     let b = s.as_bytes();
     let ok = !b.is_empty()
         && b.iter()

@@ -916,6 +916,10 @@ impl Store {
         if self.crd_terminating(res) {
             return Err(status::crd_terminating(&def));
         }
+        #[cfg(feature = "http")]
+        if def.is_crds() {
+            crate::crd::definition(&body)?;
+        }
         check_type(&def, &mut body)?;
         let ns = self.resolve_namespace(&def, namespace, &mut body, policy.require_namespace)?;
         // The real server's create strategies reset the status (a pod's is set below, from
@@ -1101,6 +1105,9 @@ impl Store {
         }
         if part == Part::Main && def.is_crds() {
             versions::record_stored_version(&mut body);
+            // Checked before it is stored (the HTTP front end serves what it defines after).
+            #[cfg(feature = "http")]
+            crd_checks(name, &body)?;
         }
         if part == Part::Main && def.is_services() {
             let key = object_key(&def, ns.as_deref(), name);
@@ -1554,6 +1561,24 @@ fn object_key(def: &ResourceDef, namespace: Option<&str>, name: &str) -> String 
     match namespace {
         Some(ns) if def.namespaced => format!("{ns}/{name}"),
         _ => name.to_owned(),
+    }
+}
+
+/// The checks of a CRD update (`apiextensions`' `ValidateCustomResourceDefinitionUpdate`):
+/// what its definition refuses, and stored versions left out of `spec.versions`.
+#[cfg(feature = "http")]
+fn crd_checks(name: &str, crd: &Value) -> Result<(), Status> {
+    crate::crd::definition(crd)?;
+    let violations = crate::crd::stored_versions_violations(crd);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            &violations,
+        ))
     }
 }
 

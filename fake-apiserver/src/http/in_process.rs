@@ -18,8 +18,9 @@ use tokio_util::sync::CancellationToken;
 use super::app::App;
 use super::auth::AuthPolicy;
 use super::origin::SitePolicy;
-use super::{crd, router};
+use super::router;
 use crate::FakeApiServer;
+use crate::crd;
 
 /// The address the in-process front end pretends to listen on: loopback, so that no token
 /// is required and the `Host`/`Origin` checks accept what a loopback client sends.

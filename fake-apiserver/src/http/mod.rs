@@ -172,7 +172,6 @@
 mod admin;
 mod app;
 mod auth;
-mod crd;
 mod discovery;
 mod in_process;
 mod jsonpath;
@@ -332,7 +331,7 @@ impl FakeHttpServer {
         let site = SitePolicy::for_listener(addr, policy.token().is_some());
         // Registering the same definition again is a no-op; a conflicting one (a test that
         // registered its own `customresourcedefinitions`) keeps the test's.
-        let _ = server.register(crd::crd_resource());
+        let _ = server.register(crate::crd::crd_resource());
         let shutdown = CancellationToken::new();
         let app = App {
             server: server.clone(),

@@ -920,7 +920,7 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
     }
     // A CRD: register its resource, then report it established the way the real server's
     // controller does, by a status write right after the create.
-    let definition = super::crd::definition(&body)?;
+    let definition = crate::crd::definition(&body)?;
     if target.is_dry_run() {
         // Checked, not registered: a dry run leaves nothing behind.
         return app.server.create_at(target, body);
@@ -928,7 +928,7 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
     serve_crd(app, &body, definition)?;
     let created = app.server.create_at(target, body)?;
     let mut value = created.to_value();
-    super::crd::mark_established(&mut value);
+    crate::crd::mark_established(&mut value);
     match app.server.update_status_at(target, created.name(), value) {
         Ok(established) => Ok(established),
         Err(_) => Ok(created),
@@ -948,12 +948,12 @@ fn refresh_crd(app: &App, target: &Target, name: &str) -> Result<(), Status> {
         return Ok(());
     };
     let crd = crd.to_value();
-    let definition = super::crd::definition(&crd)?;
+    let definition = crate::crd::definition(&crd)?;
     serve_crd(app, &crd, definition)
 }
 
 /// Serves the versions a CRD defines.
-fn serve_crd(app: &App, crd: &Value, definition: super::crd::Definition) -> Result<(), Status> {
+fn serve_crd(app: &App, crd: &Value, definition: crate::crd::Definition) -> Result<(), Status> {
     let text = |ptr: &str| crd.pointer(ptr).and_then(Value::as_str).unwrap_or("");
     app.server.define_versions(
         text("/spec/group"),

@@ -296,3 +296,54 @@ async fn changing_the_served_versions_ends_watches_and_starts_new_versions_full(
         other => panic!("expected ADDED: {other:?}"),
     }
 }
+
+/// A CRD update upstream refuses is refused before it is stored (422, the CRD as it was):
+/// a second storage version, or dropping a version still in `status.storedVersions`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crd_updates_are_checked_before_they_are_stored() {
+    let (server, http) = start().await;
+    namespaces(&server, &["a"]);
+    let made = post(&http, CRD, &crd()).await;
+    assert_eq!(made.status, 201, "{}", made.body);
+    let path = format!("{CRD}/widgets.example.com");
+    let stored = get(&http, &path).await.body;
+
+    let mut two_storages = stored.clone();
+    two_storages["spec"]["versions"][2]["storage"] = json!(true);
+    let refused = put(&http, &path, &two_storages).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        refused.body["message"],
+        "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.com\" is invalid: \
+         spec.versions: Invalid value: must have exactly one version marked as storage version"
+    );
+
+    // v2 becomes the storage version (v1 stays listed): accepted, both stored versions kept.
+    let mut moved = stored.clone();
+    moved["spec"]["versions"][1]["storage"] = json!(false);
+    moved["spec"]["versions"][2]["storage"] = json!(true);
+    let accepted = put(&http, &path, &moved).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    assert_eq!(
+        accepted.body["status"]["storedVersions"],
+        json!(["v1", "v2"])
+    );
+    // Dropping v1, still stored: refused, and nothing changed.
+    let mut dropped = accepted.body.clone();
+    dropped["spec"]["versions"]
+        .as_array_mut()
+        .unwrap()
+        .remove(1);
+    let refused = put(&http, &path, &dropped).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert_eq!(
+        refused.body["details"]["causes"][0]["field"],
+        "status.storedVersions[0]"
+    );
+    let now = get(&http, &path).await.body;
+    assert_eq!(
+        now["metadata"]["resourceVersion"],
+        accepted.body["metadata"]["resourceVersion"]
+    );
+    assert_eq!(get(&http, &widgets("v1")).await.status, 200);
+}

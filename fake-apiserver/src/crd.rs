@@ -1,5 +1,7 @@
-//! `CustomResourceDefinition`s posted to `apiextensions.k8s.io/v1`: each registers its
-//! resource with the engine, so `kubectl apply -f crd.yaml` then `kubectl get <plural>` works.
+//! What a `CustomResourceDefinition` (`apiextensions.k8s.io/v1`) defines, and what upstream
+//! refuses in one: the HTTP front end serves the definition of every CRD written (so
+//! `kubectl apply -f crd.yaml` then `kubectl get <plural>` works), and the store checks every
+//! CRD write against it before it is stored.
 
 use std::cmp::Ordering;
 
@@ -87,24 +89,15 @@ pub(crate) fn definition(crd: &Value) -> Result<Definition, Status> {
         .cloned()
         .unwrap_or_default();
     let flag = |v: &Value, k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
-    let version_name = |v: &Value| {
-        v.get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
+    let mut refused = version_violations(&versions);
+    let Some(stored_index) = versions.iter().position(|v| flag(v, "storage")) else {
+        return Err(status::invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            name,
+            &refused,
+        ));
     };
-    let stored_index = versions
-        .iter()
-        .position(|v| flag(v, "storage"))
-        .or_else(|| versions.iter().position(|v| flag(v, "served")))
-        .filter(|&i| !version_name(&versions[i]).is_empty())
-        .ok_or_else(|| {
-            invalid(
-                name,
-                "spec.versions",
-                "must have exactly one version marked as storage version",
-            )
-        })?;
     let names = Names {
         group,
         plural,
@@ -116,7 +109,6 @@ pub(crate) fn definition(crd: &Value) -> Result<Definition, Status> {
         categories: crate::object::string_list(crd.pointer("/spec/names/categories")),
     };
     let webhook = text("/spec/conversion/strategy") == Some("Webhook");
-    let mut refused = Vec::new();
     let mut served = Vec::new();
     let mut storage = None;
     for (i, version) in versions.iter().enumerate() {
@@ -152,6 +144,132 @@ pub(crate) fn definition(crd: &Value) -> Result<Definition, Status> {
         )
     })?;
     Ok(Definition { served, storage })
+}
+
+/// What upstream's `validateCustomResourceDefinitionSpec` refuses in `spec.versions` as a
+/// list and in each version's name, schema presence and deprecation warning: names that are
+/// not DNS-1035 labels, a version without `schema.openAPIV3Schema` (required in
+/// `apiextensions.k8s.io/v1`), a `deprecationWarning` on a version not deprecated or not
+/// printable, repeated names, and anything but exactly one storage version. (A list's value
+/// is not printed: upstream prints Go's dump of its internal type.)
+fn version_violations(versions: &[Value]) -> Vec<Violation> {
+    let mut refused = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut unique = true;
+    for (i, version) in versions.iter().enumerate() {
+        let name = version.get("name").and_then(Value::as_str).unwrap_or("");
+        unique &= seen.insert(name);
+        if let Some(problem) = crate::names::dns1035_label_problem(name) {
+            refused.push((
+                format!("spec.versions[{i}].name"),
+                "FieldValueInvalid",
+                format!("{name:?}: {problem}"),
+            ));
+        }
+        let deprecated = version.get("deprecated").and_then(Value::as_bool) == Some(true);
+        if let Some(warning) = version.get("deprecationWarning").and_then(Value::as_str) {
+            for problem in deprecation_warning_problems(deprecated, warning) {
+                refused.push((
+                    format!("spec.versions[{i}].deprecationWarning"),
+                    "FieldValueInvalid",
+                    format!("{warning:?}: {problem}"),
+                ));
+            }
+        }
+        if !version
+            .pointer("/schema/openAPIV3Schema")
+            .is_some_and(Value::is_object)
+        {
+            refused.push((
+                format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "FieldValueRequired",
+                String::new(),
+            ));
+        }
+    }
+    if !unique {
+        refused.push((
+            "spec.versions".into(),
+            "FieldValueInvalid",
+            "must contain unique version names".into(),
+        ));
+    }
+    let storage = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .count();
+    if storage != 1 {
+        refused.push((
+            "spec.versions".into(),
+            "FieldValueInvalid",
+            "must have exactly one version marked as storage version".into(),
+        ));
+    }
+    refused
+}
+
+/// Upstream's `validateDeprecationWarning`: only on deprecated versions, at most 256 bytes,
+/// not empty, printable (a control character, or whitespace other than a space, counts as
+/// not printable here; Go's `unicode.IsPrint` also refuses unassigned and format
+/// characters).
+fn deprecation_warning_problems(deprecated: bool, warning: &str) -> Vec<String> {
+    if !deprecated {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let mut problems = Vec::new();
+    if warning.len() > 256 {
+        problems.push("must be <= 256 characters long".into());
+    }
+    if warning.is_empty() {
+        problems.push("must not be an empty string".into());
+    }
+    if let Some((i, _)) = warning
+        .char_indices()
+        .find(|&(_, c)| c.is_control() || (c.is_whitespace() && c != ' '))
+    {
+        problems.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at \
+             index {i}"
+        ));
+    }
+    problems
+}
+
+/// A CRD update's `status.storedVersions` that left `spec.versions` (upstream's
+/// `ValidateCustomResourceDefinitionStoredVersions`, on updates of the CRD itself): a version
+/// once stored must stay listed until a storage migration removes it from the status.
+pub(crate) fn stored_versions_violations(crd: &Value) -> Vec<Violation> {
+    let listed: Vec<&str> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter_map(|v| v.get("name").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let stored = crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    stored
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| Some((i, v.as_str()?)))
+        .filter(|(_, v)| !listed.contains(v))
+        .map(|(i, v)| {
+            (
+                format!("status.storedVersions[{i}]"),
+                "FieldValueInvalid",
+                format!(
+                    "{v:?}: missing from spec.versions; {v} was previously a storage version, \
+                     and must remain in spec.versions until a storage migration ensures no \
+                     data remains persisted in {v} and removes {v} from status.storedVersions"
+                ),
+            )
+        })
+        .collect()
 }
 
 /// The names and scope every version of a CRD shares.
@@ -509,11 +627,26 @@ mod tests {
                 "scope": "Namespaced",
                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
                 "versions": [
-                    {"name": "v1alpha1", "served": true, "storage": false},
-                    {"name": "v1", "served": true, "storage": true},
+                    version("v1alpha1", false),
+                    version("v1", true),
                 ],
             },
         })
+    }
+
+    /// A served version with the smallest schema `apiextensions.k8s.io/v1` takes.
+    fn version(name: &str, storage: bool) -> Value {
+        json!({"name": name, "served": true, "storage": storage,
+               "schema": {"openAPIV3Schema": {"type": "object"}}})
+    }
+
+    /// `version` with `extra` fields.
+    fn version_with(name: &str, storage: bool, extra: Value) -> Value {
+        let mut v = version(name, storage);
+        for (k, x) in extra.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        v
     }
 
     #[test]
@@ -543,12 +676,15 @@ mod tests {
     fn deprecated_versions_carry_upstream_s_warning() {
         let mut c = crd();
         c["spec"]["versions"] = json!([
-            {"name": "v1alpha1", "served": true, "storage": false, "deprecated": true},
-            {"name": "v1beta1", "served": true, "storage": false, "deprecated": true,
-             "deprecationWarning": "use v1, really"},
-            {"name": "v1", "served": true, "storage": true},
-            {"name": "v2alpha1", "served": true, "storage": false},
-            {"name": "v3", "served": false, "storage": false},
+            version_with("v1alpha1", false, json!({"deprecated": true})),
+            version_with(
+                "v1beta1",
+                false,
+                json!({"deprecated": true, "deprecationWarning": "use v1, really"})
+            ),
+            version("v1", true),
+            version("v2alpha1", false),
+            version_with("v3", false, json!({"served": false})),
         ]);
         let d = definition(&c).unwrap();
         let warning = |v: &str| {
@@ -567,9 +703,7 @@ mod tests {
         );
         assert_eq!(warning("v1beta1").as_deref(), Some("use v1, really"));
         assert_eq!(warning("v1"), None);
-        c["spec"]["versions"] = json!([
-            {"name": "v1", "served": true, "storage": true, "deprecated": true},
-        ]);
+        c["spec"]["versions"] = json!([version_with("v1", true, json!({"deprecated": true})),]);
         assert_eq!(
             definition(&c).unwrap().served[0]
                 .deprecation_warning
@@ -602,6 +736,88 @@ mod tests {
         assert_eq!(
             causes[0].field,
             "spec.versions[0].additionalPrinterColumns[0].type"
+        );
+    }
+
+    #[test]
+    fn versions_are_checked_as_upstream_checks_them() {
+        let refused = |versions: Value| {
+            let mut c = crd();
+            c["spec"]["versions"] = versions;
+            let status = definition(&c).unwrap_err();
+            assert_eq!(status.code, 422);
+            status
+                .details
+                .unwrap()
+                .causes
+                .into_iter()
+                .map(|c| format!("{}: {}", c.field, c.message))
+                .collect::<Vec<_>>()
+        };
+        // No storage version, or two; a repeated name.
+        assert_eq!(
+            refused(json!([version("v1", false)])),
+            [
+                "spec.versions: Invalid value: must have exactly one version marked as storage version"
+            ]
+        );
+        assert_eq!(
+            refused(json!([version("v1", true), version("v1", true)])),
+            [
+                "spec.versions: Invalid value: must contain unique version names",
+                "spec.versions: Invalid value: must have exactly one version marked as storage version"
+            ]
+        );
+        // A name that is not a DNS-1035 label; a version without a schema.
+        let mut schemaless = version("v2", false);
+        schemaless.as_object_mut().unwrap().remove("schema");
+        assert_eq!(
+            refused(json!([version("V1", true), schemaless])),
+            [
+                "spec.versions[0].name: Invalid value: \"V1\": a DNS-1035 label must consist of \
+                 lower case alphanumeric characters or '-', start with an alphabetic character, \
+                 and end with an alphanumeric character",
+                "spec.versions[1].schema.openAPIV3Schema: Required value"
+            ]
+        );
+        // Deprecation warnings: only on deprecated versions, printable, not empty.
+        assert_eq!(
+            refused(json!([
+                version_with("v1", true, json!({"deprecationWarning": "old"})),
+                version_with(
+                    "v2",
+                    false,
+                    json!({"deprecated": true, "deprecationWarning": ""})
+                ),
+                version_with(
+                    "v3",
+                    false,
+                    json!({"deprecated": true, "deprecationWarning": "tab\there"})
+                ),
+            ])),
+            [
+                "spec.versions[0].deprecationWarning: Invalid value: \"old\": can only be set for \
+                 deprecated versions",
+                "spec.versions[1].deprecationWarning: Invalid value: \"\": must not be an empty \
+                 string",
+                "spec.versions[2].deprecationWarning: Invalid value: \"tab\\there\": must only \
+                 contain printable UTF-8 characters; non-printable character found at index 3"
+            ]
+        );
+    }
+
+    #[test]
+    fn stored_versions_must_stay_listed() {
+        let mut c = crd();
+        c["status"] = json!({"storedVersions": ["v1beta1", "v1"]});
+        let violations = stored_versions_violations(&c);
+        assert_eq!(violations.len(), 1);
+        assert_eq!(violations[0].0, "status.storedVersions[0]");
+        assert!(
+            violations[0]
+                .2
+                .starts_with("\"v1beta1\": missing from spec.versions; v1beta1 was previously"),
+            "{violations:?}"
         );
     }
 
