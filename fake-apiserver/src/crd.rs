@@ -42,6 +42,10 @@ fn invalid(name: &str, field: &str, message: &str) -> Status {
 /// stored in one version.
 #[derive(Debug)]
 pub(crate) struct Definition {
+    /// The API group.
+    pub group: String,
+    /// The plural name.
+    pub plural: String,
     /// The served versions, in the CRD's order.
     pub served: Vec<ResourceDef>,
     /// The storage version (served or not) and its schema.
@@ -143,7 +147,12 @@ pub(crate) fn definition(crd: &Value) -> Result<Definition, Status> {
             "must have exactly one version marked as storage version",
         )
     })?;
-    Ok(Definition { served, storage })
+    Ok(Definition {
+        group: group.to_owned(),
+        plural: plural.to_owned(),
+        served,
+        storage,
+    })
 }
 
 /// What upstream's `validateCustomResourceDefinitionSpec` refuses in `spec.versions` as a

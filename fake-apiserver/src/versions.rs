@@ -96,8 +96,8 @@ pub(crate) fn record_stored_version(crd: &mut Value) {
     }
 }
 
-#[cfg(feature = "http")]
 /// A version name's parts as Kubernetes ranks them: `v2` (GA), `v1beta1`, `v1alpha2`.
+#[cfg(feature = "http")]
 fn kube_version(name: &str) -> Option<(u64, u8, u64)> {
     let rest = name.strip_prefix('v')?;
     let digits = rest
@@ -121,10 +121,10 @@ fn kube_version(name: &str) -> Option<(u64, u8, u64)> {
     Some((major, stage, minor.parse().ok()?))
 }
 
-#[cfg(feature = "http")]
 /// Upstream's `CompareKubeAwareVersionStrings` as a sort order, highest priority first:
 /// GA versions by major version, then betas, then alphas (each by major, then minor
 /// version, descending), then names that are not Kubernetes versions, alphabetically.
+#[cfg(feature = "http")]
 pub(crate) fn by_priority(a: &str, b: &str) -> Ordering {
     match (kube_version(a), kube_version(b)) {
         (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),

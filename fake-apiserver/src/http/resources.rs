@@ -925,7 +925,7 @@ fn create(app: &App, target: &Target, body: Value) -> Result<Arc<StoredObject>, 
         // Checked, not registered: a dry run leaves nothing behind.
         return app.server.create_at(target, body);
     }
-    serve_crd(app, &body, definition)?;
+    serve_crd(app, definition)?;
     let created = app.server.create_at(target, body)?;
     let mut value = created.to_value();
     crate::crd::mark_established(&mut value);
@@ -947,17 +947,14 @@ fn refresh_crd(app: &App, target: &Target, name: &str) -> Result<(), Status> {
     else {
         return Ok(());
     };
-    let crd = crd.to_value();
-    let definition = crate::crd::definition(&crd)?;
-    serve_crd(app, &crd, definition)
+    serve_crd(app, crate::crd::definition(&crd.to_value())?)
 }
 
 /// Serves the versions a CRD defines.
-fn serve_crd(app: &App, crd: &Value, definition: crate::crd::Definition) -> Result<(), Status> {
-    let text = |ptr: &str| crd.pointer(ptr).and_then(Value::as_str).unwrap_or("");
+fn serve_crd(app: &App, definition: crate::crd::Definition) -> Result<(), Status> {
     app.server.define_versions(
-        text("/spec/group"),
-        text("/spec/names/plural"),
+        &definition.group,
+        &definition.plural,
         definition.served,
         definition.storage,
     )

@@ -162,7 +162,7 @@ impl Store {
     /// After an object left the store: every CRD being deleted whose instances are all gone
     /// is finished.
     pub(super) fn finish_crds(&mut self) {
-        let waiting: Vec<Arc<str>> = self
+        let waiting: std::collections::BTreeSet<Arc<str>> = self
             .resources
             .iter()
             .filter_map(|r| r.deleting_crd.clone())
