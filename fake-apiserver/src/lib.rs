@@ -213,11 +213,10 @@
 //! Not served: alpha and beta versions, the older stable version of a resource served in two
 //! (autoscaling/v1 HPAs: the fake server keeps one version per built-in resource and does
 //! not convert; a custom resource is served in every version its CRD serves, see
-//! [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`, pods' `eviction`, `binding` and
-//! `ephemeralcontainers`,
-//! certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
-//! `token` (no `log`,
-//! `exec`, `resize`, ...). The create-only review APIs are
+//! [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`,
+//! pods' `eviction`, `binding`, `ephemeralcontainers` and `resize`, certificate signing
+//! requests' `approval`, namespaces' `finalize` and service accounts' `token` (no `log`,
+//! `exec`, `attach`, `portforward`, proxies). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).

@@ -1159,6 +1159,41 @@ impl FakeApiServer {
         self.patch_part(target, name, Part::EphemeralContainers, apply)
     }
 
+    /// `PUT pods/<name>/resize`: the pod's containers resized in place, as upstream's resize
+    /// subresource writes them (`kubectl patch --subresource resize`, a vertical autoscaler):
+    /// only each container's `resources` and `resizePolicy` are taken from `body` (the whole
+    /// pod), everything else as stored; only CPU and memory may change, nothing may be
+    /// removed, the QoS class must stay, containers keep their names and order, sidecars but
+    /// no other init containers resize, and static, Windows and pod-level-resource pods do
+    /// not (422 otherwise). The generation moves when the spec does. No kubelet acts on it: a
+    /// test reports the resize in the status as a kubelet would. Only for pods (404
+    /// otherwise). Recorded in the request log.
+    pub fn update_resize_at(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.subresource_request("PUT", target, name, "resize", target.def.is_pods())?;
+        self.write_admitted(target)?;
+        let ns = self.namespace_for(target, &body);
+        self.writing(target)
+            .update_with(target.res, ns.as_deref(), name, body, Part::Resize)
+    }
+
+    /// `PATCH pods/<name>/resize`: `apply` changes the stored pod, of which the containers'
+    /// resources are kept as [`update_resize_at`](Self::update_resize_at) keeps them.
+    /// Recorded in the request log.
+    pub fn patch_resize_with_at(
+        &self,
+        target: &Target,
+        name: &str,
+        apply: impl FnOnce(&mut Value) -> Result<(), Status>,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.subresource_request("PATCH", target, name, "resize", target.def.is_pods())?;
+        self.patch_part(target, name, Part::Resize, apply)
+    }
+
     /// `PUT namespaces/<name>/finalize`: the namespace's `spec.finalizers` set as `body` (the
     /// whole namespace) has them, its status kept, as upstream's finalize subresource writes
     /// them (the only write that changes them: an update of the namespace keeps them). Each

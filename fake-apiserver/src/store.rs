@@ -427,6 +427,9 @@ pub(crate) enum Part {
     /// A pod's ephemeral containers (writes to `pods/<name>/ephemeralcontainers`); the body
     /// is the whole pod, of which the pod strategy keeps `spec.ephemeralContainers`.
     EphemeralContainers,
+    /// A pod's container resources (writes to `pods/<name>/resize`); the body is the whole
+    /// pod, of which the resize strategy keeps the containers' resources and resize policies.
+    Resize,
 }
 
 mod bindings;
@@ -438,6 +441,7 @@ mod gc;
 mod jobs;
 mod namespaces;
 mod pods;
+mod resize;
 mod services;
 mod tokens;
 mod views;
@@ -564,15 +568,18 @@ impl Part {
             Part::Approval => "approval",
             Part::Finalize => "finalize",
             Part::EphemeralContainers => "ephemeralcontainers",
+            Part::Resize => "resize",
             _ => "",
         }
     }
 
     pub(crate) fn scope(self) -> managed::Scope {
         match self {
-            Part::Whole | Part::Approval | Part::Finalize | Part::EphemeralContainers => {
-                managed::Scope::Whole
-            }
+            Part::Whole
+            | Part::Approval
+            | Part::Finalize
+            | Part::EphemeralContainers
+            | Part::Resize => managed::Scope::Whole,
             Part::Main => managed::Scope::NoStatus,
             Part::Status => managed::Scope::StatusOnly,
         }
@@ -1041,7 +1048,11 @@ impl Store {
         };
         let existing = self.get(res, ns.as_deref(), name)?;
         match part {
-            Part::Whole | Part::Approval | Part::Finalize | Part::EphemeralContainers => {}
+            Part::Whole
+            | Part::Approval
+            | Part::Finalize
+            | Part::EphemeralContainers
+            | Part::Resize => {}
             Part::Main => {
                 // `.status` is written through the status subresource only.
                 let old_status = existing.to_value().get("status").cloned();
@@ -1089,6 +1100,10 @@ impl Store {
         }
         if part == Part::EphemeralContainers && def.is_pods() {
             pods::ephemeral_containers_update(&mut body, &old)
+                .map_err(|v| status::invalid(&def.kind, &def.group, name, &v))?;
+        }
+        if part == Part::Resize && def.is_pods() {
+            resize::resize_update(&mut body, &old)
                 .map_err(|v| status::invalid(&def.kind, &def.group, name, &v))?;
         }
         if part != Part::Whole && def.is_csrs() {

@@ -217,6 +217,7 @@ fn subresources(def: &ResourceDef) -> Vec<Subresource<'_>> {
     if def.is_pods() {
         subs.push(other("eviction", "policy", "v1", "Eviction", &["create"]));
         subs.push(own("ephemeralcontainers", &["get", "patch", "update"]));
+        subs.push(own("resize", &["get", "patch", "update"]));
         subs.push(other("binding", "", "v1", "Binding", &["create"]));
     }
     if def.is_namespaces() {

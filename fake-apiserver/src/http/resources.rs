@@ -224,6 +224,8 @@ enum Sub {
     Finalize,
     /// `pods/<name>/ephemeralcontainers` (get, update, patch).
     EphemeralContainers,
+    /// `pods/<name>/resize` (get, update, patch).
+    Resize,
 }
 
 impl Sub {
@@ -235,6 +237,7 @@ impl Sub {
             "eviction" if def.is_pods() => Self::Eviction,
             "binding" if def.is_pods() => Self::Binding,
             "ephemeralcontainers" if def.is_pods() => Self::EphemeralContainers,
+            "resize" if def.is_pods() => Self::Resize,
             "token" if def.is_service_accounts() => Self::Token,
             "approval" if def.is_csrs() => Self::Approval,
             "finalize" if def.is_namespaces() => Self::Finalize,
@@ -420,6 +423,10 @@ async fn resource(
                     let obj = app
                         .server
                         .update_ephemeral_containers_at(&target, name, body)?;
+                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+                }
+                Sub::Resize => {
+                    let obj = app.server.update_resize_at(&target, name, body)?;
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Scale => {
@@ -1007,7 +1014,7 @@ fn patch_object(
             )));
         }
     };
-    if applying && matches!(sub, Sub::Approval | Sub::EphemeralContainers) {
+    if applying && matches!(sub, Sub::Approval | Sub::EphemeralContainers | Sub::Resize) {
         // Server-side apply through `/approval` is not served (the fake's appliers write
         // the object or its status).
         return Err(negotiate::unsupported_media_type(
@@ -1091,6 +1098,10 @@ fn patch_object(
             let obj = app
                 .server
                 .patch_ephemeral_containers_with_at(target, name, patch)?;
+            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
+        }
+        Sub::Resize => {
+            let obj = app.server.patch_resize_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
         Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize => {

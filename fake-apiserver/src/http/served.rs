@@ -103,6 +103,8 @@ pub fn served_summary() -> String {
          place a pod on a node as a scheduler does (409 once bound or while gated). \
          Ephemeral containers are added through pods/<name>/ephemeralcontainers (kubectl \
          debug), never removed or changed; no kubelet runs them. \
+         Containers are resized in place through pods/<name>/resize (kubectl patch \
+         --subresource resize): CPU and memory only, the QoS class kept; no kubelet acts. \
          Namespaces' spec.finalizers change through namespaces/<name>/finalize (kubectl \
          replace --raw), which releases a terminating namespace. \
          Certificate signing requests record the caller as requester and are approved \

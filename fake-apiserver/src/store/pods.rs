@@ -104,7 +104,7 @@ pub(super) fn keep_on_status_update(body: &mut Value, old: &Value) {
 /// limits both and the sums of requests equal those of limits, else `Burstable`. Pod-level
 /// resources, when they name a resource a pod may set there, decide alone (without
 /// upstream's defaults of pod-level requests, which the fake does not fill in).
-fn qos_class(spec: &Value) -> &'static str {
+pub(super) fn qos_class(spec: &Value) -> &'static str {
     let mut requests = Totals::default();
     let mut limits = Totals::default();
     let mut guaranteed = true;

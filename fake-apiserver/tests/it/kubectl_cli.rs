@@ -3162,3 +3162,74 @@ async fn kubectl_serves_every_version_of_a_crd() {
         "widget.example.com/w1 unchanged"
     );
 }
+
+/// `kubectl patch --subresource resize` resizes a pod's container in place through
+/// `pods/<name>/resize`: the CPU request changes, the generation moves, and a change to
+/// anything but CPU and memory (an image, another resource) is upstream's 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_resizes_a_pod_in_place() {
+    let Some((server, _http, kubectl)) = kubectl_in("kubectl_resizes_a_pod_in_place", "prod").await
+    else {
+        return;
+    };
+    let pod = kubectl.manifest(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: web\nspec:\n  containers:\n  - name: web\n\
+         \x20   image: nginx:1\n    resources:\n      requests: {cpu: 100m, memory: 64Mi}\n\
+         \x20     limits: {cpu: 200m, memory: 128Mi}\n",
+    );
+    kubectl.ok(&["apply", "-f", pod.to_str().unwrap()]).await;
+    let resize = |patch: &'static str| {
+        [
+            "patch",
+            "pod",
+            "web",
+            "--subresource",
+            "resize",
+            "--patch",
+            patch,
+        ]
+    };
+    kubectl
+        .ok(&resize(
+            r#"{"spec":{"containers":[{"name":"web","resources":{"requests":{"cpu":"150m"}}}]}}"#,
+        ))
+        .await;
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.to_string() == "PATCH /api/v1/namespaces/prod/pods/web/resize"),
+        "{:?}",
+        server.requests()
+    );
+    let stored = server.get("pods", Some("prod"), "web").unwrap().to_value();
+    assert_eq!(
+        stored["spec"]["containers"][0]["resources"],
+        json!({"requests": {"cpu": "150m", "memory": "64Mi"},
+               "limits": {"cpu": "200m", "memory": "128Mi"}})
+    );
+    assert_eq!(stored["metadata"]["generation"], 2);
+    assert_eq!(stored["status"]["qosClass"], "Burstable");
+    let refused = kubectl
+        .run(&resize(
+            r#"{"spec":{"containers":[{"name":"web","resources":{"requests":{"ephemeral-storage":"1Gi"}}}]}}"#,
+        ))
+        .await;
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "The Pod \"web\" is invalid: spec: Forbidden: only cpu and memory resources are mutable"
+    );
+    // Requests raised to the limits would make the pod Guaranteed: refused too.
+    let refused = kubectl
+        .run(&resize(
+            r#"{"spec":{"containers":[{"name":"web","resources":{"requests":{"cpu":"200m","memory":"128Mi"}}}]}}"#,
+        ))
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "The Pod \"web\" is invalid: spec: Invalid value: \"Burstable\": Pod QOS Class may not \
+         change as a result of resizing"
+    );
+}
