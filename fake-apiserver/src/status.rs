@@ -190,10 +190,15 @@ pub fn invalid(kind: &str, group: &str, name: &str, errors: &[(String, &str, Str
     } else {
         format!("{kind}.{group}")
     };
-    let rendered: Vec<String> = errors
-        .iter()
-        .map(|(field, ty, msg)| field_error(field, ty, msg))
-        .collect();
+    // Upstream's `ErrorList.ToAggregate`: an error the message already shows is not
+    // repeated (the causes keep every one).
+    let mut rendered: Vec<String> = Vec::new();
+    for (field, ty, msg) in errors {
+        let text = field_error(field, ty, msg);
+        if !rendered.contains(&text) {
+            rendered.push(text);
+        }
+    }
     let message = match rendered.len() {
         0 => format!("{qualified} {name:?} is invalid"),
         1 => format!("{qualified} {name:?} is invalid: {}", rendered[0]),

@@ -358,6 +358,27 @@ mod tests {
             refused(&old, body),
             ["spec FieldValueForbidden only cpu and memory resources are mutable"]
         );
+        // Two containers changed alike: two causes, one message.
+        let mut two = old.clone();
+        let mut second = two["spec"]["containers"][0].clone();
+        second["name"] = json!("d");
+        two["spec"]["containers"]
+            .as_array_mut()
+            .unwrap()
+            .push(second);
+        let mut body = two.clone();
+        for i in 0..2 {
+            body["spec"]["containers"][i]["resources"]["requests"]["ephemeral-storage"] =
+                json!("1Gi");
+        }
+        let violations = resize_update(&mut body, &two).unwrap_err();
+        assert_eq!(violations.len(), 2);
+        let status = crate::status::invalid("Pod", "", "p", &violations);
+        assert_eq!(
+            status.message,
+            "Pod \"p\" is invalid: spec: Forbidden: only cpu and memory resources are mutable"
+        );
+        assert_eq!(status.details.unwrap().causes.len(), 2);
     }
 
     #[test]
