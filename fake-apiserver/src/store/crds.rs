@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Chore, Part, Preconditions, Store};
+use super::{Chore, Part, Store};
 use crate::ResourceDef;
 use crate::object::StoredObject;
 use crate::propagation::PropagationPolicy;
@@ -144,17 +144,7 @@ impl Store {
             if instance.is_deleting() {
                 continue;
             }
-            let only_this_one = Preconditions {
-                uid: Some(instance.uid().to_owned()),
-                resource_version: None,
-            };
-            let _ = self.delete(
-                res,
-                instance.namespace(),
-                instance.name(),
-                &only_this_one,
-                PropagationPolicy::Background,
-            );
+            self.delete_as_controller(res, &instance, PropagationPolicy::Background);
         }
         self.finish_crd(name);
     }

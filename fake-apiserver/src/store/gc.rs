@@ -230,16 +230,26 @@ impl Store {
         } else {
             PropagationPolicy::Background
         };
+        self.delete_as_controller(res, &dependent, policy);
+    }
+
+    /// A controller's delete of exactly `object` (its uid a precondition) in resource `res`.
+    /// A failure (the resourceVersions ran out) leaves it, as a controller that cannot write
+    /// would.
+    pub(super) fn delete_as_controller(
+        &mut self,
+        res: usize,
+        object: &StoredObject,
+        policy: PropagationPolicy,
+    ) {
         let only_this_one = Preconditions {
-            uid: Some(dependent.uid().to_owned()),
+            uid: Some(object.uid().to_owned()),
             resource_version: None,
         };
-        // A failure (the resourceVersions ran out) leaves the dependent, as a collector that
-        // cannot write does.
         let _ = self.delete(
             res,
-            dependent.namespace(),
-            dependent.name(),
+            object.namespace(),
+            object.name(),
             &only_this_one,
             policy,
         );

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Part, Preconditions, Store};
+use super::{Part, Store};
 use crate::ResourceDef;
 use crate::object::StoredObject;
 use crate::propagation::PropagationPolicy;
@@ -272,19 +272,8 @@ impl Store {
                     .get(object.key())
                     .is_some_and(|o| o.uid() == object.uid());
                 if still && !object.is_deleting() {
-                    let only_this_one = Preconditions {
-                        uid: Some(object.uid().to_owned()),
-                        resource_version: None,
-                    };
-                    // A failure (the resourceVersions ran out) leaves the object, and the
-                    // namespace terminating, as a controller that cannot write would.
-                    let _ = self.delete(
-                        res,
-                        Some(ns),
-                        object.name(),
-                        &only_this_one,
-                        PropagationPolicy::Background,
-                    );
+                    // A failure leaves the namespace terminating.
+                    self.delete_as_controller(res, &object, PropagationPolicy::Background);
                 }
             }
         }

@@ -208,6 +208,34 @@ impl Totals {
     }
 }
 
+/// A pod subresource's write (ephemeral containers, resize): the status as stored, and the
+/// labels, annotations, finalizers, owners, deletion time and generation, as upstream's
+/// `ResetObjectMetaForStatus` keeps them.
+pub(super) fn keep_stored_status_and_meta(
+    object: &mut serde_json::Map<String, Value>,
+    old: &Value,
+) {
+    match old.get("status") {
+        Some(s) => object.insert("status".into(), s.clone()),
+        None => object.remove("status"),
+    };
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in [
+            "labels",
+            "annotations",
+            "finalizers",
+            "ownerReferences",
+            "deletionTimestamp",
+            "generation",
+        ] {
+            match old.pointer(&format!("/metadata/{field}")) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+    }
+}
+
 /// A write through `pods/<name>/ephemeralcontainers` as `podEphemeralContainersStrategy`
 /// prepares it (`dropNonEphemeralContainerUpdates`): everything but
 /// `spec.ephemeralContainers` as stored (the spec, the status, and the labels,
@@ -234,25 +262,7 @@ pub(super) fn ephemeral_containers_update(
         };
     }
     object.insert("spec".into(), spec);
-    match old.get("status") {
-        Some(s) => object.insert("status".into(), s.clone()),
-        None => object.remove("status"),
-    };
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        for field in [
-            "labels",
-            "annotations",
-            "finalizers",
-            "ownerReferences",
-            "deletionTimestamp",
-            "generation",
-        ] {
-            match old.pointer(&format!("/metadata/{field}")) {
-                Some(v) => meta.insert(field.into(), v.clone()),
-                None => meta.remove(field),
-            };
-        }
-    }
+    keep_stored_status_and_meta(object, old);
     let path = "spec.ephemeralContainers".to_owned();
     if old
         .pointer("/metadata/annotations/kubernetes.io~1config.mirror")

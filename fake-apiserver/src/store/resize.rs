@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::pods::qos_class;
+use super::pods::{keep_stored_status_and_meta, qos_class};
 use crate::schema::Violation;
 
 /// The container lists a resize may touch, with their paths.
@@ -67,25 +67,7 @@ fn keep_resize_fields(body: &mut Value, old: &Value) {
         return;
     };
     object.insert("spec".into(), spec);
-    match old.get("status") {
-        Some(s) => object.insert("status".into(), s.clone()),
-        None => object.remove("status"),
-    };
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        for field in [
-            "labels",
-            "annotations",
-            "finalizers",
-            "ownerReferences",
-            "deletionTimestamp",
-            "generation",
-        ] {
-            match old.pointer(&format!("/metadata/{field}")) {
-                Some(v) => meta.insert(field.into(), v.clone()),
-                None => meta.remove(field),
-            };
-        }
-    }
+    keep_stored_status_and_meta(object, old);
 }
 
 /// Upstream's `resourcesRemoved`: a resource of `old` that `new` no longer names.
