@@ -62,6 +62,13 @@
 //! `reportingComponent`/`reportingController`). So `kubectl describe` (which reads core
 //! Events) shows what a controller's `events.k8s.io` recorder published.
 //!
+//! **Validating admission policies.** `ValidatingAdmissionPolicy` objects bound by
+//! `ValidatingAdmissionPolicyBinding`s are enforced on every write as the real server's
+//! admission plugin enforces them: matched by their constraints and the binding's resources,
+//! their match conditions, variables, parameters (`paramRef`) and validations evaluated in
+//! CEL (the libraries of CRD rules), a failure denied (upstream's forbidden error, with the
+//! validation's reason) or warned as the binding's `validationActions` say.
+//!
 //! **Custom resources in several versions.** A CRD that serves several versions (or
 //! [`FakeApiServer::register_versions`]) gets one storage read through each, as the real
 //! server's `None` conversion strategy serves it: a write through any version is checked
@@ -379,6 +386,7 @@
 // HTTP front end renders them as they are, and they occur only on error paths.
 #![allow(clippy::result_large_err)]
 
+mod admission;
 mod builtin;
 mod caller;
 mod continue_token;

@@ -809,6 +809,94 @@ impl Walk {
     }
 }
 
+/// Variables bound for an admission policy's expressions ([`crate::admission`]): JSON
+/// values seen untyped (integers as int, other numbers as double, every field), and the
+/// policy's own `variables`, each evaluated once in order.
+#[derive(Default)]
+pub(crate) struct Activation {
+    bound: Vec<(String, Cel)>,
+    variables: Vec<(String, Cel)>,
+    /// The variables whose evaluation failed, with the error.
+    failed: Vec<(String, String)>,
+    /// What the bound JSON values hold (the cost estimate's base).
+    size: u64,
+}
+
+impl Activation {
+    /// Binds `name` to `value` (`null` when absent).
+    pub(crate) fn bind(&mut self, name: &str, value: Option<&Value>) {
+        let value = value.unwrap_or(&Value::Null);
+        self.size = self.size.saturating_add(size(value));
+        self.bound
+            .push((name.to_owned(), to_cel(&Value::Null, value, false)));
+    }
+
+    /// Evaluates the policy's `variables` (`name`, `expression`) in order, each seeing the
+    /// ones before it as `variables.<name>`.
+    pub(crate) fn define_variables(&mut self, variables: &[(String, String)]) {
+        for (name, expression) in variables {
+            match self.evaluate(expression) {
+                Ok(value) => self.variables.push((name.clone(), value)),
+                Err(e) => self.failed.push((name.clone(), e)),
+            }
+        }
+    }
+
+    fn context(&self) -> Context<'_, '_> {
+        let mut ctx = Context::with_env(env().clone());
+        kubernetes_functions(&mut ctx);
+        for (name, value) in &self.bound {
+            ctx.add_variable_from_value(name.clone(), value.clone());
+        }
+        ctx.add_variable_from_value("variables", cel_map(self.variables.clone()));
+        ctx
+    }
+
+    /// `expression`'s value, or upstream's error (`compilation error: ...`, `expression
+    /// '...' resulted in error: ...`, the cost budget's); errors are worded by cel-rust.
+    fn evaluate(&self, expression: &str) -> Result<Cel, String> {
+        let compiled = compile(expression).map_err(|e| format!("compilation error: {e}"))?;
+        if let Some((name, error)) = self
+            .failed
+            .iter()
+            .find(|(name, _)| expression.contains(&format!("variables.{name}")))
+        {
+            return Err(format!(
+                "expression '{expression}' resulted in error: composited variable {name:?} \
+                 fails to evaluate: {error}"
+            ));
+        }
+        let depth = nesting(compiled.program.expression(), false, &Value::Null);
+        if self.size.max(1).saturating_pow(depth.max(1)) > BUDGET {
+            return Err(
+                "validation failed due to running out of cost budget, no further \
+                        validation rules will be run"
+                    .to_owned(),
+            );
+        }
+        compiled
+            .program
+            .execute(&self.context())
+            .map_err(|e| format!("expression '{expression}' resulted in error: {e}"))
+    }
+
+    /// Whether `expression` is true (anything else but an error is not).
+    pub(crate) fn holds(&self, expression: &str) -> Result<bool, String> {
+        Ok(matches!(self.evaluate(expression)?, Cel::Bool(true)))
+    }
+
+    /// A `messageExpression`'s string, if it gives one upstream would use.
+    pub(crate) fn message(&self, expression: &str) -> Option<String> {
+        match self.evaluate(expression).ok()? {
+            Cel::String(s) => {
+                let s = s.trim();
+                (!s.is_empty() && !s.contains('\n') && s.len() <= MAX_MESSAGE).then(|| s.to_owned())
+            }
+            _ => None,
+        }
+    }
+}
+
 fn lowercase_first(s: &str) -> String {
     let mut chars = s.chars();
     match chars.next() {

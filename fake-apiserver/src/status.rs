@@ -142,6 +142,32 @@ pub fn crd_terminating(resource: &ResourceDef) -> Status {
     )
 }
 
+/// A validating admission policy's refusal, as upstream's dispatcher builds it: the
+/// admission forbidden error (`deployments.apps "web" is forbidden: <detail>`) with the
+/// failure's reason and code, the detail as its one cause.
+pub(crate) fn policy_denied(
+    resource: &ResourceDef,
+    name: &str,
+    detail: &str,
+    reason: &str,
+    code: u16,
+) -> Status {
+    let qualified = resource.qualified_name();
+    let message = if name.is_empty() {
+        format!("{qualified} is forbidden: {detail}")
+    } else {
+        format!("{qualified} {name:?} is forbidden: {detail}")
+    };
+    let mut s = with_details(Status::failure(code, reason, message), resource, name);
+    if let Some(details) = s.details.as_mut() {
+        details.causes.push(StatusCause {
+            message: detail.to_owned(),
+            ..StatusCause::default()
+        });
+    }
+    s
+}
+
 /// 404 NotFound for an unknown resource or URL.
 pub fn resource_not_found() -> Status {
     Status::failure(

@@ -441,6 +441,7 @@ mod gc;
 mod jobs;
 mod namespaces;
 mod pods;
+mod policies;
 mod resize;
 mod services;
 mod tokens;
@@ -1010,6 +1011,8 @@ impl Store {
             set_meta(&mut body, "generation", Value::from(1));
         }
         self.prepare_namespace(&def, &mut body, true, policy.part != Part::Whole);
+        let name = meta_str(&body, "name").unwrap_or_default().to_owned();
+        self.admit(res, "CREATE", "", &name, ns.as_deref(), Some(&body), None)?;
         self.settle(res, &mut body);
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
@@ -1036,6 +1039,11 @@ impl Store {
         part: Part,
     ) -> Result<Arc<StoredObject>, Status> {
         let managing = self.managing.take();
+        // What admission sees the write made through (`scale` is the managing's to say).
+        let subresource = managing
+            .as_ref()
+            .and_then(|m| m.subresource)
+            .unwrap_or(part.subresource());
         let decode_builtins = std::mem::take(&mut self.decode_builtins);
         let patching = std::mem::take(&mut self.patching);
         let sent = managed::Sent::of(&body);
@@ -1186,6 +1194,15 @@ impl Store {
             self.keep_namespace_finalizers(&def, &old, &mut body);
         }
         self.prepare_namespace(&def, &mut body, false, false);
+        self.admit(
+            res,
+            "UPDATE",
+            subresource,
+            name,
+            ns.as_deref(),
+            Some(&body),
+            Some(&old),
+        )?;
         self.settle(res, &mut body);
         managed::keep_times_of_a_no_op(&mut body, &old);
         if body == old {
@@ -1325,6 +1342,10 @@ impl Store {
                     existing.resource_version()
                 ),
             ));
+        }
+        if self.policies_bound() {
+            let stored = existing.to_value();
+            self.admit(res, "DELETE", "", name, ns, None, Some(&stored))?;
         }
         if (existing.has_finalizers() || namespace_held) && existing.is_deleting() {
             return Ok(DeleteOutcome::Finalizing(existing));

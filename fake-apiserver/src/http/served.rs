@@ -103,6 +103,8 @@ pub fn served_summary() -> String {
          place a pod on a node as a scheduler does (409 once bound or while gated). \
          Ephemeral containers are added through pods/<name>/ephemeralcontainers (kubectl \
          debug), never removed or changed; no kubelet runs them. \
+         ValidatingAdmissionPolicies and their bindings are enforced on every write (CEL; \
+         Deny and Warn actions, parameters, match conditions); no admission webhook is called. \
          Containers are resized in place through pods/<name>/resize (kubectl patch \
          --subresource resize): CPU and memory only, the QoS class kept; no kubelet acts. \
          Namespaces' spec.finalizers change through namespaces/<name>/finalize (kubectl \

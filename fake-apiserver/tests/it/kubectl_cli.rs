@@ -3233,3 +3233,58 @@ async fn kubectl_resizes_a_pod_in_place() {
          change as a result of resizing"
     );
 }
+
+/// The validating admission policy of upstream's documentation (`demo-policy.example.com`,
+/// `object.spec.replicas <= 5`) applied with kubectl: a deployment of six replicas is
+/// refused with upstream's message, one of two is created. (A scale through `/scale` is not
+/// matched by a rule naming `deployments` only, as upstream.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_meets_a_validating_admission_policy() {
+    let Some((_server, _http, kubectl)) =
+        kubectl_in("kubectl_meets_a_validating_admission_policy", "prod").await
+    else {
+        return;
+    };
+    let policy = kubectl.manifest(
+        "policy.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+         metadata:\n  name: demo-policy.example.com\nspec:\n  failurePolicy: Fail\n\
+         \x20 matchConstraints:\n    resourceRules:\n    - apiGroups: [apps]\n\
+         \x20     apiVersions: [v1]\n      operations: [CREATE, UPDATE]\n\
+         \x20     resources: [deployments]\n  validations:\n\
+         \x20 - expression: object.spec.replicas <= 5\n---\n\
+         apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+         metadata:\n  name: demo-binding-test.example.com\nspec:\n\
+         \x20 policyName: demo-policy.example.com\n  validationActions: [Deny]\n",
+    );
+    kubectl.ok(&["apply", "-f", policy.to_str().unwrap()]).await;
+    let refused = kubectl
+        .run(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=6",
+        ])
+        .await;
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr).trim(),
+        "error: failed to create deployment: deployments.apps \"web\" is forbidden: \
+         ValidatingAdmissionPolicy 'demo-policy.example.com' with binding \
+         'demo-binding-test.example.com' denied request: failed expression: \
+         object.spec.replicas <= 5"
+    );
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    kubectl
+        .ok(&["scale", "deployment", "web", "--replicas=9"])
+        .await;
+}

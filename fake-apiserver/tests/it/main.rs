@@ -25,6 +25,7 @@ mod fake_watch;
 mod fake_write_faults;
 mod fake_writes;
 mod http_admin;
+mod http_admission_policies;
 mod http_apply;
 mod http_binary;
 mod http_bindings;

@@ -1,0 +1,518 @@
+//! Validating admission policies (`admissionregistration.k8s.io/v1`
+//! `ValidatingAdmissionPolicy` and `ValidatingAdmissionPolicyBinding`), run on every write as
+//! upstream's `ValidatingAdmissionPolicy` admission plugin runs them (read in
+//! `k8s.io/apiserver/pkg/admission/plugin/policy`: `validating/dispatcher.go`,
+//! `validating/validator.go`, `matching/matching.go`, `generic/policy_dispatcher.go`'s
+//! `CollectParams`, the webhook rule matcher and `cel/activation.go`).
+//!
+//! A policy applies through each of its bindings: when the request matches the policy's
+//! `matchConstraints` and the binding's `matchResources` (operations, API groups, versions,
+//! resources with their subresources, scope, resource names, excluded rules, namespace and
+//! object selectors), for each parameter object the binding's `paramRef` finds (or none), its
+//! `matchConditions` all hold; then each of its `validations` that is not true is a failure,
+//! worded by its `messageExpression`, `message` or `failed expression: <expression>`, of
+//! its `reason`; an expression's error follows the policy's `failurePolicy` (`Fail`, the
+//! default: a failure; `Ignore`: none). A failure is acted on as the binding's
+//! `validationActions` say: `Deny` refuses the request, `Warn` answers a warning, `Audit`
+//! does nothing here (there is no audit log). Expressions see `object`, `oldObject`,
+//! `request`, `params`, `namespaceObject` and `variables`, untyped, with the CEL libraries of
+//! [`crate::rules`]; `authorizer` is not bound (there is no authorizer).
+
+use informer_core::Status;
+use informer_core::selector::LabelSelector;
+use serde_json::{Value, json};
+
+use crate::caller;
+use crate::object::label_selector_string;
+use crate::rules::Activation;
+use crate::{ResourceDef, status};
+
+/// A write, as admission sees it.
+pub(crate) struct Attributes<'a> {
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub operation: &'static str,
+    /// The resource written.
+    pub def: &'a ResourceDef,
+    /// The subresource written through (`status`), or empty.
+    pub subresource: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// Its namespace, for a namespaced resource.
+    pub namespace: Option<&'a str>,
+    /// The object as it would be stored (none for a delete).
+    pub object: Option<&'a Value>,
+    /// The stored object (none for a create).
+    pub old: Option<&'a Value>,
+    /// Whether the write is a dry run.
+    pub dry_run: bool,
+    /// The namespace the object is in, as stored.
+    pub namespace_object: Option<&'a Value>,
+}
+
+/// Where a binding's `paramRef` looks: the `paramKind` (`apiVersion`, `kind`), the
+/// namespace (none: cluster-scoped or unset), and a name or a label selector.
+pub(crate) struct ParamQuery<'a> {
+    pub api_version: &'a str,
+    pub kind: &'a str,
+    pub namespace: Option<&'a str>,
+    pub name: Option<&'a str>,
+    pub selector: Option<&'a LabelSelector>,
+}
+
+/// How the store answers a [`ParamQuery`]: whether the kind is namespaced (none: not
+/// served), and the objects it finds.
+pub(crate) trait ParamSource {
+    fn namespaced(&self, api_version: &str, kind: &str) -> Option<bool>;
+    fn find(&self, query: &ParamQuery<'_>) -> Vec<Value>;
+}
+
+/// One failure to act on: the policy, the binding (none: the policy's own configuration),
+/// the message and the `reason`.
+struct Failure {
+    policy: String,
+    binding: Option<String>,
+    message: String,
+    reason: String,
+}
+
+fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(value: Option<&Value>) -> Vec<&str> {
+    value
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// A label selector (`matchLabels`, `matchExpressions`); absent: everything. An invalid one
+/// matches nothing.
+fn selector(value: Option<&Value>) -> Option<LabelSelector> {
+    label_selector_string(value).and_then(|s| LabelSelector::parse(&s).ok())
+}
+
+fn labels_of(object: Option<&Value>) -> std::collections::BTreeMap<String, String> {
+    object
+        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The webhook rule matcher: operations, groups, versions, resources (`*`, `res`,
+/// `res/sub`, `*/sub`, `res/*`, `*/*`) and scope.
+fn rule_matches(rule: &Value, a: &Attributes<'_>) -> bool {
+    let has = |field: &str, value: &str| {
+        strings(rule.get(field))
+            .iter()
+            .any(|v| *v == "*" || *v == value)
+    };
+    let resource_ok = strings(rule.get("resources")).iter().any(|r| {
+        let (res, sub) = r.split_once('/').unwrap_or((r, ""));
+        let res_ok = res == "*" || res == a.def.plural;
+        let sub_ok = if r.contains('/') {
+            sub == "*" || sub == a.subresource
+        } else {
+            a.subresource.is_empty()
+        };
+        res_ok && sub_ok
+    });
+    let scope_ok = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
+        "Cluster" => a.namespace.is_none(),
+        "Namespaced" => a.namespace.is_some(),
+        _ => true,
+    };
+    has("operations", a.operation)
+        && has("apiGroups", &a.def.group)
+        && has("apiVersions", &a.def.version)
+        && resource_ok
+        && scope_ok
+}
+
+fn rules_match(rules: Option<&Value>, a: &Attributes<'_>) -> bool {
+    rules.and_then(Value::as_array).is_some_and(|rules| {
+        rules.iter().any(|rule| {
+            let names = strings(rule.get("resourceNames"));
+            rule_matches(rule, a) && (names.is_empty() || names.contains(&a.name))
+        })
+    })
+}
+
+/// `matching.Matcher.Matches` on a policy's `matchConstraints` or a binding's
+/// `matchResources`: namespace and object selectors, excluded rules, then the rules (none:
+/// everything).
+fn resources_match(criteria: &Value, a: &Attributes<'_>) -> bool {
+    // The namespace selector applies to namespaced objects (by their namespace's labels)
+    // and to Namespaces (by their own); other cluster-scoped objects pass it.
+    let namespace_labels = if a.def.group.is_empty() && a.def.plural == "namespaces" {
+        Some(labels_of(a.object.or(a.old)))
+    } else if a.namespace.is_some() {
+        Some(labels_of(a.namespace_object))
+    } else {
+        None
+    };
+    if let Some(labels) = namespace_labels {
+        match selector(criteria.get("namespaceSelector")) {
+            Some(s) if s.matches(&labels) => {}
+            _ => return false,
+        }
+    }
+    match selector(criteria.get("objectSelector")) {
+        Some(s) if s.matches(&labels_of(a.object)) || s.matches(&labels_of(a.old)) => {}
+        _ => return false,
+    }
+    if rules_match(criteria.get("excludeResourceRules"), a) {
+        return false;
+    }
+    let rules = criteria.get("resourceRules");
+    rules.and_then(Value::as_array).is_none_or(Vec::is_empty) || rules_match(rules, a)
+}
+
+/// The `request` variable: upstream's `AdmissionRequest` for the write.
+fn request(a: &Attributes<'_>) -> Value {
+    let gvk = json!({"group": a.def.group, "version": a.def.version, "kind": a.def.kind});
+    let gvr = json!({"group": a.def.group, "version": a.def.version, "resource": a.def.plural});
+    let mut request = json!({
+        "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+        "name": a.name, "operation": a.operation, "dryRun": a.dry_run,
+        "userInfo": {"username": caller::USER, "groups": caller::GROUPS},
+    });
+    if !a.subresource.is_empty() {
+        request["subResource"] = json!(a.subresource);
+        request["requestSubResource"] = json!(a.subresource);
+    }
+    if let Some(ns) = a.namespace {
+        request["namespace"] = json!(ns);
+    }
+    request
+}
+
+/// The parameter objects a binding's `paramRef` names, or why there are none to use (upstream's
+/// `CollectParams` messages). `[None]`: the policy takes no parameters.
+fn params(
+    policy: &Value,
+    binding: &Value,
+    a: &Attributes<'_>,
+    source: &dyn ParamSource,
+) -> Result<Vec<Option<Value>>, String> {
+    let (Some(kind), Some(reference)) = (
+        policy.pointer("/spec/paramKind"),
+        binding.pointer("/spec/paramRef"),
+    ) else {
+        return Ok(vec![None]);
+    };
+    let (api_version, kind_name) = (text(kind, "/apiVersion"), text(kind, "/kind"));
+    let Some(namespaced) = source.namespaced(api_version, kind_name) else {
+        return Err(format!(
+            "paramKind kind `{}` not known",
+            json!({"apiVersion": api_version, "kind": kind_name})
+        ));
+    };
+    let given_namespace = text(reference, "/namespace");
+    let namespace = if !namespaced {
+        if !given_namespace.is_empty() {
+            return Err(
+                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`".into(),
+            );
+        }
+        None
+    } else if !given_namespace.is_empty() {
+        Some(given_namespace)
+    } else {
+        Some(a.namespace.ok_or(
+            "cannot use namespaced paramRef in policy binding that matches cluster-scoped \
+             resources",
+        )?)
+    };
+    let name = Some(text(reference, "/name")).filter(|n| !n.is_empty());
+    let label_selector = reference.get("selector").filter(|s| !s.is_null());
+    let chosen = match (name, label_selector) {
+        (Some(_), Some(_)) => {
+            return Err("paramRef.name and paramRef.selector are mutually exclusive".into());
+        }
+        (None, None) => return Err("one of name or selector must be provided".into()),
+        (_, Some(s)) => Some(selector(Some(s)).ok_or("invalid paramRef.selector")?),
+        (Some(_), None) => None,
+    };
+    let found = source.find(&ParamQuery {
+        api_version,
+        kind: kind_name,
+        namespace,
+        name,
+        selector: chosen.as_ref(),
+    });
+    if found.is_empty() && text(reference, "/parameterNotFoundAction") == "Deny" {
+        return Err(
+            "no params found for policy binding with `Deny` parameterNotFoundAction".into(),
+        );
+    }
+    Ok(found.into_iter().map(Some).collect())
+}
+
+/// What one binding's evaluation for one parameter decides: each failure's message and
+/// reason.
+fn evaluate(policy: &Value, activation: &Activation, fail: bool) -> Vec<(String, String)> {
+    let invalid = "Invalid".to_owned();
+    let mut errors = Vec::new();
+    for condition in policy
+        .pointer("/spec/matchConditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        match activation.holds(text(condition, "/expression")) {
+            Ok(true) => {}
+            Ok(false) => return Vec::new(),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return if fail {
+            vec![(errors.join(", "), invalid)]
+        } else {
+            Vec::new()
+        };
+    }
+    let mut failures = Vec::new();
+    for validation in policy
+        .pointer("/spec/validations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let expression = text(validation, "/expression");
+        match activation.holds(expression) {
+            Ok(true) => {}
+            Ok(false) => {
+                let message = validation
+                    .get("messageExpression")
+                    .and_then(Value::as_str)
+                    .and_then(|m| activation.message(m))
+                    .or_else(|| {
+                        Some(text(validation, "/message").trim().to_owned())
+                            .filter(|m| !m.is_empty())
+                    })
+                    .unwrap_or_else(|| format!("failed expression: {}", expression.trim()));
+                let reason = Some(text(validation, "/reason"))
+                    .filter(|r| !r.is_empty())
+                    .map_or_else(|| invalid.clone(), str::to_owned);
+                failures.push((message, reason));
+            }
+            Err(e) if fail => failures.push((e, invalid.clone())),
+            Err(_) => {}
+        }
+    }
+    failures
+}
+
+/// Upstream's `reasonToCode`.
+fn code(reason: &str) -> u16 {
+    match reason {
+        "Forbidden" => 403,
+        "Unauthorized" => 401,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+/// Runs every bound policy on the write `a`: the warnings to answer, or the refusal of the
+/// first failure to deny (upstream's forbidden error, its code and reason the failure's).
+pub(crate) fn admit(
+    policies: &[Value],
+    bindings: &[Value],
+    a: &Attributes<'_>,
+    source: &dyn ParamSource,
+) -> Result<Vec<String>, Status> {
+    let mut denied: Vec<Failure> = Vec::new();
+    let mut warnings = Vec::new();
+    for policy in policies {
+        let policy_name = text(policy, "/metadata/name");
+        let bound: Vec<&Value> = bindings
+            .iter()
+            .filter(|b| text(b, "/spec/policyName") == policy_name)
+            .collect();
+        let constraints = policy
+            .pointer("/spec/matchConstraints")
+            .unwrap_or(&Value::Null);
+        if bound.is_empty() || !resources_match(constraints, a) {
+            continue;
+        }
+        let fail = text(policy, "/spec/failurePolicy") != "Ignore";
+        let variables: Vec<(String, String)> = policy
+            .pointer("/spec/variables")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|v| {
+                (
+                    text(v, "/name").to_owned(),
+                    text(v, "/expression").to_owned(),
+                )
+            })
+            .collect();
+        for binding in bound {
+            let binding_name = text(binding, "/metadata/name");
+            if let Some(resources) = binding.pointer("/spec/matchResources")
+                && !resources.is_null()
+                && !resources_match(resources, a)
+            {
+                continue;
+            }
+            let found = match params(policy, binding, a, source) {
+                Ok(found) => found,
+                Err(e) => {
+                    if fail {
+                        denied.push(Failure {
+                            policy: policy_name.to_owned(),
+                            binding: Some(binding_name.to_owned()),
+                            message: format!("failed to configure binding: {e}"),
+                            reason: "Invalid".into(),
+                        });
+                    }
+                    continue;
+                }
+            };
+            let actions = strings(binding.pointer("/spec/validationActions"));
+            for param in found {
+                let mut activation = Activation::default();
+                activation.bind("object", a.object);
+                activation.bind("oldObject", a.old);
+                activation.bind("request", Some(&request(a)));
+                activation.bind("params", param.as_ref());
+                activation.bind("namespaceObject", a.namespace_object);
+                activation.define_variables(&variables);
+                for (message, reason) in evaluate(policy, &activation, fail) {
+                    if actions.contains(&"Deny") {
+                        denied.push(Failure {
+                            policy: policy_name.to_owned(),
+                            binding: Some(binding_name.to_owned()),
+                            message: message.clone(),
+                            reason: reason.clone(),
+                        });
+                    }
+                    if actions.contains(&"Warn") {
+                        warnings.push(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{policy_name}' \
+                             with binding '{binding_name}': {message}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let Some(first) = denied.into_iter().next() else {
+        return Ok(warnings);
+    };
+    let detail = match &first.binding {
+        Some(binding) => format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{binding}' denied request: {}",
+            first.policy, first.message
+        ),
+        None => format!(
+            "ValidatingAdmissionPolicy '{}' denied request: {}",
+            first.policy, first.message
+        ),
+    };
+    Err(status::policy_denied(
+        a.def,
+        a.name,
+        &detail,
+        &first.reason,
+        code(&first.reason),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attributes<'a>(
+        def: &'a ResourceDef,
+        subresource: &'a str,
+        namespace: Option<&'a str>,
+    ) -> Attributes<'a> {
+        Attributes {
+            operation: "UPDATE",
+            def,
+            subresource,
+            name: "web",
+            namespace,
+            object: None,
+            old: None,
+            dry_run: false,
+            namespace_object: None,
+        }
+    }
+
+    #[test]
+    fn rules_match_resources_subresources_and_scopes_as_upstream() {
+        let deployments = ResourceDef::namespaced("apps", "v1", "deployments", "Deployment");
+        let rule = |resources: Value, scope: &str| {
+            json!({"apiGroups": ["apps"], "apiVersions": ["*"], "operations": ["UPDATE"],
+                   "resources": resources, "scope": scope})
+        };
+        let main = attributes(&deployments, "", Some("a"));
+        let scale = attributes(&deployments, "scale", Some("a"));
+        let cases = [
+            (json!(["deployments"]), "*", true, false),
+            (json!(["deployments/scale"]), "*", false, true),
+            // `res/*` takes the resource itself too (upstream's `splitResource`: an empty
+            // subresource matches `*`).
+            (json!(["deployments/*"]), "*", true, true),
+            (json!(["*"]), "*", true, false),
+            (json!(["*/*"]), "*", true, true),
+            (json!(["*/scale"]), "*", false, true),
+            (json!(["deployments"]), "Cluster", false, false),
+            (
+                json!(["deployments", "deployments/scale"]),
+                "Namespaced",
+                true,
+                true,
+            ),
+            (json!(["replicasets"]), "*", false, false),
+        ];
+        for (resources, scope, on_main, on_scale) in cases {
+            let r = rule(resources.clone(), scope);
+            assert_eq!(rule_matches(&r, &main), on_main, "{resources} {scope}");
+            assert_eq!(rule_matches(&r, &scale), on_scale, "{resources} {scope}");
+        }
+        let create_only = json!({"apiGroups": ["*"], "apiVersions": ["*"],
+                                 "operations": ["CREATE"], "resources": ["*"]});
+        assert!(!rule_matches(&create_only, &main));
+    }
+
+    #[test]
+    fn constraints_select_by_namespace_and_object_labels_and_exclude_rules() {
+        let pods = ResourceDef::namespaced("", "v1", "pods", "Pod");
+        let object = json!({"metadata": {"labels": {"app": "web"}}});
+        let namespace = json!({"metadata": {"labels": {"env": "prod"}}});
+        let mut a = attributes(&pods, "", Some("a"));
+        a.object = Some(&object);
+        a.namespace_object = Some(&namespace);
+        let all = json!([{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"],
+                          "resources": ["pods"]}]);
+        assert!(resources_match(&json!({"resourceRules": all}), &a));
+        assert!(resources_match(
+            &json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+            &a
+        ));
+        assert!(!resources_match(
+            &json!({"namespaceSelector": {"matchExpressions": [
+                {"key": "env", "operator": "NotIn", "values": ["prod"]}]}}),
+            &a
+        ));
+        assert!(!resources_match(
+            &json!({"objectSelector": {"matchLabels": {"app": "db"}}}),
+            &a
+        ));
+        assert!(!resources_match(
+            &json!({"resourceRules": all, "excludeResourceRules": all}),
+            &a
+        ));
+    }
+}

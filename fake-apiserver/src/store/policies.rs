@@ -1,0 +1,126 @@
+//! The store's side of validating admission policies ([`crate::admission`]): the policies
+//! and bindings stored, the namespace of a write, and the parameter objects a binding names.
+
+use std::ops::Bound;
+
+use informer_core::Status;
+use serde_json::Value;
+
+use super::Store;
+use crate::admission::{self, Attributes, ParamQuery, ParamSource};
+
+const GROUP: &str = "admissionregistration.k8s.io";
+
+impl Store {
+    /// The stored objects of the served resource `group`/`plural`, in name order.
+    fn stored(&self, group: &str, plural: &str) -> Vec<Value> {
+        self.resources
+            .iter()
+            .find(|r| r.served && r.def.group == group && r.def.plural == plural)
+            .map(|r| r.objects.values().map(|o| o.to_value()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Whether any policy binding is stored (else admission has nothing to run).
+    pub(super) fn policies_bound(&self) -> bool {
+        self.resources.iter().any(|r| {
+            r.served
+                && r.def.group == GROUP
+                && r.def.plural == "validatingadmissionpolicybindings"
+                && !r.objects.is_empty()
+        })
+    }
+
+    /// Runs the validating admission policies on a write to resource `res` (`operation`
+    /// through `subresource`, `object` as it would be stored, `old` as stored); their
+    /// warnings join the request's, their refusal is the write's.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn admit(
+        &self,
+        res: usize,
+        operation: &'static str,
+        subresource: &str,
+        name: &str,
+        namespace: Option<&str>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), Status> {
+        let def = &self.resources[res].def;
+        // Upstream's policy plugin skips the policies' own resources (no circular checks).
+        let own = def.group == GROUP
+            && [
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicybindings",
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ]
+            .contains(&def.plural.as_str());
+        if own || !self.policies_bound() {
+            return Ok(());
+        }
+        let bindings = self.stored(GROUP, "validatingadmissionpolicybindings");
+        let policies = self.stored(GROUP, "validatingadmissionpolicies");
+        let namespace = namespace.filter(|_| def.namespaced);
+        let namespace_object = namespace.and_then(|ns| {
+            self.resources
+                .iter()
+                .find(|r| r.def.group.is_empty() && r.def.plural == "namespaces")
+                .and_then(|r| r.objects.get(ns))
+                .map(|o| o.to_value())
+        });
+        let attributes = Attributes {
+            operation,
+            def,
+            subresource,
+            name,
+            namespace,
+            object,
+            old,
+            dry_run: self.dry_run,
+            namespace_object: namespace_object.as_ref(),
+        };
+        let warnings = admission::admit(&policies, &bindings, &attributes, self)?;
+        if let Some(sink) = self.warnings.as_ref().filter(|_| !warnings.is_empty()) {
+            sink.lock().extend(warnings);
+        }
+        Ok(())
+    }
+}
+
+impl ParamSource for Store {
+    fn namespaced(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.resources
+            .iter()
+            .find(|r| r.served && r.def.api_version() == api_version && r.def.kind == kind)
+            .map(|r| r.def.namespaced)
+    }
+
+    fn find(&self, query: &ParamQuery<'_>) -> Vec<Value> {
+        let Some(state) = self.resources.iter().find(|r| {
+            r.served && r.def.api_version() == query.api_version && r.def.kind == query.kind
+        }) else {
+            return Vec::new();
+        };
+        if let Some(name) = query.name {
+            let key = match query.namespace {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name.to_owned(),
+            };
+            return state
+                .objects
+                .get(key.as_str())
+                .map(|o| vec![o.to_value()])
+                .unwrap_or_default();
+        }
+        let prefix = query.namespace.map(|ns| format!("{ns}/"));
+        let start = prefix.as_deref().unwrap_or("");
+        state
+            .objects
+            .range::<str, _>((Bound::Included(start), Bound::Unbounded))
+            .take_while(|(key, _)| prefix.as_deref().is_none_or(|p| key.starts_with(p)))
+            .map(|(_, o)| o)
+            .filter(|o| query.selector.is_none_or(|s| s.matches(o.labels())))
+            .map(|o| o.to_value())
+            .collect()
+    }
+}
