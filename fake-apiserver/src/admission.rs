@@ -162,9 +162,20 @@ fn resources_match(criteria: &Value, a: &Attributes<'_>) -> bool {
             _ => return false,
         }
     }
-    match selector(criteria.get("objectSelector")) {
-        Some(s) if s.matches(&labels_of(a.object)) || s.matches(&labels_of(a.old)) => {}
-        _ => return false,
+    // Upstream's object matcher: an empty selector takes everything; another takes an
+    // object (new or old) whose labels it matches, and never an absent one.
+    match (
+        criteria.get("objectSelector"),
+        selector(criteria.get("objectSelector")),
+    ) {
+        (_, None) => return false,
+        (raw, Some(s)) => {
+            let empty = label_selector_string(raw).is_some_and(|t| t.is_empty());
+            let takes = |o: Option<&Value>| o.is_some() && s.matches(&labels_of(o));
+            if !empty && !takes(a.object) && !takes(a.old) {
+                return false;
+            }
+        }
     }
     if rules_match(criteria.get("excludeResourceRules"), a) {
         return false;
@@ -265,9 +276,10 @@ fn evaluate(policy: &Value, activation: &Activation, fail: bool) -> Vec<(String,
         .into_iter()
         .flatten()
     {
-        match activation.holds(text(condition, "/expression")) {
-            Ok(true) => {}
-            Ok(false) => return Vec::new(),
+        // Only `false` excludes (upstream compares with `celtypes.False`).
+        match activation.is_false(text(condition, "/expression")) {
+            Ok(false) => {}
+            Ok(true) => return Vec::new(),
             Err(e) => errors.push(e),
         }
     }
@@ -510,6 +522,13 @@ mod tests {
             &json!({"objectSelector": {"matchLabels": {"app": "db"}}}),
             &a
         ));
+        // A selector that absent labels would satisfy still needs an object.
+        let not_db = json!({"objectSelector": {"matchExpressions": [
+            {"key": "app", "operator": "NotIn", "values": ["db"]}]}});
+        assert!(resources_match(&not_db, &a));
+        a.object = None;
+        assert!(!resources_match(&not_db, &a));
+        assert!(resources_match(&json!({"objectSelector": {}}), &a));
         assert!(!resources_match(
             &json!({"resourceRules": all, "excludeResourceRules": all}),
             &a

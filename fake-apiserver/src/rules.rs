@@ -885,6 +885,11 @@ impl Activation {
         Ok(matches!(self.evaluate(expression)?, Cel::Bool(true)))
     }
 
+    /// Whether `expression` is false (a match condition excludes only then).
+    pub(crate) fn is_false(&self, expression: &str) -> Result<bool, String> {
+        Ok(matches!(self.evaluate(expression)?, Cel::Bool(false)))
+    }
+
     /// A `messageExpression`'s string, if it gives one upstream would use.
     pub(crate) fn message(&self, expression: &str) -> Option<String> {
         match self.evaluate(expression).ok()? {
