@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::caller;
 use crate::object::label_selector_string;
 use crate::rules::Activation;
+use crate::schema::Violation;
 use crate::{ResourceDef, status};
 
 /// A write, as admission sees it.
@@ -439,6 +440,280 @@ pub(crate) fn admit(
     ))
 }
 
+/// CEL's reserved words, which a variable may not be named.
+const CEL_RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+fn required(field: String, detail: &str) -> Violation {
+    (field, "FieldValueRequired", detail.to_owned())
+}
+
+/// An expression that does not compile, as upstream's policy validation words it.
+fn uncompiled(field: String, expression: &str) -> Option<Violation> {
+    crate::rules::compile_error(expression)
+        .map(|e| (field, "FieldValueInvalid", format!("{expression:?}: {e}")))
+}
+
+/// An expression that must be given and compile.
+fn expression_violations(field: String, expression: &str, detail: &str) -> Option<Violation> {
+    if expression.trim().is_empty() {
+        Some(required(field, detail))
+    } else {
+        uncompiled(field, expression)
+    }
+}
+
+fn items(value: &Value, field: &str) -> Vec<Value> {
+    value
+        .get(field)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// What upstream's `ValidateValidatingAdmissionPolicy` refuses in a policy, of what does not
+/// depend on its defaults: no `matchConstraints` or no resource rule in them, an unknown
+/// `failurePolicy`, a `paramKind` without `apiVersion` or `kind`, match conditions without a
+/// name (or with a repeated one) or an expression that compiles, variables without a CEL
+/// identifier for a name or an expression that compiles, neither validations nor audit
+/// annotations, a validation without an expression that compiles, a message expression that
+/// does not compile, a blank or multi-line message, an unknown reason.
+pub(crate) fn policy_violations(policy: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let spec = policy.get("spec").unwrap_or(&Value::Null);
+    match spec.get("failurePolicy").and_then(Value::as_str) {
+        None | Some("Fail" | "Ignore") => {}
+        Some(other) => out.push((
+            "spec.failurePolicy".into(),
+            "FieldValueNotSupported",
+            format!("{other:?}: supported values: \"Fail\", \"Ignore\""),
+        )),
+    }
+    if let Some(kind) = spec.get("paramKind").filter(|k| !k.is_null()) {
+        for field in ["apiVersion", "kind"] {
+            if text(kind, &format!("/{field}")).is_empty() {
+                out.push(required(format!("spec.paramKind.{field}"), ""));
+            }
+        }
+    }
+    match spec.get("matchConstraints").filter(|m| !m.is_null()) {
+        None => out.push(required("spec.matchConstraints".into(), "")),
+        Some(m) if items(m, "resourceRules").is_empty() => {
+            out.push(required("spec.matchConstraints.resourceRules".into(), ""));
+        }
+        Some(_) => {}
+    }
+    let mut names = std::collections::HashSet::new();
+    for (i, condition) in items(spec, "matchConditions").iter().enumerate() {
+        let at = format!("spec.matchConditions[{i}]");
+        let expression = text(condition, "/expression").trim();
+        out.extend(expression_violations(
+            format!("{at}.expression"),
+            expression,
+            "",
+        ));
+        let name = text(condition, "/name");
+        if name.is_empty() {
+            out.push(required(format!("{at}.name"), ""));
+        } else if !names.insert(name.to_owned()) {
+            out.push((
+                format!("{at}.name"),
+                "FieldValueDuplicate",
+                format!("{name:?}"),
+            ));
+        }
+    }
+    for (i, variable) in items(spec, "variables").iter().enumerate() {
+        let at = format!("spec.variables[{i}]");
+        let name = text(variable, "/name").trim();
+        let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !CEL_RESERVED.contains(&name);
+        if name.is_empty() {
+            out.push(required(format!("{at}.name"), "name is not specified"));
+        } else if !identifier {
+            out.push((
+                format!("{at}.name"),
+                "FieldValueInvalid",
+                format!("{name:?}: name is not a valid CEL identifier"),
+            ));
+        }
+        let expression = text(variable, "/expression");
+        out.extend(expression_violations(
+            format!("{at}.expression"),
+            expression,
+            "expression is not specified",
+        ));
+    }
+    let validations = items(spec, "validations");
+    if validations.is_empty() && items(spec, "auditAnnotations").is_empty() {
+        let detail = "validations or auditAnnotations must contain at least one item";
+        out.push(required("spec.validations".into(), detail));
+        out.push(required("spec.auditAnnotations".into(), detail));
+    }
+    for (i, validation) in validations.iter().enumerate() {
+        out.extend(validation_violations(
+            validation,
+            &format!("spec.validations[{i}]"),
+        ));
+    }
+    out
+}
+
+/// One of a policy's validations (upstream's `validateValidation`).
+fn validation_violations(validation: &Value, at: &str) -> Vec<Violation> {
+    let mut out = Vec::new();
+    out.extend(expression_violations(
+        format!("{at}.expression"),
+        text(validation, "/expression"),
+        "expression is not specified",
+    ));
+    let message_expression = text(validation, "/messageExpression");
+    if !message_expression.is_empty() && message_expression.trim().is_empty() {
+        out.push((
+            format!("{at}.messageExpression"),
+            "FieldValueInvalid",
+            format!("{message_expression:?}: must be non-empty if specified"),
+        ));
+    } else if !message_expression.is_empty() {
+        out.extend(uncompiled(
+            format!("{at}.messageExpression"),
+            message_expression,
+        ));
+    }
+    let message = text(validation, "/message");
+    if !message.is_empty() && message.trim().is_empty() {
+        out.push((
+            format!("{at}.message"),
+            "FieldValueInvalid",
+            format!("{message:?}: message must be non-empty if specified"),
+        ));
+    } else if message.trim().contains(['\n', '\r']) {
+        out.push((
+            format!("{at}.message"),
+            "FieldValueInvalid",
+            format!("{message:?}: message must not contain line breaks"),
+        ));
+    }
+    let reason = text(validation, "/reason");
+    let reasons = [
+        "Forbidden",
+        "Invalid",
+        "RequestEntityTooLarge",
+        "Unauthorized",
+    ];
+    if !reason.is_empty() && !reasons.contains(&reason) {
+        out.push((
+            format!("{at}.reason"),
+            "FieldValueNotSupported",
+            format!(
+                "{reason:?}: supported values: \"Forbidden\", \"Invalid\", \
+                 \"RequestEntityTooLarge\", \"Unauthorized\""
+            ),
+        ));
+    }
+    out
+}
+
+/// What upstream's `ValidateValidatingAdmissionPolicyBinding` refuses in a binding: no
+/// `policyName`; a `paramRef` with both or neither of a name and a selector, or without a
+/// known `parameterNotFoundAction`; validation actions unknown, repeated, both `Deny` and
+/// `Warn`, or none.
+pub(crate) fn binding_violations(binding: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    if text(binding, "/spec/policyName").is_empty() {
+        out.push(required("spec.policyName".into(), ""));
+    }
+    if let Some(reference) = binding.pointer("/spec/paramRef").filter(|r| !r.is_null()) {
+        out.extend(param_ref_violations(reference));
+    }
+    let actions = strings(binding.pointer("/spec/validationActions"));
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, action) in actions.iter().enumerate() {
+        let at = format!("spec.validationActions[{i}]");
+        if !["Audit", "Deny", "Warn"].contains(action) {
+            out.push((
+                at.clone(),
+                "FieldValueNotSupported",
+                format!("{action:?}: supported values: \"Audit\", \"Deny\", \"Warn\""),
+            ));
+        }
+        if seen.contains(action) {
+            out.push((at, "FieldValueDuplicate", format!("{action:?}")));
+        }
+        seen.push(action);
+    }
+    if seen.contains(&"Deny") && seen.contains(&"Warn") {
+        out.push((
+            "spec.validationActions".into(),
+            "FieldValueInvalid",
+            "must not contain both Deny and Warn (repeating the same validation failure \
+             information in the API response and headers serves no purpose)"
+                .into(),
+        ));
+    }
+    if seen.is_empty() {
+        out.push(required(
+            "spec.validationActions".into(),
+            "at least one validation action is required",
+        ));
+    }
+    out
+}
+
+/// A binding's `paramRef` (upstream's `validateParamRef`).
+fn param_ref_violations(reference: &Value) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let named = !text(reference, "/name").is_empty();
+    let selected = reference.get("selector").is_some_and(|s| !s.is_null());
+    if named && selected {
+        for field in ["name", "selector"] {
+            out.push((
+                format!("spec.paramRef.{field}"),
+                "FieldValueForbidden",
+                "name and selector are mutually exclusive".to_owned(),
+            ));
+        }
+    }
+    if !named && !selected {
+        out.push(required(
+            "spec.paramRef".into(),
+            "one of name or selector must be specified",
+        ));
+    }
+    match text(reference, "/parameterNotFoundAction") {
+        "" => out.push(required("spec.paramRef.parameterNotFoundAction".into(), "")),
+        "Deny" | "Allow" => {}
+        other => out.push((
+            "spec.paramRef.parameterNotFoundAction".into(),
+            "FieldValueNotSupported",
+            format!("{other:?}: supported values: \"Deny\", \"Allow\""),
+        )),
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,6 +771,72 @@ mod tests {
         let create_only = json!({"apiGroups": ["*"], "apiVersions": ["*"],
                                  "operations": ["CREATE"], "resources": ["*"]});
         assert!(!rule_matches(&create_only, &main));
+    }
+
+    #[test]
+    fn policies_and_bindings_are_checked_as_upstream_validates_them() {
+        let fields = |violations: Vec<Violation>| -> Vec<String> {
+            violations
+                .into_iter()
+                .map(|(f, t, m)| format!("{f} {t} {m}"))
+                .collect()
+        };
+        let policy = json!({"spec": {
+            "failurePolicy": "Sometimes",
+            "matchConstraints": {"resourceRules": []},
+            "matchConditions": [{"name": "a", "expression": "true"},
+                                {"name": "a", "expression": "object.x >"}],
+            "variables": [{"name": "in", "expression": "1"}],
+            "validations": [{"expression": "", "message": "two\nlines", "reason": "Teapot"}],
+        }});
+        let got = fields(policy_violations(&policy));
+        assert_eq!(
+            got[0],
+            "spec.failurePolicy FieldValueNotSupported \"Sometimes\": supported values: \"Fail\", \"Ignore\""
+        );
+        assert_eq!(
+            got[1],
+            "spec.matchConstraints.resourceRules FieldValueRequired "
+        );
+        assert!(
+            got[2].starts_with(
+                "spec.matchConditions[1].expression FieldValueInvalid \"object.x >\": compilation failed: "
+            ),
+            "{got:?}"
+        );
+        assert_eq!(
+            got[3..],
+            [
+                "spec.matchConditions[1].name FieldValueDuplicate \"a\"",
+                "spec.variables[0].name FieldValueInvalid \"in\": name is not a valid CEL identifier",
+                "spec.validations[0].expression FieldValueRequired expression is not specified",
+                "spec.validations[0].message FieldValueInvalid \"two\\nlines\": message must not contain line breaks",
+                "spec.validations[0].reason FieldValueNotSupported \"Teapot\": supported values: \"Forbidden\", \"Invalid\", \"RequestEntityTooLarge\", \"Unauthorized\"",
+            ]
+        );
+        assert_eq!(
+            fields(policy_violations(&json!({"spec": {}}))),
+            [
+                "spec.matchConstraints FieldValueRequired ",
+                "spec.validations FieldValueRequired validations or auditAnnotations must contain at least one item",
+                "spec.auditAnnotations FieldValueRequired validations or auditAnnotations must contain at least one item",
+            ]
+        );
+        let binding = json!({"spec": {
+            "paramRef": {"name": "p", "selector": {}},
+            "validationActions": ["Deny", "Warn", "Deny"],
+        }});
+        assert_eq!(
+            fields(binding_violations(&binding)),
+            [
+                "spec.policyName FieldValueRequired ",
+                "spec.paramRef.name FieldValueForbidden name and selector are mutually exclusive",
+                "spec.paramRef.selector FieldValueForbidden name and selector are mutually exclusive",
+                "spec.paramRef.parameterNotFoundAction FieldValueRequired ",
+                "spec.validationActions[2] FieldValueDuplicate \"Deny\"",
+                "spec.validationActions FieldValueInvalid must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+            ]
+        );
     }
 
     #[test]

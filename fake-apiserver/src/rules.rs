@@ -809,6 +809,14 @@ impl Walk {
     }
 }
 
+/// Why `expression` does not compile (`compilation failed: ...`, worded by cel-rust), if
+/// it does not: an admission policy's expressions are refused so when it is written.
+pub(crate) fn compile_error(expression: &str) -> Option<String> {
+    compile(expression)
+        .err()
+        .map(|e| format!("compilation failed: {e}"))
+}
+
 /// Variables bound for an admission policy's expressions ([`crate::admission`]): JSON
 /// values seen untyped (integers as int, other numbers as double, every field), and the
 /// policy's own `variables`, each evaluated once in order.

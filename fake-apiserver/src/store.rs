@@ -1012,6 +1012,7 @@ impl Store {
         }
         self.prepare_namespace(&def, &mut body, true, policy.part != Part::Whole);
         let name = meta_str(&body, "name").unwrap_or_default().to_owned();
+        self.check_policy_object(&def, &name, &body)?;
         self.admit(res, "CREATE", "", &name, ns.as_deref(), Some(&body), None)?;
         self.settle(res, &mut body);
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
@@ -1194,6 +1195,9 @@ impl Store {
             self.keep_namespace_finalizers(&def, &old, &mut body);
         }
         self.prepare_namespace(&def, &mut body, false, false);
+        if part != Part::Status {
+            self.check_policy_object(&def, name, &body)?;
+        }
         self.admit(
             res,
             "UPDATE",

@@ -7,6 +7,7 @@ use informer_core::Status;
 use serde_json::Value;
 
 use super::Store;
+use crate::ResourceDef;
 use crate::admission::{self, Attributes, ParamQuery, ParamSource};
 
 const GROUP: &str = "admissionregistration.k8s.io";
@@ -84,6 +85,34 @@ impl Store {
             sink.lock().extend(warnings);
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// A write of a policy or a binding checked as upstream's validation checks it (a 422
+    /// with each violation); other kinds pass.
+    pub(super) fn check_policy_object(
+        &self,
+        def: &ResourceDef,
+        name: &str,
+        body: &Value,
+    ) -> Result<(), Status> {
+        let (kind, violations) = match (def.group.as_str(), def.plural.as_str()) {
+            (GROUP, "validatingadmissionpolicies") => (
+                "ValidatingAdmissionPolicy",
+                admission::policy_violations(body),
+            ),
+            (GROUP, "validatingadmissionpolicybindings") => (
+                "ValidatingAdmissionPolicyBinding",
+                admission::binding_violations(body),
+            ),
+            _ => return Ok(()),
+        };
+        if violations.is_empty() {
+            Ok(())
+        } else {
+            Err(crate::status::invalid(kind, GROUP, name, &violations))
+        }
     }
 }
 

@@ -228,6 +228,30 @@ async fn evaluation_errors_follow_the_failure_policy() {
             "spec": {"policyName": name, "validationActions": ["Deny"]},
         })
     };
+    // A policy whose expression does not compile is refused when written, as upstream's
+    // validation refuses it.
+    let mut broken = policy("broken", "Fail");
+    broken["spec"]["validations"][0]["expression"] = json!("object.data.size ==");
+    let refused = post(&http, POLICIES, &broken).await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let message = refused.body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "ValidatingAdmissionPolicy.admissionregistration.k8s.io \"broken\" is invalid: \
+             spec.validations[0].expression: Invalid value: \"object.data.size ==\": \
+             compilation failed: "
+        ),
+        "{message}"
+    );
+    let mut unbound = bind("broken");
+    unbound["spec"]["validationActions"] = json!([]);
+    let refused = post(&http, BINDINGS, &unbound).await;
+    assert_eq!(
+        refused.body["message"],
+        "ValidatingAdmissionPolicyBinding.admissionregistration.k8s.io \"broken-binding\" is \
+         invalid: spec.validationActions: Required value: at least one validation action is \
+         required"
+    );
     created(&post(&http, POLICIES, &policy("lenient", "Ignore")).await);
     created(&post(&http, BINDINGS, &bind("lenient")).await);
     let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": data});
