@@ -440,31 +440,6 @@ pub(crate) fn admit(
     ))
 }
 
-/// CEL's reserved words, which a variable may not be named.
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 fn required(field: String, detail: &str) -> Violation {
     (field, "FieldValueRequired", detail.to_owned())
 }
@@ -549,7 +524,7 @@ pub(crate) fn policy_violations(policy: &Value) -> Vec<Violation> {
         let name = text(variable, "/name").trim();
         let identifier = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !CEL_RESERVED.contains(&name);
+            && !crate::rules::RESERVED.contains(&name);
         if name.is_empty() {
             out.push(required(format!("{at}.name"), "name is not specified"));
         } else if !identifier {

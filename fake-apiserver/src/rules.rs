@@ -57,8 +57,9 @@ const MAX_MESSAGE: usize = 5 * 1024;
 /// Compiled rules kept (by text); the cache is emptied when it holds this many.
 const CACHE_CAP: usize = 4096;
 
-/// CEL's reserved words, which upstream escapes as `__word__`.
-const RESERVED: [&str; 21] = [
+/// CEL's reserved words, which upstream escapes as `__word__` (and which no admission
+/// policy variable may be named).
+pub(crate) const RESERVED: [&str; 21] = [
     "true",
     "false",
     "null",
