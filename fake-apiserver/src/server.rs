@@ -743,10 +743,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "status", target.def.status_subresource)?;
-        self.write_admitted(target)?;
-        let ns = self.namespace_for(target, &body);
-        self.writing(target)
-            .update_with(target.res, ns.as_deref(), name, body, Part::Status)
+        self.update_part(target, name, body, Part::Status)
     }
 
     /// `PATCH` of an object with a JSON merge patch (RFC 7386). A `metadata.resourceVersion`
@@ -831,9 +828,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "approval", target.def.is_csrs())?;
-        self.write_admitted(target)?;
-        self.writing(target)
-            .update_with(target.res, None, name, body, Part::Approval)
+        self.update_part(target, name, body, Part::Approval)
     }
 
     /// `PATCH certificatesigningrequests/<name>/approval`: `apply` changes the stored request,
@@ -848,6 +843,20 @@ impl FakeApiServer {
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PATCH", target, name, "approval", target.def.is_csrs())?;
         self.patch_part(target, name, Part::Approval, apply)
+    }
+
+    /// A `PUT` of a whole object of which a subresource's write keeps `part`, once admitted.
+    fn update_part(
+        &self,
+        target: &Target,
+        name: &str,
+        body: Value,
+        part: Part,
+    ) -> Result<Arc<StoredObject>, Status> {
+        self.write_admitted(target)?;
+        let ns = self.namespace_for(target, &body);
+        self.writing(target)
+            .update_with(target.res, ns.as_deref(), name, body, part)
     }
 
     fn patch_part(
@@ -1128,15 +1137,7 @@ impl FakeApiServer {
             "ephemeralcontainers",
             target.def.is_pods(),
         )?;
-        self.write_admitted(target)?;
-        let ns = self.namespace_for(target, &body);
-        self.writing(target).update_with(
-            target.res,
-            ns.as_deref(),
-            name,
-            body,
-            Part::EphemeralContainers,
-        )
+        self.update_part(target, name, body, Part::EphemeralContainers)
     }
 
     /// `PATCH pods/<name>/ephemeralcontainers`: `apply` changes the stored pod, of which the
@@ -1175,10 +1176,7 @@ impl FakeApiServer {
         body: Value,
     ) -> Result<Arc<StoredObject>, Status> {
         self.subresource_request("PUT", target, name, "resize", target.def.is_pods())?;
-        self.write_admitted(target)?;
-        let ns = self.namespace_for(target, &body);
-        self.writing(target)
-            .update_with(target.res, ns.as_deref(), name, body, Part::Resize)
+        self.update_part(target, name, body, Part::Resize)
     }
 
     /// `PATCH pods/<name>/resize`: `apply` changes the stored pod, of which the containers'
