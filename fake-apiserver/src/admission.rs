@@ -17,6 +17,13 @@
 //! does nothing here (there is no audit log). Expressions see `object`, `oldObject`,
 //! `request`, `params`, `namespaceObject` and `variables`, untyped, with the CEL libraries of
 //! [`crate::rules`]; `authorizer` is not bound (there is no authorizer).
+//!
+//! Under `matchPolicy: Equivalent` (the default) a request through one form of a resource
+//! served in two ([`crate::twins`]: core and `events.k8s.io` Events, `autoscaling/v1` and
+//! `v2` HorizontalPodAutoscalers; upstream's equivalent resources, which share a storage)
+//! that no rule matches as it is, but one matches through the other form, is matched so, and
+//! its objects are converted to that form (`request.kind` and `request.resource` name it,
+//! `requestKind` and `requestResource` the request's own), as upstream's matcher does.
 
 use informer_core::Status;
 use informer_core::selector::LabelSelector;
@@ -48,6 +55,38 @@ pub(crate) struct Attributes<'a> {
     pub dry_run: bool,
     /// The namespace the object is in, as stored.
     pub namespace_object: Option<&'a Value>,
+    /// The resource the request went through: `def`, unless these are the attributes of
+    /// an equivalent resource ([`Attributes::equivalent`]).
+    pub requested: &'a ResourceDef,
+    /// The same write through the other form of the resource, if it is served in two.
+    pub equivalent: Option<Equivalent<'a>>,
+}
+
+/// The other form of a resource served in two, and the write's objects converted to it.
+pub(crate) struct Equivalent<'a> {
+    pub def: &'a ResourceDef,
+    pub object: Option<&'a Value>,
+    pub old: Option<&'a Value>,
+}
+
+impl<'a> Attributes<'a> {
+    /// The write as the equivalent resource sees it, if there is one.
+    fn equivalent(&self) -> Option<Attributes<'a>> {
+        let e = self.equivalent.as_ref()?;
+        Some(Attributes {
+            operation: self.operation,
+            def: e.def,
+            subresource: self.subresource,
+            name: self.name,
+            namespace: self.namespace,
+            object: e.object,
+            old: e.old,
+            dry_run: self.dry_run,
+            namespace_object: self.namespace_object,
+            requested: self.requested,
+            equivalent: None,
+        })
+    }
 }
 
 /// Where a binding's `paramRef` looks: the `paramKind` (`apiVersion`, `kind`), the
@@ -146,8 +185,30 @@ fn rules_match(rules: Option<&Value>, a: &Attributes<'_>) -> bool {
 
 /// `matching.Matcher.Matches` on a policy's `matchConstraints` or a binding's
 /// `matchResources`: namespace and object selectors, excluded rules, then the rules (none:
-/// everything).
-fn resources_match(criteria: &Value, a: &Attributes<'_>) -> bool {
+/// everything), each rule on the request as it is, then, unless `matchPolicy` is `Exact`, on
+/// `equivalent` (the request through the other form of the resource). Answers the
+/// attributes that matched.
+fn matching<'x, 'a>(
+    criteria: &Value,
+    a: &'x Attributes<'a>,
+    equivalent: Option<&'x Attributes<'a>>,
+) -> Option<&'x Attributes<'a>> {
+    let fuzzy = criteria.get("matchPolicy").and_then(Value::as_str) != Some("Exact");
+    let candidates = || std::iter::once(a).chain(equivalent.filter(|_| fuzzy));
+    if !selected(criteria, a)
+        || candidates().any(|c| rules_match(criteria.get("excludeResourceRules"), c))
+    {
+        return None;
+    }
+    let rules = criteria.get("resourceRules");
+    if rules.and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        return Some(a);
+    }
+    candidates().find(|c| rules_match(rules, c))
+}
+
+/// Whether `a` passes the namespace and object selectors of `criteria`.
+fn selected(criteria: &Value, a: &Attributes<'_>) -> bool {
     // The namespace selector applies to namespaced objects (by their namespace's labels)
     // and to Namespaces (by their own); other cluster-scoped objects pass it.
     let namespace_labels = if a.def.group.is_empty() && a.def.plural == "namespaces" {
@@ -178,19 +239,18 @@ fn resources_match(criteria: &Value, a: &Attributes<'_>) -> bool {
             }
         }
     }
-    if rules_match(criteria.get("excludeResourceRules"), a) {
-        return false;
-    }
-    let rules = criteria.get("resourceRules");
-    rules.and_then(Value::as_array).is_none_or(Vec::is_empty) || rules_match(rules, a)
+    true
 }
 
-/// The `request` variable: upstream's `AdmissionRequest` for the write.
+/// The `request` variable: upstream's `AdmissionRequest` for the write (`kind` and
+/// `resource` the matched resource's, `requestKind` and `requestResource` the request's).
 fn request(a: &Attributes<'_>) -> Value {
-    let gvk = json!({"group": a.def.group, "version": a.def.version, "kind": a.def.kind});
-    let gvr = json!({"group": a.def.group, "version": a.def.version, "resource": a.def.plural});
+    let gvk = |d: &ResourceDef| json!({"group": d.group, "version": d.version, "kind": d.kind});
+    let gvr =
+        |d: &ResourceDef| json!({"group": d.group, "version": d.version, "resource": d.plural});
     let mut request = json!({
-        "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+        "kind": gvk(a.def), "resource": gvr(a.def),
+        "requestKind": gvk(a.requested), "requestResource": gvr(a.requested),
         "name": a.name, "operation": a.operation, "dryRun": a.dry_run,
         "userInfo": {"username": caller::USER, "groups": caller::GROUPS},
     });
@@ -343,6 +403,7 @@ pub(crate) fn admit(
 ) -> Result<Vec<String>, Status> {
     let mut denied: Vec<Failure> = Vec::new();
     let mut warnings = Vec::new();
+    let equivalent = a.equivalent();
     for policy in policies {
         let policy_name = text(policy, "/metadata/name");
         let bound: Vec<&Value> = bindings
@@ -352,9 +413,13 @@ pub(crate) fn admit(
         let constraints = policy
             .pointer("/spec/matchConstraints")
             .unwrap_or(&Value::Null);
-        if bound.is_empty() || !resources_match(constraints, a) {
+        if bound.is_empty() {
             continue;
         }
+        // What the policy sees: the request in the form its constraints matched.
+        let Some(seen) = matching(constraints, a, equivalent.as_ref()) else {
+            continue;
+        };
         let fail = text(policy, "/spec/failurePolicy") != "Ignore";
         let variables: Vec<(String, String)> = policy
             .pointer("/spec/variables")
@@ -372,11 +437,11 @@ pub(crate) fn admit(
             let binding_name = text(binding, "/metadata/name");
             if let Some(resources) = binding.pointer("/spec/matchResources")
                 && !resources.is_null()
-                && !resources_match(resources, a)
+                && matching(resources, a, equivalent.as_ref()).is_none()
             {
                 continue;
             }
-            let found = match params(policy, binding, a, source) {
+            let found = match params(policy, binding, seen, source) {
                 Ok(found) => found,
                 Err(e) => {
                     if fail {
@@ -393,9 +458,9 @@ pub(crate) fn admit(
             let actions = strings(binding.pointer("/spec/validationActions"));
             for param in found {
                 let mut activation = Activation::default();
-                activation.bind("object", a.object);
-                activation.bind("oldObject", a.old);
-                activation.bind("request", Some(&request(a)));
+                activation.bind("object", seen.object);
+                activation.bind("oldObject", seen.old);
+                activation.bind("request", Some(&request(seen)));
                 activation.bind("params", param.as_ref());
                 activation.bind("namespaceObject", a.namespace_object);
                 activation.define_variables(&variables);
@@ -708,7 +773,13 @@ mod tests {
             old: None,
             dry_run: false,
             namespace_object: None,
+            requested: def,
+            equivalent: None,
         }
+    }
+
+    fn resources_match(criteria: &Value, a: &Attributes<'_>) -> bool {
+        matching(criteria, a, None).is_some()
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The built-in resources: every resource a Kubernetes 1.37 API server serves in a stable
-//! version, read from `builtin_resources.txt`, which `cargo xtask codegen` generates from
+//! version (HorizontalPodAutoscalers in two, [`crate::twins`]), read from `builtin_resources.txt`, which `cargo xtask codegen` generates from
 //! k8s-openapi's `Resource` impls (group, version, kind, list kind, plural, scope, and whether
 //! the type has a `status`). What k8s-openapi does not know is added here: short names and
 //! categories (which the real server's registry declares), and the `scale` subresource.
@@ -86,8 +86,8 @@ const FIRST: &[(&str, &str)] = &[
 ];
 
 impl ResourceDef {
-    /// The built-in resources: every resource of Kubernetes 1.37 in its newest stable
-    /// version, core/v1 first (pods, configmaps, secrets, services, namespaces, nodes, events,
+    /// The built-in resources: every resource of Kubernetes 1.37 in each stable version,
+    /// newest first (only HorizontalPodAutoscalers have two), core/v1 first (pods, configmaps, secrets, services, namespaces, nodes, events,
     /// ...), then apps/v1, then the other groups.
     pub fn builtins() -> Vec<Self> {
         builtins()
@@ -182,7 +182,13 @@ mod tests {
             Some("io.k8s.api.apps.v1.ReplicaSet")
         );
         let hpa = find("autoscaling", "horizontalpodautoscalers");
-        assert_eq!(hpa.version, "v2", "the newest stable version only");
+        assert_eq!(hpa.version, "v2", "the newest stable version first");
+        let versions: Vec<&str> = defs
+            .iter()
+            .filter(|d| d.plural == "horizontalpodautoscalers")
+            .map(|d| d.version.as_str())
+            .collect();
+        assert_eq!(versions, ["v2", "v1"]);
         let pv = find("", "persistentvolumes");
         assert!(!pv.namespaced);
         let lease = find("coordination.k8s.io", "leases");

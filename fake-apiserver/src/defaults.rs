@@ -2,7 +2,7 @@
 //! defaulters calling `SetDefaults_<Type>` on every struct of the object, parents first, and
 //! the declarative `+default` markers), read in `pkg/apis/core/v1/defaults.go`,
 //! `pkg/apis/apps/v1/defaults.go`, `pkg/apis/batch/v1/defaults.go` and the other stable
-//! groups' (`admissionregistration`, `autoscaling/v2`, `networking`, `rbac`, `scheduling`,
+//! groups' (`admissionregistration`, `autoscaling/v1` and `v2`, `networking`, `rbac`, `scheduling`,
 //! `storage`, `discovery`) of kubernetes/kubernetes: a controller that compares what it asked for with what the server
 //! stored sees the same extra fields it sees on a cluster.
 //!
@@ -207,6 +207,12 @@ fn other_groups(name: &str, o: &mut Map<String, Value>) {
             pointer(o, "objectSelector", json!({}));
         }
         "autoscaling.v2.HorizontalPodAutoscaler" => autoscaler(o),
+        // `autoscaling/v1`'s own: the rest comes with the conversion to v2.
+        "autoscaling.v1.HorizontalPodAutoscaler" => {
+            if let Some(spec) = object(o, "spec") {
+                pointer(spec, "minReplicas", json!(1));
+            }
+        }
         "networking.v1.NetworkPolicy" => {
             if let Some(spec) = object(o, "spec") {
                 let none = spec

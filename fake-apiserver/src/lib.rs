@@ -203,11 +203,14 @@
 //!
 //! # Built-in resources
 //!
-//! Every resource a Kubernetes 1.37 API server serves in a stable version, 64 of them: core/v1
+//! Every resource a Kubernetes 1.37 API server serves in a stable version, 64 of them (65
+//! resource versions: HorizontalPodAutoscalers in two): core/v1
 //! (pods, services, configmaps, secrets, namespaces, nodes, events, endpoints, serviceaccounts,
 //! persistentvolumes and claims, resourcequotas, limitranges, replicationcontrollers,
 //! podtemplates, componentstatuses), apps/v1 (deployments, replicasets, statefulsets,
-//! daemonsets, controllerrevisions), batch/v1 (jobs, cronjobs), autoscaling/v2, policy/v1,
+//! daemonsets, controllerrevisions), batch/v1 (jobs, cronjobs), autoscaling/v2 and v1 (one
+//! storage read and written through both, converted as upstream converts them: what v1 has
+//! no field for travels in its round-trip annotations), policy/v1,
 //! networking.k8s.io/v1 (ingresses, ingressclasses, networkpolicies, ipaddresses,
 //! servicecidrs), rbac.authorization.k8s.io/v1, storage.k8s.io/v1, coordination.k8s.io/v1
 //! (leases), events.k8s.io/v1, discovery.k8s.io/v1, scheduling.k8s.io/v1, node.k8s.io/v1,
@@ -217,10 +220,8 @@
 //! `cargo xtask codegen` (group, version, kind, plural, scope), so it matches the Kubernetes
 //! version the workspace targets; short names and categories are the real server's.
 //!
-//! Not served: alpha and beta versions, the older stable version of a resource served in two
-//! (autoscaling/v1 HPAs: the fake server keeps one version per built-in resource and does
-//! not convert; a custom resource is served in every version its CRD serves, see
-//! [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`,
+//! Not served: alpha and beta versions (a custom resource is served in every version its CRD
+//! serves, see [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`,
 //! pods' `eviction`, `binding`, `ephemeralcontainers` and `resize`, certificate signing
 //! requests' `approval`, namespaces' `finalize` and service accounts' `token` (no `log`,
 //! `exec`, `attach`, `portforward`, proxies). The create-only review APIs are
@@ -387,6 +388,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admission;
+mod autoscaling;
 mod builtin;
 mod caller;
 mod continue_token;

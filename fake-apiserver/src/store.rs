@@ -543,6 +543,10 @@ pub(crate) struct Store {
     removed: Removed,
     /// The service account tokens issued, for token reviews.
     tokens: IssuedTokens,
+    /// The storage form of the last write settled through a converted view (an
+    /// `autoscaling/v1` HorizontalPodAutoscaler), with that view's index: what its commit
+    /// mirrors to the storage view (the view's own form says less: [`twins::mirror`]).
+    settled: Option<(usize, Value)>,
 }
 
 /// The warnings a request's writes collect (shared with the request layer).
@@ -672,6 +676,7 @@ impl Store {
             collecting: false,
             removed: Removed::default(),
             tokens: IssuedTokens::default(),
+            settled: None,
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -1014,7 +1019,7 @@ impl Store {
         let name = meta_str(&body, "name").unwrap_or_default().to_owned();
         self.check_policy_object(&def, &name, &body)?;
         self.admit(res, "CREATE", "", &name, ns.as_deref(), Some(&body), None)?;
-        self.settle(res, &mut body);
+        self.settle(res, &mut body)?;
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
         self.commit(res, EventKind::Added, Arc::clone(&obj), None);
         Ok(obj)
@@ -1207,7 +1212,7 @@ impl Store {
             Some(&body),
             Some(&old),
         )?;
-        self.settle(res, &mut body);
+        self.settle(res, &mut body)?;
         managed::keep_times_of_a_no_op(&mut body, &old);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
@@ -1413,13 +1418,27 @@ impl Store {
         }
         let rv = object.resource_version();
         let mut mirrors = self.version_mirrors(res, kind, &object);
+        let settled = self
+            .settled
+            .take()
+            .filter(|(r, _)| *r == res)
+            .map(|(_, body)| body);
         mirrors.extend(self.resources[res].twin.and_then(|t| {
             let to = &self.resources[t];
-            let value = twins::convert(&self.resources[res].def, &to.def, &object.to_value());
-            // The converted object keeps the metadata `object` was built from, so it builds
-            // too; were it not to, the twin would only miss this change.
-            let converted = StoredObject::from_value(&value, rv, &to.def).ok()?;
             let prev = to.objects.get(object.key()).cloned();
+            let twin_prev = prev.as_ref().map(|p| p.to_value());
+            // `settle` kept an object that does not convert from being stored, and the
+            // converted object keeps the metadata `object` was built from, so it builds too;
+            // were either not so, the twin would only miss this change.
+            let value = twins::mirror(
+                &self.resources[res].def,
+                &to.def,
+                &object.to_value(),
+                settled,
+                twin_prev.as_ref(),
+            )
+            .ok()?;
+            let converted = StoredObject::from_value(&value, rv, &to.def).ok()?;
             Some((t, Arc::new(converted), prev))
         }));
         let removed = (kind == EventKind::Deleted).then(|| Arc::clone(&object));
@@ -1928,14 +1947,7 @@ fn no_new_finalizers(
 /// Go's decoding error for `metadata` (`field` is `metadata` or one of its fields) holding
 /// `got` where the type wants `want`, as the API server answers it for any kind.
 fn decode_error(def: &ResourceDef, field: &str, want: &str, got: &Value) -> Status {
-    let got = match got {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
+    let got = typed::go_kind(got);
     // The struct holding the field: the kind for `metadata` itself, else `ObjectMeta`.
     let holder = if field == "metadata" {
         def.kind.as_str()

@@ -1,18 +1,21 @@
-//! Resources the real server keeps in one storage and serves under two API groups.
+//! Built-in resources the real server keeps in one storage and serves in two forms.
 //!
 //! Kubernetes stores Events once (as core Events) and serves them both as `v1` `Event` and
 //! as `events.k8s.io/v1` `Event`, converting field names on the way in and out
 //! (`pkg/apis/events/v1/conversion.go` upstream): an Event written through one group is read,
-//! listed and watched through the other, with the same name, uid and resourceVersion.
+//! listed and watched through the other, with the same name, uid and resourceVersion. It
+//! serves HorizontalPodAutoscalers in `autoscaling/v2` (their storage form) and
+//! `autoscaling/v1`, converted as [`crate::autoscaling`] describes.
 //!
 //! The engine keeps one state per resource, so it mirrors instead: every change committed to
 //! one view is committed to its twin too, converted, at the same resourceVersion. Both views
 //! then hold the same objects at every version, and each answers lists, watches, field
-//! selectors and history in its own form.
+//! selectors and history in its own form. A write through a view that is not the storage
+//! form is first settled into what reading it back from storage gives ([`settle`]).
 
 use serde_json::{Map, Value};
 
-use crate::ResourceDef;
+use crate::{ResourceDef, autoscaling, defaults, typed};
 
 /// Field names of a core `v1` Event and, in the same order, of an `events.k8s.io/v1` Event.
 /// Every other field has the same name in both.
@@ -31,6 +34,10 @@ const EVENT_FIELDS: [(&str, &str); 7] = [
 enum Side {
     CoreEvent,
     EventsEvent,
+    /// `autoscaling/v2` HorizontalPodAutoscalers: the storage form.
+    AutoscalerV2,
+    /// `autoscaling/v1` HorizontalPodAutoscalers: a view converted from v2.
+    AutoscalerV1,
 }
 
 fn side(def: &ResourceDef) -> Option<Side> {
@@ -41,6 +48,8 @@ fn side(def: &ResourceDef) -> Option<Side> {
     ) {
         ("", "v1", "events") => Some(Side::CoreEvent),
         ("events.k8s.io", "v1", "events") => Some(Side::EventsEvent),
+        ("autoscaling", "v2", "horizontalpodautoscalers") => Some(Side::AutoscalerV2),
+        ("autoscaling", "v1", "horizontalpodautoscalers") => Some(Side::AutoscalerV1),
         _ => None,
     }
 }
@@ -49,13 +58,111 @@ fn side(def: &ResourceDef) -> Option<Side> {
 pub(crate) fn are_twins(a: &ResourceDef, b: &ResourceDef) -> bool {
     matches!(
         (side(a), side(b)),
-        (Some(x), Some(y)) if x != y
+        (Some(Side::CoreEvent), Some(Side::EventsEvent))
+            | (Some(Side::EventsEvent), Some(Side::CoreEvent))
+            | (Some(Side::AutoscalerV2), Some(Side::AutoscalerV1))
+            | (Some(Side::AutoscalerV1), Some(Side::AutoscalerV2))
     )
 }
 
+/// A write's body through `def` (decoded, before it is stored) as reading it back through
+/// `def` gives it: for an `autoscaling/v1` HorizontalPodAutoscaler, converted to v2,
+/// defaulted as v2 and converted back; for a v2 one, without the round-trip annotations
+/// (upstream never stores them). Answers the storage form the body was settled from, if it
+/// is not the body's own (the v1 autoscaler's v2 form), for [`mirror`]. An error is a
+/// round-trip annotation that does not decode (or holds a value of the wrong type), worded
+/// as Go's decoder words it.
+pub(crate) fn settle(def: &ResourceDef, body: &mut Value) -> Result<Option<Value>, String> {
+    match side(def) {
+        Some(Side::AutoscalerV2) => autoscaling::drop_round_trip(body),
+        Some(Side::AutoscalerV1) => {
+            let stored = autoscaler_v2(body)?;
+            *body = autoscaling::to_v1(&stored);
+            return Ok(Some(stored));
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
+/// The change `object` (committed to `from`, metadata final) as `to`, its twin, holds it.
+/// A change to a v1 autoscaler reaches its v2 twin from the form [`settle`] stored
+/// (`settled`), or, for a change of metadata only (a deletion), from the twin's own
+/// current object (`twin_prev`): converting the v1 form back would read its round-trip
+/// annotations, which say less than v2 (a missing quantity reads as `"0"` there).
+pub(crate) fn mirror(
+    from: &ResourceDef,
+    to: &ResourceDef,
+    object: &Value,
+    settled: Option<Value>,
+    twin_prev: Option<&Value>,
+) -> Result<Value, String> {
+    if side(from) != Some(Side::AutoscalerV1) {
+        return convert(from, to, object);
+    }
+    // Only the settled form of this object (a write that changed nothing settles and
+    // commits nothing).
+    let identity = |v: &Value| {
+        let meta = v.get("metadata");
+        (
+            meta.and_then(|m| m.get("namespace")).cloned(),
+            meta.and_then(|m| m.get("name")).cloned(),
+        )
+    };
+    let settled = settled.filter(|s| identity(s) == identity(object));
+    let mut stored = match (settled, twin_prev) {
+        (Some(stored), _) => stored,
+        (None, Some(prev)) => prev.clone(),
+        (None, None) => return convert(from, to, object),
+    };
+    if let (Some(stored), Some(meta)) = (stored.as_object_mut(), object.get("metadata")) {
+        stored.insert("metadata".into(), meta.clone());
+    }
+    autoscaling::drop_round_trip(&mut stored);
+    Ok(stored)
+}
+
+/// An `autoscaling/v1` HorizontalPodAutoscaler as it is stored: converted to v2, decoded as
+/// v2 (so that a value of the wrong type in an annotation fails) and defaulted as v2.
+fn autoscaler_v2(v1: &Value) -> Result<Value, String> {
+    let mut v2 = autoscaling::to_v2(v1)?;
+    typed::decode(autoscaling::V2_DEFINITION, &mut v2)?;
+    defaults::apply(autoscaling::V2_DEFINITION, &mut v2);
+    Ok(v2)
+}
+
+/// `object` in the form the table printers read (upstream's print the internal type, which
+/// both forms of a twin pair convert to): an `autoscaling/v1` HorizontalPodAutoscaler as v2.
+#[cfg(feature = "http")]
+pub(crate) fn printed<'v>(def: &ResourceDef, object: &'v Value) -> std::borrow::Cow<'v, Value> {
+    match side(def) {
+        Some(Side::AutoscalerV1) => autoscaler_v2(object)
+            .map_or(std::borrow::Cow::Borrowed(object), std::borrow::Cow::Owned),
+        _ => std::borrow::Cow::Borrowed(object),
+    }
+}
+
+/// `object` (a write's object through `from`) converted to `to`, its twin, as admission
+/// sees a request matched through an equivalent resource; none if it does not convert.
+pub(crate) fn converted(from: &ResourceDef, to: &ResourceDef, object: &Value) -> Option<Value> {
+    convert(from, to, object).ok()
+}
+
 /// `object` (stored in `from`'s form, metadata final) as `to` serves it. Fields only the
-/// other form knows are dropped, as the real server's typed conversion drops them.
-pub(crate) fn convert(from: &ResourceDef, to: &ResourceDef, object: &Value) -> Value {
+/// other form knows are dropped, as the real server's typed conversion drops them. An
+/// error: `object` cannot be converted (a v1 autoscaler with a broken round-trip annotation,
+/// which [`settle`] keeps from being stored).
+fn convert(from: &ResourceDef, to: &ResourceDef, object: &Value) -> Result<Value, String> {
+    match side(from) {
+        Some(Side::AutoscalerV2) => return Ok(autoscaling::to_v1(object)),
+        Some(Side::AutoscalerV1) => return autoscaler_v2(object),
+        _ => {}
+    }
+    Ok(convert_event(from, to, object))
+}
+
+/// An Event in the other group's form.
+fn convert_event(from: &ResourceDef, to: &ResourceDef, object: &Value) -> Value {
     let mut out = Map::new();
     out.insert("apiVersion".into(), Value::String(to.api_version()));
     out.insert("kind".into(), Value::String(to.kind.clone()));
@@ -139,7 +246,7 @@ mod tests {
             "eventTime": null, "series": {"count": 2, "lastObservedTime": "2026-01-01T00:00:01.000000Z"},
             "note": "not a core field",
         });
-        let seen = convert(&core, &events, &stored);
+        let seen = convert(&core, &events, &stored).unwrap();
         assert_eq!(
             seen,
             json!({
@@ -164,6 +271,6 @@ mod tests {
         }
         let mut back = stored.clone();
         back.as_object_mut().unwrap().remove("note");
-        assert_eq!(convert(&events, &core, &seen), back);
+        assert_eq!(convert(&events, &core, &seen).unwrap(), back);
     }
 }

@@ -228,6 +228,19 @@ fn at_path<'a>(value: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
     })
 }
 
+/// How Go's JSON decoder names the kind of `value` in its errors (`cannot unmarshal <kind>
+/// into ...`).
+pub(crate) fn go_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// Calls `visit` with every object in `body` that decodes as a Go struct, with its OpenAPI
 /// definition, parents before their fields (what upstream's generated defaulters walk); an
 /// object `visit` adds fields to is walked with them.
@@ -558,14 +571,7 @@ impl<'v> Walk<'_, 'v> {
 
     /// Go's `UnmarshalTypeError` for `value` (not null) decoded as `ty`.
     fn type_error(&self, value: &Value, ty: &Ty) -> String {
-        let kind = match value {
-            Value::Bool(_) => "bool",
-            Value::Number(_) => "number",
-            Value::String(_) => "string",
-            Value::Array(_) => "array",
-            Value::Object(_) | Value::Null => "object",
-        };
-        self.error(kind, ty)
+        self.error(go_kind(value), ty)
     }
 
     fn error(&self, what: &str, ty: &Ty) -> String {

@@ -6,9 +6,9 @@
 //!   Kubernetes version we target, read from k8s-openapi's `Resource` and `ListableResource`
 //!   impls (group, version, kind, list kind, plural, scope) plus whether the type has a
 //!   `status` field (then the real server has a `status` subresource) and its OpenAPI
-//!   definition name. Only stable versions (`v1`, `v2`, ...); of a resource served in two
-//!   stable versions (HPAs: autoscaling/v1 and v2) only the newest, because the fake server
-//!   does not convert between versions.
+//!   definition name. Only stable versions (`v1`, `v2`, ...), every stable version of a
+//!   resource, newest first (HPAs: autoscaling/v2, then v1, which the fake server serves as
+//!   a view of the same objects, converted as upstream converts them).
 //! - `fake-apiserver/src/http/protobuf/schema.txt`: the protobuf schema of those resources
 //!   (and of their lists, `Status`, `DeleteOptions`, autoscaling/v1 `Scale` and the review
 //!   kinds the server answers without storing them): every
@@ -400,21 +400,25 @@ fn is_stable(version: &str) -> bool {
 /// `(module.Name, consts)` of every served resource: stable versions only, the newest of a
 /// resource served in several.
 fn served_resources(api: &Api) -> Vec<(String, ResourceConsts)> {
-    let mut best: BTreeMap<(String, String), (String, ResourceConsts)> = BTreeMap::new();
+    let mut versions: BTreeMap<(String, String), Vec<(String, ResourceConsts)>> = BTreeMap::new();
     for (path, ty) in &api.types {
         let Some(r) = &ty.resource else { continue };
         if !is_stable(&r.version) {
             continue;
         }
-        let key = (r.group.clone(), r.plural.clone());
-        let newer = best
-            .get(&key)
-            .is_none_or(|(_, old)| version_number(&r.version) > version_number(&old.version));
-        if newer {
-            best.insert(key, (path.clone(), r.clone()));
-        }
+        versions
+            .entry((r.group.clone(), r.plural.clone()))
+            .or_default()
+            .push((path.clone(), r.clone()));
     }
-    best.into_values().collect()
+    versions
+        .into_values()
+        .flat_map(|mut of_one| {
+            // Newest first: the fake server's lookups by plural find the preferred version.
+            of_one.sort_by_key(|(_, r)| std::cmp::Reverse(version_number(&r.version)));
+            of_one
+        })
+        .collect()
 }
 
 fn version_number(v: &str) -> u32 {

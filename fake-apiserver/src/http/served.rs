@@ -150,8 +150,8 @@ pub fn served_summary() -> String {
         grace = super::serve::SHUTDOWN_GRACE.as_millis(),
     );
     out.push_str(
-        "Not served: alpha and beta API versions, older stable versions of a resource \
-         (autoscaling/v1 HPAs), other subresources (log, exec, binding, ...), aggregated APIs \
+        "Not served: alpha and beta API versions, other subresources (log, exec, ...), \
+         aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );
     out

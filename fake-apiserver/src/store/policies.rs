@@ -7,8 +7,8 @@ use informer_core::Status;
 use serde_json::Value;
 
 use super::Store;
-use crate::ResourceDef;
-use crate::admission::{self, Attributes, ParamQuery, ParamSource};
+use crate::admission::{self, Attributes, Equivalent, ParamQuery, ParamSource};
+use crate::{ResourceDef, twins};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -69,6 +69,11 @@ impl Store {
                 .and_then(|r| r.objects.get(ns))
                 .map(|o| o.to_value())
         });
+        // The other form of a resource served in two, with the objects converted to it.
+        let twin = self.resources[res].twin.map(|t| &self.resources[t].def);
+        let converted =
+            |o: Option<&Value>| twin.zip(o).and_then(|(to, o)| twins::converted(def, to, o));
+        let (twin_object, twin_old) = (converted(object), converted(old));
         let attributes = Attributes {
             operation,
             def,
@@ -79,6 +84,12 @@ impl Store {
             old,
             dry_run: self.dry_run,
             namespace_object: namespace_object.as_ref(),
+            requested: def,
+            equivalent: twin.map(|def| Equivalent {
+                def,
+                object: twin_object.as_ref(),
+                old: twin_old.as_ref(),
+            }),
         };
         let warnings = admission::admit(&policies, &bindings, &attributes, self)?;
         if let Some(sink) = self.warnings.as_ref().filter(|_| !warnings.is_empty()) {

@@ -8,9 +8,9 @@ use informer_core::Status;
 use tokio::sync::watch;
 
 use super::{EventKind, ResourceState, Store};
-use crate::ResourceDef;
 use crate::object::StoredObject;
 use crate::versions::{self, StorageVersion};
+use crate::{ResourceDef, status, twins};
 
 impl Store {
     /// Serves a CRD's versions: each of `served` (one group, plural, kind and scope) is
@@ -164,15 +164,34 @@ impl Store {
 
     /// A write's result through resource `res` as that version reads it back from storage
     /// (upstream answers a write with the object decoded from what it stored): fields the
-    /// storage version's schema does not know are gone, its defaults are set. Unchanged for
-    /// a resource stored in its own version.
-    pub(super) fn settle(&self, res: usize, body: &mut serde_json::Value) {
+    /// storage version's schema does not know are gone, its defaults are set; a built-in
+    /// kind served in two forms is converted there and back ([`twins::settle`]). Unchanged
+    /// for a resource stored in its own version. A 400 if the body does not convert (as
+    /// upstream's decoding of the request fails).
+    pub(super) fn settle(
+        &mut self,
+        res: usize,
+        body: &mut serde_json::Value,
+    ) -> Result<(), Status> {
+        self.settled = None;
         let state = &self.resources[res];
         if let Some(storage) = &state.storage
             && storage.api_version != state.def.api_version()
         {
             *body = versions::viewed(&state.def, &versions::stored(storage, body));
         }
+        if state.twin.is_some() {
+            let def = &state.def;
+            let stored = twins::settle(def, body).map_err(|error| {
+                status::bad_request(format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {error}",
+                    kind = def.kind,
+                    version = def.version,
+                ))
+            })?;
+            self.settled = stored.map(|stored| (res, stored));
+        }
+        Ok(())
     }
 
     /// The change `object` (of `kind`, committed to `res`) as each other served version of

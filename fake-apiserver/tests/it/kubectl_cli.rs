@@ -1974,7 +1974,6 @@ async fn more_built_in_kinds_print_upstream_s_columns() {
     kubectl
         .ok(&["create", "deployment", "web", "--image=nginx:1"])
         .await;
-    // (`kubectl autoscale` writes autoscaling/v1, which the fake does not serve.)
     let hpa = kubectl.manifest(
         "hpa.yaml",
         "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n\
@@ -3287,4 +3286,63 @@ async fn kubectl_meets_a_validating_admission_policy() {
     kubectl
         .ok(&["scale", "deployment", "web", "--replicas=9"])
         .await;
+}
+
+/// `kubectl autoscale` writes an `autoscaling/v1` HorizontalPodAutoscaler; `kubectl get hpa`
+/// reads it back through `autoscaling/v2` (the preferred version), converted as upstream
+/// converts it, and through v1 when asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_autoscales_through_autoscaling_v1() {
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_autoscales_through_autoscaling_v1", "prod").await
+    else {
+        return;
+    };
+    kubectl
+        .ok(&["create", "deployment", "web", "--image=nginx:1"])
+        .await;
+    kubectl
+        .ok(&[
+            "autoscale",
+            "deployment",
+            "web",
+            "--min=2",
+            "--max=5",
+            "--cpu-percent=70",
+        ])
+        .await;
+    assert!(
+        server.requests().iter().any(|r| r.to_string()
+            == "POST /apis/autoscaling/v1/namespaces/prod/horizontalpodautoscalers"),
+        "{:?}",
+        server.requests()
+    );
+    let out = kubectl.ok(&["get", "hpa"]).await;
+    assert_eq!(
+        cells(
+            &row_named(&out, "web"),
+            &["REFERENCE", "TARGETS", "MINPODS", "MAXPODS"]
+        ),
+        ["Deployment/web", "cpu: <unknown>/70%", "2", "5"]
+    );
+    let v2 = kubectl
+        .ok(&[
+            "get",
+            "hpa",
+            "web",
+            "-o",
+            "jsonpath={.apiVersion} {.spec.metrics[0].resource.target.averageUtilization}",
+        ])
+        .await;
+    assert_eq!(v2, "autoscaling/v2 70");
+    let v1 = kubectl
+        .ok(&[
+            "get",
+            "horizontalpodautoscalers.v1.autoscaling",
+            "web",
+            "-o",
+            "jsonpath={.apiVersion} {.spec.targetCPUUtilizationPercentage}",
+        ])
+        .await;
+    assert_eq!(v1, "autoscaling/v1 70");
 }

@@ -27,6 +27,7 @@ mod fake_writes;
 mod http_admin;
 mod http_admission_policies;
 mod http_apply;
+mod http_autoscaler_versions;
 mod http_binary;
 mod http_bindings;
 mod http_builtin_types;

@@ -1,6 +1,7 @@
 //! End to end for the kinds of objects the factory serves: a custom resource registered at run
 //! time (watched as a discovered `DynamicObject`, as a typed kube-derive resource and through
-//! a field selector on one of its CRD's selectable fields; informers on two versions of one),
+//! a field selector on one of its CRD's selectable fields; informers on two versions of one,
+//! and on both versions of HorizontalPodAutoscalers),
 //! metadata-only informers, and namespace/selector views. Real HTTP through kube-client to
 //! the fake API server; event-driven waits with guards, no timing assertions.
 
@@ -154,6 +155,106 @@ async fn crd_registered_at_run_time_is_watched_dynamic_and_typed() {
     .await;
     let report = factory.shutdown().await;
     assert!(report.failures.is_empty(), "{:?}", report.failures);
+}
+
+/// HorizontalPodAutoscalers, which the server stores once and serves in `autoscaling/v2`
+/// and `autoscaling/v1`: a typed informer on each (k8s-openapi's two types) holds the same
+/// objects at the same resourceVersions, whichever version a write goes through, each object
+/// in its informer's version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn informers_on_both_autoscaling_versions_share_one_storage() {
+    use k8s_openapi::api::autoscaling::{v1 as autoscaling_v1, v2 as autoscaling_v2};
+    let env = Env::start().await;
+    env.engine
+        .create("namespaces", &fake_apiserver::seed::namespace("a"))
+        .unwrap();
+    let hpa = |name: &str, cpu: i32| -> autoscaling_v1::HorizontalPodAutoscaler {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": name},
+                     "maxReplicas": 5, "targetCPUUtilizationPercentage": cpu},
+        }))
+        .unwrap()
+    };
+    let v1 = Api::<autoscaling_v1::HorizontalPodAutoscaler>::namespaced(env.client.clone(), "a");
+    let v2 = Api::<autoscaling_v2::HorizontalPodAutoscaler>::namespaced(env.client.clone(), "a");
+    for i in 0..3 {
+        v1.create(&PostParams::default(), &hpa(&format!("h-{i}"), 50 + i))
+            .await
+            .unwrap();
+    }
+    let factory = env.factory();
+    let v1_informer = factory
+        .informer::<autoscaling_v1::HorizontalPodAutoscaler>()
+        .unwrap();
+    let v2_informer = factory
+        .informer::<autoscaling_v2::HorizontalPodAutoscaler>()
+        .unwrap();
+    factory.start();
+    factory.wait_for_cache_sync(GUARD).await.unwrap();
+    assert_eq!(cache_state(&v1_informer), cache_state(&v2_informer));
+    assert_eq!(
+        cache_state(&v2_informer),
+        env.server_state("horizontalpodautoscalers", None)
+    );
+
+    // Changed through v2 (a memory metric v1 has no field for), deleted through v1.
+    v2.patch(
+        "h-1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"metrics": [
+            {"type": "Resource", "resource": {"name": "memory",
+             "target": {"type": "AverageValue", "averageValue": "500Mi"}}}]}})),
+    )
+    .await
+    .unwrap();
+    v1.delete("h-2", &DeleteParams::default()).await.unwrap();
+    for resource in [
+        "horizontalpodautoscalers.v1.autoscaling",
+        "horizontalpodautoscalers.v2.autoscaling",
+    ] {
+        assert_eq!(env.server_state(resource, None).len(), 2, "{resource}");
+    }
+    converge(
+        &env,
+        &v1_informer,
+        "horizontalpodautoscalers.v1.autoscaling",
+        None,
+        None,
+    )
+    .await;
+    converge(
+        &env,
+        &v2_informer,
+        "horizontalpodautoscalers.v2.autoscaling",
+        None,
+        None,
+    )
+    .await;
+    let through_v1 = v1_informer.lister().get(Some("a"), "h-1").unwrap();
+    assert_eq!(through_v1.spec.target_cpu_utilization_percentage, None);
+    assert!(
+        through_v1
+            .metadata
+            .annotations
+            .as_ref()
+            .unwrap()
+            .get("autoscaling.alpha.kubernetes.io/metrics")
+            .unwrap()
+            .contains("500Mi")
+    );
+    let through_v2 = v2_informer.lister().get(Some("a"), "h-0").unwrap();
+    let metrics = through_v2.spec.metrics.clone().unwrap();
+    assert_eq!(
+        metrics[0]
+            .resource
+            .as_ref()
+            .unwrap()
+            .target
+            .average_utilization,
+        Some(50)
+    );
 }
 
 /// A CRD served in two versions: an informer on each (the typed `v1`, the storage version,

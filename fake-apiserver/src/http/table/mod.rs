@@ -76,9 +76,10 @@ pub(crate) fn table(
     let rows: Vec<Value> = values
         .into_iter()
         .map(|v| {
-            let cells: Vec<Value> = columns.iter().map(|c| c.cell(&v, now)).collect();
+            let printed = crate::twins::printed(def, &v);
+            let cells: Vec<Value> = columns.iter().map(|c| c.cell(&printed, now)).collect();
             let mut row = json!({"cells": cells});
-            if let Some(conditions) = row_conditions(def, &v) {
+            if let Some(conditions) = row_conditions(def, &printed) {
                 row["conditions"] = conditions;
             }
             match include {
