@@ -222,9 +222,10 @@
 //!
 //! Not served: alpha and beta versions (a custom resource is served in every version its CRD
 //! serves, see [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`,
-//! pods' `eviction`, `binding`, `ephemeralcontainers` and `resize`, certificate signing
-//! requests' `approval`, namespaces' `finalize` and service accounts' `token` (no `log`,
-//! `exec`, `attach`, `portforward`, proxies). The create-only review APIs are
+//! pods' `eviction`, `binding`, `ephemeralcontainers`, `resize` and `log` (what the test
+//! wrote as a container's output, [`FakeApiServer::append_pod_log`], read as a kubelet serves
+//! it), certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
+//! `token` (no `exec`, `attach`, `portforward`, proxies). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).
@@ -405,11 +406,13 @@ pub mod http;
 #[cfg(feature = "lister-watcher")]
 mod lister_watcher;
 mod log;
+mod logs;
 mod mailbox;
 mod managed;
 mod names;
 mod object;
 mod patch;
+mod pod_logs;
 mod propagation;
 mod quantity;
 mod query;
@@ -432,6 +435,7 @@ pub use faults::Faults;
 #[cfg(feature = "lister-watcher")]
 pub use lister_watcher::FakeListerWatcher;
 pub use log::RequestRecord;
+pub use logs::{LogStream, MAX_CONTAINER_LOG_BYTES, PodLogOptions};
 pub use object::StoredObject;
 pub use patch::merge_patch;
 pub use query::Query;

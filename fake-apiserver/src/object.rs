@@ -284,6 +284,11 @@ impl Clock {
             .as_secs()
     }
 
+    /// Now.
+    pub(crate) fn now(&self) -> SystemTime {
+        self.wall_start + self.start.elapsed()
+    }
+
     /// Now, as RFC 3339 with second precision (`2026-01-02T03:04:05Z`).
     pub(crate) fn now_rfc3339(&self) -> String {
         let now = self.wall_start + self.start.elapsed();
@@ -293,6 +298,21 @@ impl Clock {
 
 /// Formats a time as RFC 3339 in UTC with second precision.
 pub(crate) fn rfc3339(t: SystemTime) -> String {
+    format!("{}Z", rfc3339_seconds(t))
+}
+
+/// Formats a time as RFC 3339 in UTC with nine fractional digits (Go's
+/// `RFC3339NanoFixed`, as the kubelet times log lines).
+pub(crate) fn rfc3339_nanos(t: SystemTime) -> String {
+    let nanos = t
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .subsec_nanos();
+    format!("{}.{nanos:09}Z", rfc3339_seconds(t))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS` of a time in UTC.
+fn rfc3339_seconds(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
@@ -301,11 +321,56 @@ pub(crate) fn rfc3339(t: SystemTime) -> String {
     let rem = secs % 86_400;
     let (y, m, d) = civil_from_days(days);
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
         rem / 3600,
         (rem % 3600) / 60,
         rem % 60
     )
+}
+
+/// Parses an RFC 3339 time (`Z` or a numeric offset, optional fraction) into seconds and
+/// nanoseconds since the epoch.
+pub(crate) fn parse_time(text: &str) -> Option<(i64, i32)> {
+    let b = text.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { text.get(r)?.parse().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if b[13] != b':' || b[16] != b':' || !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut nanos: i64 = 0;
+    if let Some(frac) = rest.strip_prefix('.') {
+        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded = format!("{:0<9}", &frac[..digits.min(9)]);
+        nanos = padded.parse().ok()?;
+        rest = &frac[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let sign = match rest.as_bytes().first()? {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let oh: i64 = rest.get(1..3)?.parse().ok()?;
+            let om: i64 = rest.get(4..6)?.parse().ok()?;
+            if rest.len() != 6 || rest.as_bytes()[3] != b':' {
+                return None;
+            }
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    let days = days_from_civil(y, mo, d);
+    let seconds = days * 86_400 + h * 3600 + mi * 60 + s - offset;
+    Some((seconds, i32::try_from(nanos).ok()?))
 }
 
 /// Days from 1970-01-01 to a date (year, month 1-12, day) of the proleptic Gregorian

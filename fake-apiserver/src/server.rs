@@ -130,6 +130,11 @@ impl Target {
         self.propagation
     }
 
+    /// The resource's index in the store.
+    pub(crate) fn index(&self) -> usize {
+        self.res
+    }
+
     /// The resource.
     pub fn resource(&self) -> &Arc<ResourceDef> {
         &self.def
@@ -252,6 +257,7 @@ impl FakeApiServer {
             shared: Arc::new(Shared {
                 bookmark_interval: Mutex::new(config.bookmark_interval),
                 sharded_list_and_watch: AtomicBool::new(config.sharded_list_and_watch),
+                pod_logs: Mutex::new(crate::logs::PodLogs::default()),
                 config,
                 store: Mutex::new(store),
                 faults: Mutex::new(FaultState::default()),

@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     pub bookmark_interval: Mutex<Duration>,
     /// [`ServerConfig::sharded_list_and_watch`], as changed since.
     pub sharded_list_and_watch: AtomicBool,
+    /// What containers printed (`pods/<name>/log`). Locked after `store` when both are.
+    pub pod_logs: Mutex<crate::logs::PodLogs>,
 }
 
 impl Shared {

@@ -759,6 +759,16 @@ impl Store {
         }
     }
 
+    /// Told whenever resource `res` changes (the end of its history).
+    pub(crate) fn changes(&self, res: usize) -> watch::Receiver<u64> {
+        self.resources[res].changed.subscribe()
+    }
+
+    /// Now, on the server's clock.
+    pub(crate) fn now(&self) -> std::time::SystemTime {
+        self.clock.now()
+    }
+
     pub(crate) fn find(&self, name: &str) -> Option<usize> {
         self.resources
             .iter()

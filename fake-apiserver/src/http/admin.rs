@@ -94,6 +94,8 @@ pub(crate) fn router() -> Router<App> {
             post(start_churn).get(churn_stats).delete(stop_churn),
         )
         .route("/resources", post(register))
+        .route("/pod-logs", post(append_pod_log))
+        .route("/pod-logs/restart", post(restart_pod_log))
         .fallback(|| async {
             AdminError(Status::failure(
                 404,
@@ -719,6 +721,43 @@ async fn register(State(app): State<App>, body: Bytes) -> Answer {
     Ok(json_value(StatusCode::CREATED, &json!({})))
 }
 
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct PodLogBody {
+    namespace: String,
+    pod: String,
+    container: String,
+    stream: Option<String>,
+    text: String,
+}
+
+impl PodLogBody {
+    fn stream(&self) -> Result<crate::LogStream, Status> {
+        match self.stream.as_deref() {
+            None | Some("stdout" | "Stdout") => Ok(crate::LogStream::Stdout),
+            Some("stderr" | "Stderr") => Ok(crate::LogStream::Stderr),
+            Some(other) => Err(status::bad_request(format!(
+                "\"stream\" must be \"stdout\" or \"stderr\", not {other:?}"
+            ))),
+        }
+    }
+}
+
+async fn append_pod_log(State(app): State<App>, body: Bytes) -> Answer {
+    let b: PodLogBody = parse(&body)?;
+    let stream = b.stream()?;
+    app.server
+        .append_pod_log(&b.namespace, &b.pod, &b.container, stream, &b.text)?;
+    Ok(json_value(StatusCode::OK, &json!({})))
+}
+
+async fn restart_pod_log(State(app): State<App>, body: Bytes) -> Answer {
+    let b: PodLogBody = parse(&body)?;
+    app.server
+        .restart_pod_log(&b.namespace, &b.pod, &b.container)?;
+    Ok(json_value(StatusCode::OK, &json!({})))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -763,6 +802,8 @@ mod tests {
             "/_fake/seed",
             "/_fake/churn",
             "/_fake/resources",
+            "/_fake/pod-logs",
+            "/_fake/pod-logs/restart",
         ] {
             assert!(
                 TABLE.contains(&format!("`{path}`")),

@@ -218,6 +218,7 @@ fn subresources(def: &ResourceDef) -> Vec<Subresource<'_>> {
         subs.push(other("eviction", "policy", "v1", "Eviction", &["create"]));
         subs.push(own("ephemeralcontainers", &["get", "patch", "update"]));
         subs.push(own("resize", &["get", "patch", "update"]));
+        subs.push(own("log", &["get"]));
         subs.push(other("binding", "", "v1", "Binding", &["create"]));
     }
     if def.is_namespaces() {

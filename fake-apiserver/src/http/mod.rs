@@ -35,7 +35,9 @@
 //!   A `POST` to the cluster-wide URL of a namespaced resource is a 405.
 //! - **Subresources**: `status` (`GET`, `PUT`, `PATCH`: only `.status` changes) and `scale`
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
-//!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`).
+//!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`); pods' `log` (`GET`, `text/plain`,
+//!   streamed with `follow`; `kubectl logs`), what the test wrote as a container's output
+//!   (`POST /_fake/pod-logs`, [`FakeApiServer::append_pod_log`](crate::FakeApiServer::append_pod_log)).
 //! - **Reviews** (`POST` only, answered without storage, in JSON, YAML or protobuf):
 //!   `authorization.k8s.io/v1` `selfsubjectaccessreviews`, `selfsubjectrulesreviews`,
 //!   `subjectaccessreviews` and namespaced `localsubjectaccessreviews` (`kubectl auth can-i`,

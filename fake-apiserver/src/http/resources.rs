@@ -154,6 +154,21 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
     }
 }
 
+/// `GET pods/<name>/log`: the log as text, streamed as it is written with `follow`.
+fn pod_log(app: &App, req: &Parsed, target: &Target, name: &str) -> Result<Response, Status> {
+    let options =
+        crate::PodLogOptions::from_query(req.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    if !options.follow {
+        let text = app.server.pod_log_at(target, name, &options)?;
+        return Ok((StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response());
+    }
+    let lines = app.server.follow_pod_log_at(target, name, &options)?;
+    Ok(stream_response(
+        "text/plain",
+        lines.map(|text| Ok::<_, io::Error>(Bytes::from(text))),
+    ))
+}
+
 /// The review API (`reviews.rs`) a URL under `/apis/<group>/<version>/` names, with its
 /// namespace.
 fn review_at<'a>(
@@ -226,6 +241,8 @@ enum Sub {
     EphemeralContainers,
     /// `pods/<name>/resize` (get, update, patch).
     Resize,
+    /// `pods/<name>/log` (get only: text).
+    Log,
 }
 
 impl Sub {
@@ -238,6 +255,7 @@ impl Sub {
             "binding" if def.is_pods() => Self::Binding,
             "ephemeralcontainers" if def.is_pods() => Self::EphemeralContainers,
             "resize" if def.is_pods() => Self::Resize,
+            "log" if def.is_pods() => Self::Log,
             "token" if def.is_service_accounts() => Self::Token,
             "approval" if def.is_csrs() => Self::Approval,
             "finalize" if def.is_namespaces() => Self::Finalize,
@@ -365,6 +383,14 @@ async fn resource(
             },
         ) => Err(method_not_allowed(&req)),
         (
+            &Method::GET,
+            Url::Object {
+                name,
+                sub: Sub::Log,
+            },
+        ) => pod_log(app, &req, &target, name),
+        (_, Url::Object { sub: Sub::Log, .. }) => Err(method_not_allowed(&req)),
+        (
             &Method::GET | &Method::PATCH,
             Url::Object {
                 sub: Sub::Finalize, ..
@@ -441,7 +467,9 @@ async fn resource(
                         answer,
                     ))
                 }
-                Sub::Eviction | Sub::Token | Sub::Binding => Err(method_not_allowed(&req)),
+                Sub::Eviction | Sub::Token | Sub::Binding | Sub::Log => {
+                    Err(method_not_allowed(&req))
+                }
             }
         }
         (&Method::PATCH, Url::Object { name, sub }) => {
@@ -1104,7 +1132,7 @@ fn patch_object(
             let obj = app.server.patch_resize_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
-        Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize => {
+        Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize | Sub::Log => {
             return Err(method_not_allowed(req));
         }
         Sub::None => {}

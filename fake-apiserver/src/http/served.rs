@@ -44,6 +44,8 @@ pub fn served_summary() -> String {
         "  [status]: writes to the resource ignore .status, writes to <object>/status change \
          only .status. [scale]: autoscaling/v1 Scale over .spec.replicas (kubectl scale); \
          custom resources' over their CRD's subresources.scale paths.\n  \
+         pods/<name>/log: what POST /_fake/pod-logs wrote as the container's output, read \
+         as a kubelet serves it (kubectl logs, -f, --tail, --timestamps, --previous).\n  \
          Custom resources: POST a CustomResourceDefinition (every served version, one \
          storage, as upstream's None conversion; under Webhook the storage version only), or \
          POST /_fake/resources.\n\nField selectors (every resource: metadata.name, and \
@@ -150,7 +152,7 @@ pub fn served_summary() -> String {
         grace = super::serve::SHUTDOWN_GRACE.as_millis(),
     );
     out.push_str(
-        "Not served: alpha and beta API versions, other subresources (log, exec, ...), \
+        "Not served: alpha and beta API versions, other subresources (exec, attach, ...), \
          aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );

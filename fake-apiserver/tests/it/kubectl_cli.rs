@@ -3346,3 +3346,92 @@ async fn kubectl_autoscales_through_autoscaling_v1() {
         .await;
     assert_eq!(v1, "autoscaling/v1 70");
 }
+
+/// `kubectl logs`: the container's output the test wrote, `--tail` and `--timestamps`, the
+/// kubelet's refusal for a container still waiting, and `kubectl logs -f` printing lines as
+/// they are written until the container exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_reads_and_follows_a_pod_s_logs() {
+    use fake_apiserver::LogStream;
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_reads_and_follows_a_pod_s_logs", "prod").await
+    else {
+        return;
+    };
+    let status = |name: &str, state: serde_json::Value| {
+        json!({"name": name, "ready": true, "restartCount": 0, "image": "nginx", "imageID": "",
+               "containerID": format!("containerd://{name}"), "state": state})
+    };
+    server
+        .create(
+            "pods",
+            &json!({
+                "metadata": {"name": "web", "namespace": "prod"},
+                "spec": {"nodeName": "node-1", "containers": [
+                    {"name": "web", "image": "nginx"}, {"name": "init", "image": "busybox"}]},
+                "status": {"containerStatuses": [
+                    status("web", json!({"running": {}})),
+                    status("init", json!({"waiting": {"reason": "PodInitializing"}}))]},
+            }),
+        )
+        .unwrap();
+    server
+        .append_pod_log(
+            "prod",
+            "web",
+            "web",
+            LogStream::Stdout,
+            "booting\nlistening\n",
+        )
+        .unwrap();
+    assert_eq!(
+        kubectl.ok(&["logs", "web", "-c", "web"]).await,
+        "booting\nlistening\n"
+    );
+    let tail = kubectl
+        .ok(&["logs", "web", "-c", "web", "--tail=1", "--timestamps"])
+        .await;
+    assert!(tail.ends_with("Z listening\n"), "{tail}");
+    let waiting = kubectl.run(&["logs", "web", "-c", "init"]).await;
+    assert!(!waiting.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&waiting.stderr).trim(),
+        "Error from server (BadRequest): container \"init\" in pod \"web\" is waiting to \
+         start: PodInitializing"
+    );
+
+    let follow = kubectl.run(&["logs", "-f", "web", "-c", "web"]);
+    let write = async {
+        // Once kubectl follows (its fourth log request), the container writes a line and
+        // exits. (Were kubectl to ask after that, it would read the same lines at once.)
+        let following = || {
+            server
+                .requests()
+                .iter()
+                .filter(|r| r.to_string() == "GET /api/v1/namespaces/prod/pods/web/log")
+                .count()
+                >= 4
+        };
+        while !following() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        server
+            .append_pod_log("prod", "web", "web", LogStream::Stderr, "shutting down\n")
+            .unwrap();
+        let mut ended = server.get("pods", Some("prod"), "web").unwrap().to_value();
+        ended["status"]["containerStatuses"][0]["state"] =
+            json!({"terminated": {"exitCode": 0, "containerID": "containerd://web"}});
+        server.update("pods", &ended).unwrap();
+    };
+    let (followed, ()) = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        tokio::join!(follow, write)
+    })
+    .await
+    .expect("kubectl logs -f ends when the container exits");
+    assert!(followed.status.success(), "{followed:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&followed.stdout),
+        "booting\nlistening\nshutting down\n"
+    );
+}

@@ -3,7 +3,8 @@
 
 use prost::encoding::{WireType, decode_varint, encode_key, encode_varint};
 
-use crate::object::{civil_from_days, days_from_civil};
+use crate::object::civil_from_days;
+pub(super) use crate::object::parse_time;
 
 /// One field read from a message.
 pub(super) enum Raw<'a> {
@@ -111,51 +112,6 @@ pub(super) fn format_time(seconds: i64, nanos: i32, micros: bool) -> String {
     } else {
         format!("{base}Z")
     }
-}
-
-/// Parses an RFC 3339 time (`Z` or a numeric offset, optional fraction) into seconds and
-/// nanoseconds since the epoch.
-pub(super) fn parse_time(text: &str) -> Option<(i64, i32)> {
-    let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> { text.get(r)?.parse().ok() };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if b[13] != b':' || b[16] != b':' || !(1..=12).contains(&mo) || !(1..=31).contains(&d) {
-        return None;
-    }
-    let mut rest = &text[19..];
-    let mut nanos: i64 = 0;
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        let padded = format!("{:0<9}", &frac[..digits.min(9)]);
-        nanos = padded.parse().ok()?;
-        rest = &frac[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let sign = match rest.as_bytes().first()? {
-                b'+' => 1,
-                b'-' => -1,
-                _ => return None,
-            };
-            let oh: i64 = rest.get(1..3)?.parse().ok()?;
-            let om: i64 = rest.get(4..6)?.parse().ok()?;
-            if rest.len() != 6 || rest.as_bytes()[3] != b':' {
-                return None;
-            }
-            sign * (oh * 3600 + om * 60)
-        }
-    };
-    let days = days_from_civil(y, mo, d);
-    let seconds = days * 86_400 + h * 3600 + mi * 60 + s - offset;
-    Some((seconds, i32::try_from(nanos).ok()?))
 }
 
 // ----- Go durations -----------------------------------------------------------------------
