@@ -222,10 +222,12 @@
 //!
 //! Not served: alpha and beta versions (a custom resource is served in every version its CRD
 //! serves, see [`FakeApiServer::register_versions`]), and subresources other than `status`, `scale`,
-//! pods' `eviction`, `binding`, `ephemeralcontainers`, `resize` and `log` (what the test
+//! pods' `eviction`, `binding`, `ephemeralcontainers`, `resize`, `log` (what the test
 //! wrote as a container's output, [`FakeApiServer::append_pod_log`], read as a kubelet serves
-//! it), certificate signing requests' `approval`, namespaces' `finalize` and service accounts'
-//! `token` (no `exec`, `attach`, `portforward`, proxies). The create-only review APIs are
+//! it) and `exec` (over the WebSocket stream protocols, the command run by the test's
+//! handler, [`FakeApiServer::set_exec_handler`]), certificate signing requests' `approval`,
+//! namespaces' `finalize` and service accounts' `token` (no `attach`, `portforward`,
+//! proxies). The create-only review APIs are
 //! served: access and rules reviews (everything is allowed: there is no authorizer),
 //! `SelfSubjectReview`, and `TokenReview`, which authenticates the service account tokens
 //! the server issued ([`FakeApiServer::request_token_at`], [`FakeApiServer::review_token`]).
@@ -396,6 +398,7 @@ mod continue_token;
 #[cfg(feature = "http")]
 mod crd;
 mod defaults;
+mod exec;
 mod fault_state;
 mod faults;
 mod fields;
@@ -412,6 +415,7 @@ mod managed;
 mod names;
 mod object;
 mod patch;
+mod pod_exec;
 mod pod_logs;
 mod propagation;
 mod quantity;
@@ -430,6 +434,7 @@ mod typed;
 mod versions;
 mod watch;
 
+pub use exec::{ExecOptions, ExecOutput, ExecRequest};
 pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};
 pub use faults::Faults;
 #[cfg(feature = "lister-watcher")]

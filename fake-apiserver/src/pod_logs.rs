@@ -13,7 +13,7 @@ use crate::logs::{
     limited,
 };
 use crate::store::Store;
-use crate::{FakeApiServer, Target, status};
+use crate::{FakeApiServer, Target};
 
 /// A pod's identity and the container a log request is for, checked.
 struct Source {
@@ -194,26 +194,10 @@ impl FakeApiServer {
         name: &str,
         options: &PodLogOptions,
     ) -> Result<Option<(Source, SystemTime)>, Status> {
-        self.record_request(crate::RequestRecord::new(
-            "GET",
-            target
-                .resource()
-                .object_path(target.namespace(), &format!("{name}/log")),
-            Vec::<(String, String)>::new(),
-        ));
-        if !target.resource().is_pods() {
-            return Err(status::resource_not_found());
-        }
+        self.subresource_request("GET", target, name, "log", target.resource().is_pods())?;
         options.validate(name)?;
-        let store = self.shared.store.lock();
-        let pod = store
-            .get(target.index(), target.namespace(), name)?
-            .to_value();
-        let container = container_of(&pod, name, options.container.as_deref())?;
-        let on_node = pod
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
+        let (pod, container, on_node) =
+            self.pod_and_container(target, name, options.container.as_deref())?;
         if !on_node {
             return Ok(None);
         }
@@ -223,7 +207,31 @@ impl FakeApiServer {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        Ok(Some((Source { uid, container }, store.now())))
+        let now = self.shared.store.lock().now();
+        Ok(Some((Source { uid, container }, now)))
+    }
+
+    /// The stored pod `name` (404), the container a request for it names (or its only one;
+    /// 400 otherwise, as the registry's `validateContainer`), and whether the pod is on a
+    /// node.
+    pub(crate) fn pod_and_container(
+        &self,
+        target: &Target,
+        name: &str,
+        asked: Option<&str>,
+    ) -> Result<(Value, String, bool), Status> {
+        let pod = self
+            .shared
+            .store
+            .lock()
+            .get(target.index(), target.namespace(), name)?
+            .to_value();
+        let container = container_of(&pod, name, asked)?;
+        let on_node = pod
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        Ok((pod, container, on_node))
     }
 }
 

@@ -258,6 +258,7 @@ impl FakeApiServer {
                 bookmark_interval: Mutex::new(config.bookmark_interval),
                 sharded_list_and_watch: AtomicBool::new(config.sharded_list_and_watch),
                 pod_logs: Mutex::new(crate::logs::PodLogs::default()),
+                exec_handler: Mutex::new(None),
                 config,
                 store: Mutex::new(store),
                 faults: Mutex::new(FaultState::default()),
@@ -1320,7 +1321,7 @@ impl FakeApiServer {
 
     /// Records a request to the subresource `sub` of `name`; a 404 unless the target's
     /// resource has it (`served`).
-    fn subresource_request(
+    pub(crate) fn subresource_request(
         &self,
         method: &str,
         target: &Target,

@@ -108,6 +108,8 @@ pub(crate) struct Shared {
     pub sharded_list_and_watch: AtomicBool,
     /// What containers printed (`pods/<name>/log`). Locked after `store` when both are.
     pub pod_logs: Mutex<crate::logs::PodLogs>,
+    /// What runs the commands of `pods/<name>/exec` (`pod_exec.rs`), if a test set it.
+    pub exec_handler: Mutex<Option<crate::exec::ExecHandler>>,
 }
 
 impl Shared {

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use fake_apiserver::http::{
-    ADMIN_API_TABLE, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS,
-    FakeHttpServer, HttpConfig, served_summary,
+    ADMIN_API_TABLE, DEFAULT_EXEC_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS, FakeHttpServer, HttpConfig, served_summary,
 };
 use fake_apiserver::seed::{self, Churn, ChurnConfig, SeedConfig};
 use fake_apiserver::{
@@ -111,6 +111,10 @@ struct Args {
     /// Connections open at once; one beyond it is closed as soon as it is accepted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: usize,
+    /// Seconds an exec session (`kubectl exec`) may last once upgraded before its socket is
+    /// closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_EXEC_TIMEOUT.as_secs_f64())]
+    exec_timeout: f64,
 }
 
 /// The namespaces a new cluster has.
@@ -249,6 +253,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             header_read_timeout: seconds("header-read-timeout", args.header_read_timeout)?,
             idle_timeout: seconds("idle-timeout", args.idle_timeout)?,
             max_connections: args.max_connections,
+            exec_timeout: seconds("exec-timeout", args.exec_timeout)?,
         },
     )
     .await?;

@@ -96,6 +96,7 @@ pub(crate) fn router() -> Router<App> {
         .route("/resources", post(register))
         .route("/pod-logs", post(append_pod_log))
         .route("/pod-logs/restart", post(restart_pod_log))
+        .route("/exec", put(set_exec_rules))
         .fallback(|| async {
             AdminError(Status::failure(
                 404,
@@ -758,6 +759,67 @@ async fn restart_pod_log(State(app): State<App>, body: Bytes) -> Answer {
     Ok(json_value(StatusCode::OK, &json!({})))
 }
 
+/// One scripted answer of `PUT /_fake/exec`: the commands it matches (every field given
+/// must equal the request's) and what they print and exit with.
+#[derive(Deserialize, Default, Clone)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct ExecRule {
+    namespace: Option<String>,
+    pod: Option<String>,
+    container: Option<String>,
+    command: Option<Vec<String>>,
+    stdout: String,
+    stderr: String,
+    exit_code: i32,
+    /// Print the standard input (after `stdout`).
+    echo_stdin: bool,
+}
+
+impl ExecRule {
+    fn matches(&self, r: &crate::ExecRequest) -> bool {
+        let same = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        same(&self.namespace, &r.namespace)
+            && same(&self.pod, &r.pod)
+            && same(&self.container, &r.container)
+            && self.command.as_ref().is_none_or(|c| *c == r.command)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+struct ExecRulesBody {
+    rules: Vec<ExecRule>,
+}
+
+async fn set_exec_rules(State(app): State<App>, body: Bytes) -> Answer {
+    let b: ExecRulesBody = parse(&body)?;
+    let rules = b.rules;
+    let count = rules.len();
+    app.server.set_exec_handler(move |request| {
+        let Some(rule) = rules.iter().find(|rule| rule.matches(request)) else {
+            return crate::ExecOutput {
+                stderr: format!(
+                    "fake-apiserver: no exec rule matches [{}] (PUT /_fake/exec)\n",
+                    request.command.join(" ")
+                )
+                .into_bytes(),
+                exit_code: 127,
+                ..crate::ExecOutput::default()
+            };
+        };
+        let mut stdout = rule.stdout.clone().into_bytes();
+        if rule.echo_stdin {
+            stdout.extend_from_slice(&request.stdin);
+        }
+        crate::ExecOutput {
+            stdout,
+            stderr: rule.stderr.clone().into_bytes(),
+            exit_code: rule.exit_code,
+        }
+    });
+    Ok(json_value(StatusCode::OK, &json!({"rules": count})))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -804,6 +866,7 @@ mod tests {
             "/_fake/resources",
             "/_fake/pod-logs",
             "/_fake/pod-logs/restart",
+            "/_fake/exec",
         ] {
             assert!(
                 TABLE.contains(&format!("`{path}`")),

@@ -17,4 +17,6 @@ pub(crate) struct App {
     pub churn: Arc<Mutex<Option<Churn>>>,
     /// `host:port` for `/api`'s `serverAddressByClientCIDRs`.
     pub server_address: String,
+    /// [`HttpConfig::exec_timeout`](super::HttpConfig::exec_timeout).
+    pub exec_timeout: std::time::Duration,
 }

@@ -219,6 +219,13 @@ fn subresources(def: &ResourceDef) -> Vec<Subresource<'_>> {
         subs.push(own("ephemeralcontainers", &["get", "patch", "update"]));
         subs.push(own("resize", &["get", "patch", "update"]));
         subs.push(own("log", &["get"]));
+        subs.push(other(
+            "exec",
+            "",
+            "v1",
+            "PodExecOptions",
+            &["create", "get"],
+        ));
         subs.push(other("binding", "", "v1", "Binding", &["create"]));
     }
     if def.is_namespaces() {

@@ -55,6 +55,7 @@ pub fn in_process_router(server: &FakeApiServer) -> Router {
         shutdown: CancellationToken::new(),
         churn: Arc::new(Mutex::new(None)),
         server_address: IN_PROCESS_ADDR.to_string(),
+        exec_timeout: super::DEFAULT_EXEC_TIMEOUT,
     };
     let policy = AuthPolicy::for_listener(&IN_PROCESS_ADDR, None, String::new);
     let site = SitePolicy::for_listener(IN_PROCESS_ADDR, false);

@@ -37,7 +37,11 @@
 //!   (`autoscaling/v1` `Scale` of deployments, replica sets, stateful sets and replication
 //!   controllers: `GET`, `PUT`, `PATCH`; `kubectl scale`); pods' `log` (`GET`, `text/plain`,
 //!   streamed with `follow`; `kubectl logs`), what the test wrote as a container's output
-//!   (`POST /_fake/pod-logs`, [`FakeApiServer::append_pod_log`](crate::FakeApiServer::append_pod_log)).
+//!   (`POST /_fake/pod-logs`, [`FakeApiServer::append_pod_log`](crate::FakeApiServer::append_pod_log));
+//!   pods' `exec` (`GET` or `POST` upgraded to a WebSocket, `v5.channel.k8s.io` or
+//!   `v4.channel.k8s.io`; `kubectl exec`, kube-client's `exec`), the command run by the test's
+//!   handler ([`FakeApiServer::set_exec_handler`](crate::FakeApiServer::set_exec_handler),
+//!   `PUT /_fake/exec`).
 //! - **Reviews** (`POST` only, answered without storage, in JSON, YAML or protobuf):
 //!   `authorization.k8s.io/v1` `selfsubjectaccessreviews`, `selfsubjectrulesreviews`,
 //!   `subjectaccessreviews` and namespaced `localsubjectaccessreviews` (`kubectl auth can-i`,
@@ -158,6 +162,8 @@
 //! | time to send a request head, from the accept or the first byte of a later request (then the connection is closed) | 32 s | [`HttpConfig::header_read_timeout`] | `--header-read-timeout` |
 //! | time a keep-alive connection waits for its next request (never applies to an open watch: it is a request in flight) | 90 s | [`HttpConfig::idle_timeout`] | `--idle-timeout` |
 //! | connections open at once (one beyond is closed as soon as it is accepted) | 512 | [`HttpConfig::max_connections`] | `--max-connections` |
+//! | time an exec session lasts once upgraded (then its socket is closed; it also ends at shutdown) | 300 s | [`HttpConfig::exec_timeout`] | `--exec-timeout` |
+//! | an exec command's standard input (more fails the command: 413 on the error channel) | 16 MiB | fixed | |
 //! | time requests in flight get to finish at shutdown (watches end at once; then every connection is closed, also those of clients that stopped reading) | 0.5 s | fixed | |
 //! | history bytes over all resources | 256 MiB | [`ServerConfig::history_max_bytes`](crate::ServerConfig::history_max_bytes) | `--history-max-bytes` |
 //! | churn backlog (writes owed beyond it are skipped and counted) | 100 ms of writes, at most 10,000 per tick | [`MAX_CHURN_BACKLOG`](crate::seed::MAX_CHURN_BACKLOG) | |
@@ -175,6 +181,7 @@ mod admin;
 mod app;
 mod auth;
 mod discovery;
+mod exec;
 mod in_process;
 mod jsonpath;
 mod kubeconfig;
@@ -240,6 +247,9 @@ pub struct HttpConfig {
     /// accepted. Default 512 (below the common limit of 1,024 open files, so that a flood of
     /// connections meets this cap, not a server that can no longer accept).
     pub max_connections: usize,
+    /// The longest a `pods/<name>/exec` session lasts once upgraded to a WebSocket (a client
+    /// that never closes its input included); then the socket is closed. Default 5 minutes.
+    pub exec_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -250,6 +260,7 @@ impl Default for HttpConfig {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            exec_timeout: DEFAULT_EXEC_TIMEOUT,
         }
     }
 }
@@ -260,6 +271,8 @@ pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// The default [`HttpConfig::max_connections`]: 512.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
+/// The default [`HttpConfig::exec_timeout`]: 5 minutes.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What can go wrong starting, running or stopping the HTTP front end.
 #[derive(Debug, thiserror::Error)]
@@ -340,6 +353,7 @@ impl FakeHttpServer {
             shutdown: shutdown.clone(),
             churn: Arc::new(Mutex::new(None)),
             server_address: addr.to_string(),
+            exec_timeout: config.exec_timeout,
         };
         let router = router(app, policy.clone(), site);
         let limits = serve::Limits {

@@ -43,6 +43,8 @@ struct Parsed {
     path: String,
     pairs: Vec<(String, String)>,
     headers: HeaderMap,
+    /// The request's extensions: what an upgrade to a WebSocket (`exec`) takes over.
+    extensions: axum::http::Extensions,
 }
 
 impl Parsed {
@@ -79,6 +81,7 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
         path: parts.uri.path().to_owned(),
         pairs,
         headers: parts.headers,
+        extensions: parts.extensions,
     };
     let path = req.path.trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
@@ -243,6 +246,8 @@ enum Sub {
     Resize,
     /// `pods/<name>/log` (get only: text).
     Log,
+    /// `pods/<name>/exec` (get or post, upgraded to a WebSocket).
+    Exec,
 }
 
 impl Sub {
@@ -256,6 +261,7 @@ impl Sub {
             "ephemeralcontainers" if def.is_pods() => Self::EphemeralContainers,
             "resize" if def.is_pods() => Self::Resize,
             "log" if def.is_pods() => Self::Log,
+            "exec" if def.is_pods() => Self::Exec,
             "token" if def.is_service_accounts() => Self::Token,
             "approval" if def.is_csrs() => Self::Approval,
             "finalize" if def.is_namespaces() => Self::Finalize,
@@ -266,7 +272,7 @@ impl Sub {
 
 async fn resource(
     app: &App,
-    req: Parsed,
+    mut req: Parsed,
     group: &str,
     version: &str,
     rest: &[&str],
@@ -391,6 +397,27 @@ async fn resource(
         ) => pod_log(app, &req, &target, name),
         (_, Url::Object { sub: Sub::Log, .. }) => Err(method_not_allowed(&req)),
         (
+            &Method::GET | &Method::POST,
+            Url::Object {
+                name,
+                sub: Sub::Exec,
+            },
+        ) => {
+            let extensions = std::mem::take(&mut req.extensions);
+            super::exec::exec(
+                &app.server,
+                (app.exec_timeout, app.shutdown.clone()),
+                &target,
+                name,
+                &req.pairs,
+                &req.method,
+                &req.headers,
+                extensions,
+            )
+            .await
+        }
+        (_, Url::Object { sub: Sub::Exec, .. }) => Err(method_not_allowed(&req)),
+        (
             &Method::GET | &Method::PATCH,
             Url::Object {
                 sub: Sub::Finalize, ..
@@ -467,7 +494,7 @@ async fn resource(
                         answer,
                     ))
                 }
-                Sub::Eviction | Sub::Token | Sub::Binding | Sub::Log => {
+                Sub::Eviction | Sub::Token | Sub::Binding | Sub::Log | Sub::Exec => {
                     Err(method_not_allowed(&req))
                 }
             }
@@ -1132,7 +1159,7 @@ fn patch_object(
             let obj = app.server.patch_resize_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
         }
-        Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize | Sub::Log => {
+        Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize | Sub::Log | Sub::Exec => {
             return Err(method_not_allowed(req));
         }
         Sub::None => {}

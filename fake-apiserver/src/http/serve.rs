@@ -131,7 +131,8 @@ async fn serve_connection(
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The watchdog below keeps the header-read timeout (see the module docs).
     builder.header_read_timeout(None);
-    let conn = builder.serve_connection(io, service);
+    // Upgrades: `pods/<name>/exec` switches to a WebSocket, which then runs on its own task.
+    let conn = builder.serve_connection(io, service).with_upgrades();
     tokio::pin!(conn);
     let mut draining = false;
     loop {

@@ -46,6 +46,8 @@ pub fn served_summary() -> String {
          custom resources' over their CRD's subresources.scale paths.\n  \
          pods/<name>/log: what POST /_fake/pod-logs wrote as the container's output, read \
          as a kubelet serves it (kubectl logs, -f, --tail, --timestamps, --previous).\n  \
+         pods/<name>/exec: WebSocket (v5/v4.channel.k8s.io), the command answered by PUT \
+         /_fake/exec's rules (kubectl exec, with -i; exit codes).\n  \
          Custom resources: POST a CustomResourceDefinition (every served version, one \
          storage, as upstream's None conversion; under Webhook the storage version only), or \
          POST /_fake/resources.\n\nField selectors (every resource: metadata.name, and \
@@ -133,7 +135,8 @@ pub fn served_summary() -> String {
          a request head must arrive within {header} s of the accept or of its first byte \
          (--header-read-timeout); a keep-alive connection waits at most {idle} s for its next \
          request (--idle-timeout; never applies to an open watch); at most {conns} connections \
-         at once, one more is closed as soon as it is accepted (--max-connections); the \
+         at once, one more is closed as soon as it is accepted (--max-connections); an exec \
+         session lasts at most {exec} s once upgraded (--exec-timeout); the \
          history of all resources holds at most {history} MiB of objects, oldest events first \
          out, watchers behind them get ERROR 410 (--history-max-bytes); churn never falls more \
          than {backlog} ms behind its rate (writes owed beyond that are skipped and counted, \
@@ -146,13 +149,15 @@ pub fn served_summary() -> String {
         header = super::DEFAULT_HEADER_READ_TIMEOUT.as_secs_f64(),
         idle = super::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
         conns = super::DEFAULT_MAX_CONNECTIONS,
+        exec = super::DEFAULT_EXEC_TIMEOUT.as_secs(),
         history = crate::DEFAULT_HISTORY_MAX_BYTES >> 20,
         backlog = crate::seed::MAX_CHURN_BACKLOG.as_millis(),
         max_rv = crate::MAX_RESOURCE_VERSION,
         grace = super::serve::SHUTDOWN_GRACE.as_millis(),
     );
     out.push_str(
-        "Not served: alpha and beta API versions, other subresources (exec, attach, ...), \
+        "Not served: alpha and beta API versions, other subresources (attach, portforward, \
+         proxies), exec over SPDY, \
          aggregated APIs \
          (metrics), and protobuf for kinds newer than the k8s-pb crate's protos.\n",
     );
@@ -181,6 +186,7 @@ mod tests {
             "--header-read-timeout",
             "--idle-timeout",
             "--max-connections",
+            "--exec-timeout",
             "--history-max-bytes",
             "--disable-sharded-list-and-watch",
         ] {

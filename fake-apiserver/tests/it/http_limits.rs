@@ -552,3 +552,50 @@ async fn the_history_byte_bound_over_the_admin_api() {
     assert!(bytes >= last as u64, "{bytes}");
     assert_eq!(bytes, server.history_bytes() as u64);
 }
+
+/// An exec session whose client never closes its input ends with `exec_timeout` (real time):
+/// the server closes the socket, the command never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_session_that_never_ends_its_input_is_closed_after_the_exec_timeout() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube_client::api::{Api, AttachParams};
+    let timeout = Duration::from_millis(300);
+    let (server, http) = start_limited(HttpConfig {
+        exec_timeout: timeout,
+        ..HttpConfig::default()
+    })
+    .await;
+    namespaces(&server, &["ns-0"]);
+    server
+        .create(
+            "pods",
+            &json!({"metadata": {"name": "db", "namespace": "ns-0"},
+                    "spec": {"nodeName": "n", "containers": [{"name": "db", "image": "x"}]},
+                    "status": {"containerStatuses": [{"name": "db", "ready": true,
+                        "restartCount": 0, "image": "x", "imageID": "",
+                        "state": {"running": {}}}]}}),
+        )
+        .unwrap();
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&ran);
+    server.set_exec_handler(move |_| {
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        fake_apiserver::ExecOutput::default()
+    });
+    let pods: Api<Pod> = Api::default_namespaced(crate::http_kube_client::kube(&http).await);
+    let started = Instant::now();
+    let mut attached = tokio::time::timeout(
+        GUARD,
+        pods.exec("db", ["cat"], &AttachParams::default().stdin(true)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let _stdin = attached.stdin().unwrap();
+    let status = tokio::time::timeout(GUARD, attached.take_status().unwrap())
+        .await
+        .expect("the server closes the session");
+    assert!(status.is_none(), "no result: {status:?}");
+    assert!(started.elapsed() >= timeout, "{:?}", started.elapsed());
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+}

@@ -3435,3 +3435,53 @@ async fn kubectl_reads_and_follows_a_pod_s_logs() {
         "booting\nlistening\nshutting down\n"
     );
 }
+
+/// `kubectl exec` (client-go's WebSocket executor, `v5.channel.k8s.io`): the command's output,
+/// its standard input piped in (`-i`), and its exit code as kubectl's own, from the test's
+/// handler.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_execs_a_command_in_a_container() {
+    use fake_apiserver::ExecOutput;
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_execs_a_command_in_a_container", "prod").await
+    else {
+        return;
+    };
+    server
+        .create(
+            "pods",
+            &json!({
+                "metadata": {"name": "db", "namespace": "prod"},
+                "spec": {"nodeName": "node-1", "containers": [{"name": "db", "image": "postgres"}]},
+                "status": {"containerStatuses": [{"name": "db", "ready": true, "restartCount": 0,
+                    "image": "postgres", "imageID": "", "state": {"running": {}}}]},
+            }),
+        )
+        .unwrap();
+    server.set_exec_handler(|request| match request.command.as_slice() {
+        [cmd] if cmd == "cat" => ExecOutput::stdout(request.stdin.clone()),
+        [cmd, ..] if cmd == "psql" => ExecOutput::stdout(" ?column? \n----------\n        1\n"),
+        _ => ExecOutput {
+            stderr: format!("{}: not found\n", request.command[0]).into_bytes(),
+            exit_code: 127,
+            ..ExecOutput::default()
+        },
+    });
+    assert_eq!(
+        kubectl
+            .ok(&["exec", "db", "--", "psql", "-c", "select 1"])
+            .await,
+        " ?column? \n----------\n        1\n"
+    );
+    let missing = kubectl.run(&["exec", "db", "--", "pg_dump"]).await;
+    assert_eq!(missing.status.code(), Some(127));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        "pg_dump: not found\ncommand terminated with exit code 127\n"
+    );
+    let piped = kubectl
+        .run_with_stdin(&["exec", "-i", "db", "--", "cat"], b"SELECT 1;\n")
+        .await;
+    assert!(piped.status.success(), "{piped:?}");
+    assert_eq!(String::from_utf8_lossy(&piped.stdout), "SELECT 1;\n");
+}

@@ -85,6 +85,25 @@ impl Kubectl {
             .unwrap_or_else(|e| panic!("cannot run kubectl {args:?}: {e}"))
     }
 
+    /// Runs a command to its end with `input` on its standard input.
+    pub async fn run_with_stdin(&self, args: &[&str], input: &[u8]) -> Output {
+        use tokio::io::AsyncWriteExt;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start kubectl {args:?}: {e}"));
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(input).await.unwrap();
+        drop(stdin);
+        tokio::time::timeout(KUBECTL_GUARD, child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} hung"))
+            .unwrap_or_else(|e| panic!("cannot run kubectl {args:?}: {e}"))
+    }
+
     /// Runs a command that must succeed; returns its stdout.
     pub async fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args).await;

@@ -1,0 +1,251 @@
+//! HTTP front end: `pods/<name>/exec` through kube-client's WebSocket client (the `v5`
+//! stream protocol): the command, its container and its standard input reach the test's
+//! handler; its output comes back on the channels asked for and its exit code as the
+//! kubelet's status; the registry's and the kubelet's refusals come before the upgrade.
+#![cfg(feature = "http")]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_apiserver::{ExecOutput, ExecRequest};
+use k8s_openapi::api::core::v1::Pod;
+use kube_client::api::{Api, AttachParams};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::http_kube_client::kube;
+use crate::support::http::{get, namespaces, send, start};
+
+/// Bounds every wait on a session.
+const GUARD: Duration = Duration::from_secs(10);
+
+fn pod(node: Option<&str>) -> Value {
+    let mut pod = json!({
+        "metadata": {"name": "db", "namespace": "ns-0"},
+        "spec": {"containers": [{"name": "db", "image": "postgres"},
+                                {"name": "side", "image": "busybox"}]},
+        "status": {"containerStatuses": [
+            {"name": "db", "ready": true, "restartCount": 0, "image": "postgres", "imageID": "",
+             "state": {"running": {}}},
+            {"name": "side", "ready": false, "restartCount": 0, "image": "busybox",
+             "imageID": "", "state": {"waiting": {"reason": "ContainerCreating"}}}]},
+    });
+    if let Some(node) = node {
+        pod["spec"]["nodeName"] = json!(node);
+    }
+    pod
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_runs_the_handler_over_a_websocket() {
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    server.create("pods", &pod(Some("node-1"))).unwrap();
+    let seen: Arc<Mutex<Vec<ExecRequest>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    server.set_exec_handler(move |request| {
+        record.lock().unwrap().push(request.clone());
+        match request.command.as_slice() {
+            [cat] if cat == "cat" => ExecOutput::stdout(request.stdin.clone()),
+            [sh, _, script] if sh == "sh" && script == "exit 3" => ExecOutput {
+                stderr: b"failing\n".to_vec(),
+                exit_code: 3,
+                ..ExecOutput::default()
+            },
+            _ => ExecOutput::stdout(format!("ran {:?}\n", request.command)),
+        }
+    });
+    let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
+
+    // Output and success.
+    let mut attached = tokio::time::timeout(
+        GUARD,
+        pods.exec(
+            "db",
+            ["psql", "-c", "select 1"],
+            &AttachParams::default().container("db").stderr(false),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut stdout = String::new();
+    attached
+        .stdout()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .await
+        .unwrap();
+    let status = attached.take_status().unwrap().await.unwrap();
+    assert_eq!(stdout, "ran [\"psql\", \"-c\", \"select 1\"]\n");
+    assert_eq!(status.status.as_deref(), Some("Success"));
+    let request = seen.lock().unwrap().pop().unwrap();
+    assert_eq!(
+        (
+            request.namespace.as_str(),
+            request.pod.as_str(),
+            request.container.as_str()
+        ),
+        ("ns-0", "db", "db")
+    );
+
+    // Standard input, closed by the client (v5's close signal), reaches the command.
+    let mut attached = tokio::time::timeout(
+        GUARD,
+        pods.exec(
+            "db",
+            ["cat"],
+            &AttachParams::default()
+                .container("db")
+                .stdin(true)
+                .stderr(false),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut stdin = attached.stdin().unwrap();
+    stdin.write_all(b"hello through stdin\n").await.unwrap();
+    stdin.shutdown().await.unwrap();
+    drop(stdin);
+    let mut echoed = String::new();
+    attached
+        .stdout()
+        .unwrap()
+        .read_to_string(&mut echoed)
+        .await
+        .unwrap();
+    assert_eq!(echoed, "hello through stdin\n");
+    assert_eq!(
+        attached
+            .take_status()
+            .unwrap()
+            .await
+            .unwrap()
+            .status
+            .as_deref(),
+        Some("Success")
+    );
+
+    // A non-zero exit: standard error, and the kubelet's status with the code.
+    let mut attached = tokio::time::timeout(
+        GUARD,
+        pods.exec(
+            "db",
+            ["sh", "-c", "exit 3"],
+            &AttachParams::default().container("db"),
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut stderr = String::new();
+    attached
+        .stderr()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .await
+        .unwrap();
+    let status = attached.take_status().unwrap().await.unwrap();
+    assert_eq!(stderr, "failing\n");
+    assert_eq!(status.status.as_deref(), Some("Failure"));
+    assert_eq!(status.reason.as_deref(), Some("NonZeroExitCode"));
+    assert_eq!(
+        status.message.as_deref(),
+        Some(
+            "command terminated with non-zero exit code: error executing command [sh -c \
+             exit 3], exit code 3"
+        )
+    );
+    let causes = status.details.unwrap().causes.unwrap();
+    assert_eq!(causes[0].reason.as_deref(), Some("ExitCode"));
+    assert_eq!(causes[0].message.as_deref(), Some("3"));
+
+    // Discovery lists the subresource.
+    let core = get(&http, "/api/v1").await;
+    assert!(
+        core.body["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "pods/exec" && r["kind"] == "PodExecOptions"),
+        "{}",
+        core.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_is_refused_before_the_upgrade_as_upstream_refuses_it() {
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    server.create("pods", &pod(None)).unwrap();
+    let path = |query: &str| format!("/api/v1/namespaces/ns-0/pods/db/exec?{query}");
+    let refused = |answer: crate::support::http::Answer| {
+        (
+            answer.status.as_u16(),
+            answer.body["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    // Checked in upstream's order: the container, the node, the options, the container's
+    // state, then whether the request is an upgrade at all.
+    let cases = [
+        (
+            "command=ls&stdout=1",
+            "a container name must be specified for pod db, choose one of: [db side]",
+        ),
+        (
+            "command=ls&stdout=1&container=db",
+            "pod db does not have a host assigned",
+        ),
+    ];
+    for (query, message) in cases {
+        let answer = send(&http, reqwest::Method::POST, &path(query), None).await;
+        assert_eq!(refused(answer), (400, message.to_owned()), "{query}");
+    }
+    let mut on_node = server.get("pods", Some("ns-0"), "db").unwrap().to_value();
+    on_node["spec"]["nodeName"] = json!("node-1");
+    server.update("pods", &on_node).unwrap();
+    for (query, message) in [
+        (
+            "container=db&stdout=1",
+            "you must specify at least one command for the container",
+        ),
+        (
+            "container=db&command=ls",
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ),
+        (
+            "container=side&command=ls&stdout=1",
+            "container not found (\"side\")",
+        ),
+        (
+            "container=db&command=ls&stdout=1",
+            "Upgrade request required",
+        ),
+    ] {
+        let answer = send(&http, reqwest::Method::POST, &path(query), None).await;
+        assert_eq!(refused(answer), (400, message.to_owned()), "{query}");
+    }
+    // No handler set: the command cannot run, and the server says why.
+    let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
+    let mut attached = tokio::time::timeout(
+        GUARD,
+        pods.exec("db", ["ls"], &AttachParams::default().container("db")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let status = attached.take_status().unwrap().await.unwrap();
+    assert_eq!(status.reason.as_deref(), Some("InternalError"));
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no exec handler is set"),
+        "{status:?}"
+    );
+}
