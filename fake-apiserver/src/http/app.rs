@@ -19,4 +19,7 @@ pub(crate) struct App {
     pub server_address: String,
     /// [`HttpConfig::exec_timeout`](super::HttpConfig::exec_timeout).
     pub exec_timeout: std::time::Duration,
+    /// Exec sessions open at once (upgraded connections leave the connection cap):
+    /// [`MAX_EXEC_SESSIONS`](super::MAX_EXEC_SESSIONS).
+    pub exec_sessions: Arc<tokio::sync::Semaphore>,
 }

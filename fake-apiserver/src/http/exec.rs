@@ -10,6 +10,7 @@
 //! ([`FakeApiServer::set_exec_handler`]); its output is sent on the channels the client
 //! asked for, then the result, then the socket is closed.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -19,6 +20,7 @@ use axum::http::{Extensions, HeaderMap, Method, Request};
 use axum::response::{IntoResponse, Response};
 use informer_core::Status;
 use serde_json::Value;
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::exec::{ExecOptions, ExecRequest, result_status};
@@ -38,7 +40,7 @@ const FRAME_BYTES: usize = 32 << 10;
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn exec(
     server: &FakeApiServer,
-    limits: (Duration, CancellationToken),
+    limits: (Duration, CancellationToken, Arc<Semaphore>),
     target: &Target,
     name: &str,
     pairs: &[(String, String)],
@@ -70,9 +72,21 @@ pub(crate) async fn exec(
         }
     };
     let server = server.clone();
-    let (timeout, shutdown) = limits;
+    let (timeout, shutdown, sessions) = limits;
+    let Ok(session_permit) = sessions.try_acquire_owned() else {
+        return Err(Status::failure(
+            429,
+            "TooManyRequests",
+            format!(
+                "too many exec sessions are open ({}, the most this server serves at once); \
+                 retry when one ends",
+                super::MAX_EXEC_SESSIONS
+            ),
+        ));
+    };
     Ok(upgrade
         .on_upgrade(move |socket| async move {
+            let _session = session_permit;
             // Bounded: a client that never closes its input ends with the timeout, every
             // session with the server.
             tokio::select! {

@@ -56,6 +56,7 @@ pub fn in_process_router(server: &FakeApiServer) -> Router {
         churn: Arc::new(Mutex::new(None)),
         server_address: IN_PROCESS_ADDR.to_string(),
         exec_timeout: super::DEFAULT_EXEC_TIMEOUT,
+        exec_sessions: Arc::new(tokio::sync::Semaphore::new(super::MAX_EXEC_SESSIONS)),
     };
     let policy = AuthPolicy::for_listener(&IN_PROCESS_ADDR, None, String::new);
     let site = SitePolicy::for_listener(IN_PROCESS_ADDR, false);

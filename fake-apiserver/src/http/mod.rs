@@ -164,6 +164,7 @@
 //! | connections open at once (one beyond is closed as soon as it is accepted) | 512 | [`HttpConfig::max_connections`] | `--max-connections` |
 //! | time an exec session lasts once upgraded (then its socket is closed; it also ends at shutdown) | 300 s | [`HttpConfig::exec_timeout`] | `--exec-timeout` |
 //! | an exec command's standard input (more fails the command: 413 on the error channel) | 16 MiB | fixed | |
+//! | exec sessions open at once (one more is a 429 before its upgrade) | 64 | [`MAX_EXEC_SESSIONS`] | |
 //! | time requests in flight get to finish at shutdown (watches end at once; then every connection is closed, also those of clients that stopped reading) | 0.5 s | fixed | |
 //! | history bytes over all resources | 256 MiB | [`ServerConfig::history_max_bytes`](crate::ServerConfig::history_max_bytes) | `--history-max-bytes` |
 //! | churn backlog (writes owed beyond it are skipped and counted) | 100 ms of writes, at most 10,000 per tick | [`MAX_CHURN_BACKLOG`](crate::seed::MAX_CHURN_BACKLOG) | |
@@ -273,6 +274,9 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The default [`HttpConfig::exec_timeout`]: 5 minutes.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
+/// The most exec sessions open at once (an upgraded connection no longer counts toward
+/// [`HttpConfig::max_connections`]); one more is a 429 before its upgrade.
+pub const MAX_EXEC_SESSIONS: usize = 64;
 
 /// What can go wrong starting, running or stopping the HTTP front end.
 #[derive(Debug, thiserror::Error)]
@@ -354,6 +358,7 @@ impl FakeHttpServer {
             churn: Arc::new(Mutex::new(None)),
             server_address: addr.to_string(),
             exec_timeout: config.exec_timeout,
+            exec_sessions: Arc::new(tokio::sync::Semaphore::new(MAX_EXEC_SESSIONS)),
         };
         let router = router(app, policy.clone(), site);
         let limits = serve::Limits {

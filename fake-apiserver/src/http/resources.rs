@@ -406,7 +406,11 @@ async fn resource(
             let extensions = std::mem::take(&mut req.extensions);
             super::exec::exec(
                 &app.server,
-                (app.exec_timeout, app.shutdown.clone()),
+                (
+                    app.exec_timeout,
+                    app.shutdown.clone(),
+                    Arc::clone(&app.exec_sessions),
+                ),
                 &target,
                 name,
                 &req.pairs,

@@ -599,3 +599,75 @@ async fn an_exec_session_that_never_ends_its_input_is_closed_after_the_exec_time
     assert!(started.elapsed() >= timeout, "{:?}", started.elapsed());
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+/// The status line of an exec WebSocket handshake sent by hand (`v5.channel.k8s.io`).
+async fn exec_handshake(http: &FakeHttpServer) -> String {
+    let mut raw = TcpStream::connect(http.addr()).await.unwrap();
+    raw.write_all(
+        b"GET /api/v1/namespaces/ns-0/pods/db/exec?command=cat&stdin=1&container=db HTTP/1.1\r\n\
+          Host: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+          Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+          Sec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(GUARD, raw.read(&mut buf))
+        .await
+        .expect("an answer to the handshake")
+        .unwrap();
+    let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+    head.lines().next().unwrap_or_default().to_owned()
+}
+
+/// Upgraded exec sessions leave the connection cap, so they have their own: beyond
+/// `MAX_EXEC_SESSIONS` open at once an exec is a 429 before its upgrade (the handshake is
+/// sent by hand: kube-client retries a 429); once one ends, another opens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exec_sessions_beyond_the_cap_are_refused_until_one_ends() {
+    use fake_apiserver::http::MAX_EXEC_SESSIONS;
+    use k8s_openapi::api::core::v1::Pod;
+    use kube_client::api::{Api, AttachParams};
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    server
+        .create(
+            "pods",
+            &json!({"metadata": {"name": "db", "namespace": "ns-0"},
+                    "spec": {"nodeName": "n", "containers": [{"name": "db", "image": "x"}]},
+                    "status": {"containerStatuses": [{"name": "db", "ready": true,
+                        "restartCount": 0, "image": "x", "imageID": "",
+                        "state": {"running": {}}}]}}),
+        )
+        .unwrap();
+    server.set_exec_handler(|_| fake_apiserver::ExecOutput::stdout("ok\n"));
+    let pods: Api<Pod> = Api::default_namespaced(crate::http_kube_client::kube(&http).await);
+    // Sessions that wait for input that never comes.
+    let waiting = AttachParams::default().container("db").stdin(true);
+    let mut open = Vec::new();
+    for i in 0..MAX_EXEC_SESSIONS {
+        let session = tokio::time::timeout(GUARD, pods.exec("db", ["cat"], &waiting))
+            .await
+            .unwrap_or_else(|_| panic!("session {i} did not open"))
+            .unwrap();
+        open.push(session);
+    }
+    assert_eq!(
+        exec_handshake(&http).await,
+        "HTTP/1.1 429 Too Many Requests"
+    );
+    // One ends (its client goes away): another session opens.
+    let ended = open.pop().unwrap();
+    ended.abort();
+    drop(ended);
+    let deadline = Instant::now() + GUARD;
+    loop {
+        let answer = exec_handshake(&http).await;
+        if answer == "HTTP/1.1 101 Switching Protocols" {
+            break;
+        }
+        assert_eq!(answer, "HTTP/1.1 429 Too Many Requests");
+        assert!(Instant::now() < deadline, "no session opened again");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
