@@ -69,14 +69,26 @@ impl FakeApiServer {
     /// (404), the container chosen as for logs (400), the pod on a node (`pod web does not
     /// have a host assigned`, 400), the container running (`container not found ("web")`,
     /// 400). Answers the request the handler will get (its standard input still empty).
-    /// Recorded in the request log.
+    /// Recorded in the request log (as a `POST`).
     pub fn check_exec_at(
         &self,
         target: &Target,
         name: &str,
         options: &ExecOptions,
     ) -> Result<ExecRequest, Status> {
-        self.subresource_request("POST", target, name, "exec", target.resource().is_pods())?;
+        self.check_exec_with("POST", target, name, options)
+    }
+
+    /// [`check_exec_at`](Self::check_exec_at), recorded with the request's own method
+    /// (WebSocket clients send a `GET`).
+    pub(crate) fn check_exec_with(
+        &self,
+        method: &str,
+        target: &Target,
+        name: &str,
+        options: &ExecOptions,
+    ) -> Result<ExecRequest, Status> {
+        self.subresource_request(method, target, name, "exec", target.resource().is_pods())?;
         let (pod, container, on_node) =
             self.pod_and_container(target, name, options.container.as_deref())?;
         if !on_node {

@@ -29,6 +29,11 @@ use crate::{FakeApiServer, Target, status};
 /// The protocols served, the preferred first.
 const PROTOCOLS: [&str; 2] = ["v5.channel.k8s.io", "v4.channel.k8s.io"];
 
+/// The most exec sessions open at once (an upgraded connection no longer counts toward
+/// [`HttpConfig::max_connections`](super::HttpConfig::max_connections)); one more is a 429
+/// before its upgrade.
+pub const MAX_EXEC_SESSIONS: usize = 64;
+
 /// The most standard input a command takes: more fails it.
 pub(crate) const MAX_STDIN_BYTES: usize = 16 << 20;
 
@@ -49,7 +54,7 @@ pub(crate) async fn exec(
     extensions: Extensions,
 ) -> Result<Response, Status> {
     let options = ExecOptions::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-    let request = server.check_exec_at(target, name, &options)?;
+    let request = server.check_exec_with(method.as_str(), target, name, &options)?;
     let mut parts = {
         let mut r = Request::new(());
         *r.method_mut() = method.clone();
@@ -80,7 +85,7 @@ pub(crate) async fn exec(
             format!(
                 "too many exec sessions are open ({}, the most this server serves at once); \
                  retry when one ends",
-                super::MAX_EXEC_SESSIONS
+                MAX_EXEC_SESSIONS
             ),
         ));
     };

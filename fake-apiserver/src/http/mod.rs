@@ -274,9 +274,7 @@ pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 /// The default [`HttpConfig::exec_timeout`]: 5 minutes.
 pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(300);
-/// The most exec sessions open at once (an upgraded connection no longer counts toward
-/// [`HttpConfig::max_connections`]); one more is a 429 before its upgrade.
-pub const MAX_EXEC_SESSIONS: usize = 64;
+pub use exec::MAX_EXEC_SESSIONS;
 
 /// What can go wrong starting, running or stopping the HTTP front end.
 #[derive(Debug, thiserror::Error)]
