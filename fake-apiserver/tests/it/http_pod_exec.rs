@@ -249,3 +249,82 @@ async fn exec_is_refused_before_the_upgrade_as_upstream_refuses_it() {
         "{status:?}"
     );
 }
+
+/// The `v4.channel.k8s.io` protocol, spoken by hand (tokio-tungstenite): the server picks it
+/// when the client offers no v5, sends the output and the result as binary messages on their
+/// channels, then closes normally; a client offering neither protocol is a 400 before the
+/// upgrade.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_v4_protocol_and_unknown_protocols() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+    use tokio_tungstenite::tungstenite::{Error, Message};
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    server.create("pods", &pod(Some("node-1"))).unwrap();
+    server.set_exec_handler(|request| ExecOutput {
+        stdout: b"listed\n".to_vec(),
+        stderr: b"warned\n".to_vec(),
+        exit_code: if request.command == ["ls"] { 0 } else { 2 },
+    });
+    let url = |command: &str| {
+        format!(
+            "{}/api/v1/namespaces/ns-0/pods/db/exec?container=db&command={command}&stdout=1&stderr=1",
+            http.url().replacen("http", "ws", 1)
+        )
+    };
+    let request = |command: &str, protocol: &str| {
+        let mut request = url(command).into_client_request().unwrap();
+        request
+            .headers_mut()
+            .insert("Sec-WebSocket-Protocol", protocol.parse().unwrap());
+        request
+    };
+    let (mut socket, answer) = tokio::time::timeout(
+        GUARD,
+        tokio_tungstenite::connect_async(request("ls", "v4.channel.k8s.io")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        answer.headers()["sec-websocket-protocol"],
+        "v4.channel.k8s.io"
+    );
+    let mut messages = Vec::new();
+    while let Some(message) = tokio::time::timeout(GUARD, socket.next()).await.unwrap() {
+        messages.push(message.unwrap());
+    }
+    assert_eq!(
+        messages[..3],
+        [
+            Message::Binary(b"\x01listed\n".to_vec().into()),
+            Message::Binary(b"\x02warned\n".to_vec().into()),
+            Message::Binary(
+                format!("\x03{}", json!({"metadata": {}, "status": "Success"}))
+                    .into_bytes()
+                    .into()
+            ),
+        ]
+    );
+    match &messages[3] {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, CloseCode::Normal),
+        other => panic!("not a normal close: {other:?}"),
+    }
+
+    // Only the old `channel.k8s.io` (text, no status on the error channel): refused.
+    let refused = tokio_tungstenite::connect_async(request("ls", "channel.k8s.io")).await;
+    match refused {
+        Err(Error::Http(response)) => {
+            assert_eq!(response.status(), 400);
+            let body = String::from_utf8_lossy(response.body().as_deref().unwrap_or_default())
+                .into_owned();
+            assert!(
+                body.contains("none of the requested stream protocols"),
+                "{body}"
+            );
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+}
