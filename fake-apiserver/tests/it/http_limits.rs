@@ -553,6 +553,21 @@ async fn the_history_byte_bound_over_the_admin_api() {
     assert_eq!(bytes, server.history_bytes() as u64);
 }
 
+/// Namespace `ns-0` with pod `db` on a node, its one container `db` running: ready to exec.
+fn running_db_pod(server: &FakeApiServer) {
+    namespaces(server, &["ns-0"]);
+    server
+        .create(
+            "pods",
+            &json!({"metadata": {"name": "db", "namespace": "ns-0"},
+                    "spec": {"nodeName": "n", "containers": [{"name": "db", "image": "x"}]},
+                    "status": {"containerStatuses": [{"name": "db", "ready": true,
+                        "restartCount": 0, "image": "x", "imageID": "",
+                        "state": {"running": {}}}]}}),
+        )
+        .unwrap();
+}
+
 /// An exec session whose client never closes its input ends with `exec_timeout` (real time):
 /// the server closes the socket, the command never runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -565,17 +580,7 @@ async fn an_exec_session_that_never_ends_its_input_is_closed_after_the_exec_time
         ..HttpConfig::default()
     })
     .await;
-    namespaces(&server, &["ns-0"]);
-    server
-        .create(
-            "pods",
-            &json!({"metadata": {"name": "db", "namespace": "ns-0"},
-                    "spec": {"nodeName": "n", "containers": [{"name": "db", "image": "x"}]},
-                    "status": {"containerStatuses": [{"name": "db", "ready": true,
-                        "restartCount": 0, "image": "x", "imageID": "",
-                        "state": {"running": {}}}]}}),
-        )
-        .unwrap();
+    running_db_pod(&server);
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = std::sync::Arc::clone(&ran);
     server.set_exec_handler(move |_| {
@@ -629,17 +634,7 @@ async fn exec_sessions_beyond_the_cap_are_refused_until_one_ends() {
     use k8s_openapi::api::core::v1::Pod;
     use kube_client::api::{Api, AttachParams};
     let (server, http) = start().await;
-    namespaces(&server, &["ns-0"]);
-    server
-        .create(
-            "pods",
-            &json!({"metadata": {"name": "db", "namespace": "ns-0"},
-                    "spec": {"nodeName": "n", "containers": [{"name": "db", "image": "x"}]},
-                    "status": {"containerStatuses": [{"name": "db", "ready": true,
-                        "restartCount": 0, "image": "x", "imageID": "",
-                        "state": {"running": {}}}]}}),
-        )
-        .unwrap();
+    running_db_pod(&server);
     server.set_exec_handler(|_| fake_apiserver::ExecOutput::stdout("ok\n"));
     let pods: Api<Pod> = Api::default_namespaced(crate::http_kube_client::kube(&http).await);
     // Sessions that wait for input that never comes.
