@@ -307,26 +307,36 @@ impl PodLogs {
 
     /// The log as `options` ask for it at `now`, and how many lines of the current run were
     /// written so far (where a follower goes on from).
+    /// With `finished_only` (a follower's first read), an open last line is left for
+    /// [`read_from`](Self::read_from) to send once it is finished.
     pub(crate) fn read(
         &self,
         uid: &str,
         container: &str,
         options: &PodLogOptions,
         now: SystemTime,
+        finished_only: bool,
     ) -> (String, u64) {
         let Some(log) = self.logs.get(&(uid.to_owned(), container.to_owned())) else {
             return (String::new(), 0);
         };
-        let lines = if options.previous {
-            &log.previous
+        let mut lines = if options.previous {
+            &log.previous[..]
         } else {
-            &log.current
+            &log.current[..]
         };
+        let mut written = log.written;
+        if finished_only && lines.last().is_some_and(|l| !l.text.ends_with('\n')) {
+            lines = &lines[..lines.len() - 1];
+            if !options.previous {
+                written -= 1;
+            }
+        }
         let tail = options.tail_lines.map_or(0, |n| {
             lines.len().saturating_sub(usize::try_from(n).unwrap_or(0))
         });
         let text = render(&lines[tail..], options, now);
-        (text, log.written)
+        (text, written)
     }
 
     /// The lines of the current run written after the first `from`, as `options` ask for
@@ -600,8 +610,9 @@ mod tests {
         logs.append("u", "c", LogStream::Stderr, "oops\n", at(10), live);
         logs.append("u", "c", LogStream::Stdout, "thr", at(20), live);
         logs.append("u", "c", LogStream::Stdout, "ee\n", at(21), live);
-        let read =
-            |logs: &PodLogs, query: &[(&str, &str)]| logs.read("u", "c", &options(query), at(30)).0;
+        let read = |logs: &PodLogs, query: &[(&str, &str)]| {
+            logs.read("u", "c", &options(query), at(30), false).0
+        };
         assert_eq!(read(&logs, &[]), "one\ntwo\noops\nthree\n");
         assert_eq!(read(&logs, &[("tailLines", "2")]), "oops\nthree\n");
         assert_eq!(read(&logs, &[("tailLines", "0")]), "");
@@ -617,13 +628,21 @@ mod tests {
             "2027-01-15T08:00:20.000000005Z three\n"
         );
         assert_eq!(limited(read(&logs, &[]), Some(6)), "one\ntw");
-        assert_eq!(logs.read("u", "other", &options(&[]), at(30)).0, "");
+        assert_eq!(logs.read("u", "other", &options(&[]), at(30), false).0, "");
 
         // A follower goes on after what it read; an open line waits for its end.
-        let (_, seen) = logs.read("u", "c", &options(&[]), at(30));
+        let (_, seen) = logs.read("u", "c", &options(&[]), at(30), true);
         logs.append("u", "c", LogStream::Stdout, "four\nfi", at(31), live);
         let (more, seen) = logs.read_from("u", "c", &options(&[]), seen, at(32));
         assert_eq!(more, "four\n");
+        // One starting while a line is open gets it whole once finished.
+        let (first, late) = logs.read("u", "c", &options(&[("tailLines", "1")]), at(32), true);
+        assert_eq!((first.as_str(), late), ("four\n", seen));
+        assert_eq!(
+            logs.read("u", "c", &options(&[("tailLines", "1")]), at(32), false)
+                .0,
+            "fi"
+        );
         logs.append("u", "c", LogStream::Stdout, "ve\n", at(33), live);
         assert_eq!(
             logs.read_from("u", "c", &options(&[]), seen, at(34)).0,
@@ -653,7 +672,7 @@ mod tests {
                 HashSet::new,
             );
         }
-        let (text, written) = logs.read("u", "c", &options(&[]), at(0));
+        let (text, written) = logs.read("u", "c", &options(&[]), at(0), false);
         assert_eq!(text.len(), MAX_CONTAINER_LOG_BYTES);
         assert_eq!(written, (MAX_CONTAINER_LOG_BYTES / 1024 + 10) as u64);
         // A follower that fell behind the trimmed lines goes on from the oldest kept.

@@ -139,7 +139,7 @@ impl FakeApiServer {
             return Ok(String::new());
         };
         let logs = self.shared.pod_logs.lock();
-        let (text, _) = logs.read(&source.uid, &source.container, options, now);
+        let (text, _) = logs.read(&source.uid, &source.container, options, now, false);
         Ok(limited(text, options.limit_bytes))
     }
 
@@ -160,7 +160,7 @@ impl FakeApiServer {
             let pods = store.changes(target.index());
             drop(store);
             let logs = self.shared.pod_logs.lock();
-            let (first, seen) = logs.read(&source.uid, &source.container, options, now);
+            let (first, seen) = logs.read(&source.uid, &source.container, options, now, true);
             Follower {
                 server: self.clone(),
                 res: target.index(),
@@ -176,7 +176,8 @@ impl FakeApiServer {
                 logs: logs.subscribe(),
                 pods,
                 pending: Some(first),
-                done: false,
+                // The previous run is over: its log is sent, then the follow ends.
+                done: options.previous,
             }
         });
         Ok(futures::stream::unfold(follower, |f| async move {
