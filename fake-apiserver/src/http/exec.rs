@@ -102,7 +102,8 @@ pub(crate) async fn exec(
         .into_response())
 }
 
-/// One exec: the input read, the command run, the output and the result sent.
+/// One exec: the input read, the command run (on a blocking thread: the handler is the
+/// test's code), the output and the result sent, the socket closed.
 async fn session(
     server: FakeApiServer,
     mut socket: WebSocket,
@@ -110,28 +111,34 @@ async fn session(
     options: &ExecOptions,
     v5: bool,
 ) {
-    if options.stdin && v5 {
-        match read_stdin(&mut socket).await {
-            Some(Ok(stdin)) => request.stdin = stdin,
-            Some(Err(too_much)) => {
-                send_status(&mut socket, &too_much).await;
-                return;
+    let result = 'run: {
+        if options.stdin && v5 {
+            match read_stdin(&mut socket).await {
+                Some(Ok(stdin)) => request.stdin = stdin,
+                Some(Err(too_much)) => break 'run too_much,
+                // The client went away.
+                None => return,
             }
-            // The client went away.
-            None => return,
         }
-    }
-    let result = match server.run_exec(&request) {
-        Ok(output) => {
-            if options.stdout {
-                send_channel(&mut socket, 1, &output.stdout).await;
+        let command = request.command.clone();
+        let ran = tokio::task::spawn_blocking(move || server.run_exec(&request)).await;
+        match ran {
+            Ok(Ok(output)) => {
+                if options.stdout {
+                    send_channel(&mut socket, 1, &output.stdout).await;
+                }
+                if options.stderr {
+                    send_channel(&mut socket, 2, &output.stderr).await;
+                }
+                result_status(&command, output.exit_code)
             }
-            if options.stderr {
-                send_channel(&mut socket, 2, &output.stderr).await;
-            }
-            result_status(&request.command, output.exit_code)
+            Ok(Err(failed)) => status_value(&failed),
+            Err(panicked) => status_value(&Status::failure(
+                500,
+                "InternalError",
+                format!("fake-apiserver: the exec handler panicked: {panicked}"),
+            )),
         }
-        Err(failed) => status_value(&failed),
     };
     send_status(&mut socket, &result).await;
     // A normal closure (1000), as upstream's server closes: clients take any other code

@@ -328,3 +328,43 @@ async fn the_v4_protocol_and_unknown_protocols() {
         other => panic!("not refused: {other:?}"),
     }
 }
+
+/// A handler that panics fails the command (a 500 on the error channel), not the server:
+/// the next exec runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_fails_the_command_only() {
+    let (server, http) = start().await;
+    namespaces(&server, &["ns-0"]);
+    server.create("pods", &pod(Some("node-1"))).unwrap();
+    server.set_exec_handler(|request| {
+        assert!(request.command != ["boom"], "the handler gave up");
+        ExecOutput::stdout("fine\n")
+    });
+    let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
+    let params = AttachParams::default().container("db");
+    let mut failed = tokio::time::timeout(GUARD, pods.exec("db", ["boom"], &params))
+        .await
+        .unwrap()
+        .unwrap();
+    let status = failed.take_status().unwrap().await.unwrap();
+    assert_eq!(status.reason.as_deref(), Some("InternalError"));
+    assert!(
+        status
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("the exec handler panicked"),
+        "{status:?}"
+    );
+    let mut next = tokio::time::timeout(GUARD, pods.exec("db", ["ls"], &params))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut out = String::new();
+    next.stdout()
+        .unwrap()
+        .read_to_string(&mut out)
+        .await
+        .unwrap();
+    assert_eq!(out, "fine\n");
+}
