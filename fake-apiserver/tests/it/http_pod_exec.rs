@@ -36,6 +36,25 @@ fn pod(node: Option<&str>) -> Value {
     pod
 }
 
+/// An exec session opened within the guard.
+async fn open<const N: usize>(
+    pods: &Api<Pod>,
+    command: [&str; N],
+    params: &AttachParams,
+) -> kube_client::api::AttachedProcess {
+    tokio::time::timeout(GUARD, pods.exec("db", command, params))
+        .await
+        .expect("the session opens within the guard")
+        .unwrap()
+}
+
+/// Everything a session's output stream carries, to its end.
+async fn read_all(stream: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let mut text = String::new();
+    stream.unwrap().read_to_string(&mut text).await.unwrap();
+    text
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exec_runs_the_handler_over_a_websocket() {
     let (server, http) = start().await;
@@ -58,24 +77,13 @@ async fn exec_runs_the_handler_over_a_websocket() {
     let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
 
     // Output and success.
-    let mut attached = tokio::time::timeout(
-        GUARD,
-        pods.exec(
-            "db",
-            ["psql", "-c", "select 1"],
-            &AttachParams::default().container("db").stderr(false),
-        ),
+    let mut attached = open(
+        &pods,
+        ["psql", "-c", "select 1"],
+        &AttachParams::default().container("db").stderr(false),
     )
-    .await
-    .unwrap()
-    .unwrap();
-    let mut stdout = String::new();
-    attached
-        .stdout()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .await
-        .unwrap();
+    .await;
+    let stdout = read_all(attached.stdout()).await;
     let status = attached.take_status().unwrap().await.unwrap();
     assert_eq!(stdout, "ran [\"psql\", \"-c\", \"select 1\"]\n");
     assert_eq!(status.status.as_deref(), Some("Success"));
@@ -90,31 +98,20 @@ async fn exec_runs_the_handler_over_a_websocket() {
     );
 
     // Standard input, closed by the client (v5's close signal), reaches the command.
-    let mut attached = tokio::time::timeout(
-        GUARD,
-        pods.exec(
-            "db",
-            ["cat"],
-            &AttachParams::default()
-                .container("db")
-                .stdin(true)
-                .stderr(false),
-        ),
+    let mut attached = open(
+        &pods,
+        ["cat"],
+        &AttachParams::default()
+            .container("db")
+            .stdin(true)
+            .stderr(false),
     )
-    .await
-    .unwrap()
-    .unwrap();
+    .await;
     let mut stdin = attached.stdin().unwrap();
     stdin.write_all(b"hello through stdin\n").await.unwrap();
     stdin.shutdown().await.unwrap();
     drop(stdin);
-    let mut echoed = String::new();
-    attached
-        .stdout()
-        .unwrap()
-        .read_to_string(&mut echoed)
-        .await
-        .unwrap();
+    let echoed = read_all(attached.stdout()).await;
     assert_eq!(echoed, "hello through stdin\n");
     assert_eq!(
         attached
@@ -128,24 +125,13 @@ async fn exec_runs_the_handler_over_a_websocket() {
     );
 
     // A non-zero exit: standard error, and the kubelet's status with the code.
-    let mut attached = tokio::time::timeout(
-        GUARD,
-        pods.exec(
-            "db",
-            ["sh", "-c", "exit 3"],
-            &AttachParams::default().container("db"),
-        ),
+    let mut attached = open(
+        &pods,
+        ["sh", "-c", "exit 3"],
+        &AttachParams::default().container("db"),
     )
-    .await
-    .unwrap()
-    .unwrap();
-    let mut stderr = String::new();
-    attached
-        .stderr()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .await
-        .unwrap();
+    .await;
+    let stderr = read_all(attached.stderr()).await;
     let status = attached.take_status().unwrap().await.unwrap();
     assert_eq!(stderr, "failing\n");
     assert_eq!(status.status.as_deref(), Some("Failure"));
@@ -231,13 +217,7 @@ async fn exec_is_refused_before_the_upgrade_as_upstream_refuses_it() {
     }
     // No handler set: the command cannot run, and the server says why.
     let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
-    let mut attached = tokio::time::timeout(
-        GUARD,
-        pods.exec("db", ["ls"], &AttachParams::default().container("db")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    let mut attached = open(&pods, ["ls"], &AttachParams::default().container("db")).await;
     let status = attached.take_status().unwrap().await.unwrap();
     assert_eq!(status.reason.as_deref(), Some("InternalError"));
     assert!(
@@ -342,10 +322,7 @@ async fn a_panicking_handler_fails_the_command_only() {
     });
     let pods: Api<Pod> = Api::default_namespaced(kube(&http).await);
     let params = AttachParams::default().container("db");
-    let mut failed = tokio::time::timeout(GUARD, pods.exec("db", ["boom"], &params))
-        .await
-        .unwrap()
-        .unwrap();
+    let mut failed = open(&pods, ["boom"], &params).await;
     let status = failed.take_status().unwrap().await.unwrap();
     assert_eq!(status.reason.as_deref(), Some("InternalError"));
     assert!(
@@ -356,15 +333,7 @@ async fn a_panicking_handler_fails_the_command_only() {
             .contains("the exec handler panicked"),
         "{status:?}"
     );
-    let mut next = tokio::time::timeout(GUARD, pods.exec("db", ["ls"], &params))
-        .await
-        .unwrap()
-        .unwrap();
-    let mut out = String::new();
-    next.stdout()
-        .unwrap()
-        .read_to_string(&mut out)
-        .await
-        .unwrap();
+    let mut next = open(&pods, ["ls"], &params).await;
+    let out = read_all(next.stdout()).await;
     assert_eq!(out, "fine\n");
 }
