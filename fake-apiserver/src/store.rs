@@ -543,10 +543,6 @@ pub(crate) struct Store {
     removed: Removed,
     /// The service account tokens issued, for token reviews.
     tokens: IssuedTokens,
-    /// The storage form of the last write settled through a converted view (an
-    /// `autoscaling/v1` HorizontalPodAutoscaler), with that view's index: what its commit
-    /// mirrors to the storage view (the view's own form says less: [`twins::mirror`]).
-    settled: Option<(usize, Value)>,
 }
 
 /// The warnings a request's writes collect (shared with the request layer).
@@ -676,7 +672,6 @@ impl Store {
             collecting: false,
             removed: Removed::default(),
             tokens: IssuedTokens::default(),
-            settled: None,
         };
         for def in ResourceDef::builtins() {
             let floor = store.rv;
@@ -1029,9 +1024,9 @@ impl Store {
         let name = meta_str(&body, "name").unwrap_or_default().to_owned();
         self.check_policy_object(&def, &name, &body)?;
         self.admit(res, "CREATE", "", &name, ns.as_deref(), Some(&body), None)?;
-        self.settle(res, &mut body)?;
+        let settled = self.settle(res, &mut body)?;
         let obj = Arc::new(StoredObject::from_value(&body, rv, &def)?);
-        self.commit(res, EventKind::Added, Arc::clone(&obj), None);
+        self.commit_settled(res, EventKind::Added, Arc::clone(&obj), None, settled);
         Ok(obj)
     }
 
@@ -1222,7 +1217,7 @@ impl Store {
             Some(&body),
             Some(&old),
         )?;
-        self.settle(res, &mut body)?;
+        let settled = self.settle(res, &mut body)?;
         managed::keep_times_of_a_no_op(&mut body, &old);
         if body == old {
             // The real server skips no-op updates: no new resourceVersion, no event.
@@ -1238,7 +1233,7 @@ impl Store {
             } else {
                 EventKind::Modified
             };
-        self.commit(res, kind, Arc::clone(&obj), Some(existing));
+        self.commit_settled(res, kind, Arc::clone(&obj), Some(existing), settled);
         Ok(obj)
     }
 
@@ -1423,16 +1418,26 @@ impl Store {
         object: Arc<StoredObject>,
         prev: Option<Arc<StoredObject>>,
     ) {
+        self.commit_settled(res, kind, object, prev, None);
+    }
+
+    /// [`commit`](Self::commit) of a write whose body [`settle`](Self::settle) turned from
+    /// `settled`, the storage form, into the view's (an `autoscaling/v1`
+    /// HorizontalPodAutoscaler): the storage view gets `settled` (the view's own form says
+    /// less: [`twins::mirror`]).
+    fn commit_settled(
+        &mut self,
+        res: usize,
+        kind: EventKind,
+        object: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
+        settled: Option<Value>,
+    ) {
         if self.dry_run {
             return;
         }
         let rv = object.resource_version();
         let mut mirrors = self.version_mirrors(res, kind, &object);
-        let settled = self
-            .settled
-            .take()
-            .filter(|(r, _)| *r == res)
-            .map(|(_, body)| body);
         mirrors.extend(self.resources[res].twin.and_then(|t| {
             let to = &self.resources[t];
             let prev = to.objects.get(object.key()).cloned();

@@ -100,16 +100,6 @@ pub(crate) fn mirror(
     if side(from) != Some(Side::AutoscalerV1) {
         return convert(from, to, object);
     }
-    // Only the settled form of this object (a write that changed nothing settles and
-    // commits nothing).
-    let identity = |v: &Value| {
-        let meta = v.get("metadata");
-        (
-            meta.and_then(|m| m.get("namespace")).cloned(),
-            meta.and_then(|m| m.get("name")).cloned(),
-        )
-    };
-    let settled = settled.filter(|s| identity(s) == identity(object));
     let mut stored = match (settled, twin_prev) {
         (Some(stored), _) => stored,
         (None, Some(prev)) => prev.clone(),

@@ -166,32 +166,31 @@ impl Store {
     /// (upstream answers a write with the object decoded from what it stored): fields the
     /// storage version's schema does not know are gone, its defaults are set; a built-in
     /// kind served in two forms is converted there and back ([`twins::settle`]). Unchanged
-    /// for a resource stored in its own version. A 400 if the body does not convert (as
-    /// upstream's decoding of the request fails).
+    /// for a resource stored in its own version. Answers the storage form the body was
+    /// settled from when that is not the body's own form, for the commit to mirror. A 400 if
+    /// the body does not convert (as upstream's decoding of the request fails).
     pub(super) fn settle(
-        &mut self,
+        &self,
         res: usize,
         body: &mut serde_json::Value,
-    ) -> Result<(), Status> {
-        self.settled = None;
+    ) -> Result<Option<serde_json::Value>, Status> {
         let state = &self.resources[res];
         if let Some(storage) = &state.storage
             && storage.api_version != state.def.api_version()
         {
             *body = versions::viewed(&state.def, &versions::stored(storage, body));
         }
-        if state.twin.is_some() {
-            let def = &state.def;
-            let stored = twins::settle(def, body).map_err(|error| {
-                status::bad_request(format!(
-                    "{kind} in version {version:?} cannot be handled as a {kind}: {error}",
-                    kind = def.kind,
-                    version = def.version,
-                ))
-            })?;
-            self.settled = stored.map(|stored| (res, stored));
+        if state.twin.is_none() {
+            return Ok(None);
         }
-        Ok(())
+        let def = &state.def;
+        twins::settle(def, body).map_err(|error| {
+            status::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {error}",
+                kind = def.kind,
+                version = def.version,
+            ))
+        })
     }
 
     /// The change `object` (of `kind`, committed to `res`) as each other served version of
