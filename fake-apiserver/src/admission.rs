@@ -71,7 +71,7 @@ pub(crate) struct Equivalent<'a> {
 
 impl<'a> Attributes<'a> {
     /// The write as the equivalent resource sees it, if there is one.
-    fn equivalent(&self) -> Option<Attributes<'a>> {
+    pub(crate) fn equivalent(&self) -> Option<Attributes<'a>> {
         let e = self.equivalent.as_ref()?;
         Some(Attributes {
             operation: self.operation,
@@ -115,11 +115,11 @@ struct Failure {
     reason: String,
 }
 
-fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
+pub(crate) fn text<'v>(value: &'v Value, pointer: &str) -> &'v str {
     value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
-fn strings(value: Option<&Value>) -> Vec<&str> {
+pub(crate) fn strings(value: Option<&Value>) -> Vec<&str> {
     value
         .and_then(Value::as_array)
         .map(|l| l.iter().filter_map(Value::as_str).collect())
@@ -188,7 +188,7 @@ fn rules_match(rules: Option<&Value>, a: &Attributes<'_>) -> bool {
 /// everything), each rule on the request as it is, then, unless `matchPolicy` is `Exact`, on
 /// `equivalent` (the request through the other form of the resource). Answers the
 /// attributes that matched.
-fn matching<'x, 'a>(
+pub(crate) fn matching<'x, 'a>(
     criteria: &Value,
     a: &'x Attributes<'a>,
     equivalent: Option<&'x Attributes<'a>>,
@@ -244,7 +244,7 @@ fn selected(criteria: &Value, a: &Attributes<'_>) -> bool {
 
 /// The `request` variable: upstream's `AdmissionRequest` for the write (`kind` and
 /// `resource` the matched resource's, `requestKind` and `requestResource` the request's).
-fn request(a: &Attributes<'_>) -> Value {
+pub(crate) fn request(a: &Attributes<'_>) -> Value {
     let gvk = |d: &ResourceDef| json!({"group": d.group, "version": d.version, "kind": d.kind});
     let gvr =
         |d: &ResourceDef| json!({"group": d.group, "version": d.version, "resource": d.plural});

@@ -342,8 +342,21 @@
 //! times are written back as upstream writes them (`1000m` stored as `"1"`, `0.5` as
 //! `"500m"`, resource lists rounded up to milli-units; times in UTC, to the second), so a controller that compares what it asked
 //! for with what was stored meets the differences it meets on a cluster (an update that
-//! only changes managed fields' times is a no-op, as upstream's registry makes it). Built-in kinds get no field-level validation beyond their types; there are no
-//! webhooks and no RBAC.
+//! only changes managed fields' times is a no-op, as upstream's registry makes it). Built-in kinds get no field-level validation beyond their types; there is no RBAC.
+//!
+//! **Admission webhooks.** Writes through the HTTP front end (creates, updates, patches and
+//! applies of objects and their `status`, deletes) call the webhooks their stored
+//! `MutatingWebhookConfiguration`s and `ValidatingWebhookConfiguration`s match, over HTTPS
+//! to each webhook's `clientConfig.url`, trusting its `caBundle`, as upstream's admission
+//! plugins call them: rules (with `matchPolicy: Equivalent` through a resource's other
+//! served form), namespace and object selectors, CEL `matchConditions`; mutating webhooks in
+//! order, their JSON patches applied and the result defaulted and validated as the write
+//! is, with `reinvocationPolicy: IfNeeded`; validating webhooks all at once, a refusal
+//! answered with its message and code; `timeoutSeconds`, `failurePolicy`, `sideEffects`
+//! under dry runs, warnings. A write admitted against an object that changed meanwhile is
+//! admitted again. Not called: a `service` reference (no cluster network), the other
+//! subresources (`scale`, `eviction`, `binding`, `exec`...), writes made in process or by
+//! the collectors. The parity doc lists what differs from upstream.
 //!
 //! # Example
 //!
@@ -433,6 +446,8 @@ mod twins;
 mod typed;
 mod versions;
 mod watch;
+#[cfg(feature = "http")]
+mod webhooks;
 
 pub use exec::{ExecOptions, ExecOutput, ExecRequest};
 pub use fault_state::{PendingFault, RawLine, Scope, UnseenAnnouncement};

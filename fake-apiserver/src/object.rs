@@ -480,6 +480,24 @@ pub(crate) fn label_selector_string(selector: Option<&Value>) -> Option<String> 
     Some(texts.join(","))
 }
 
+/// `bits` laid out as a version-4 UUID (8-4-4-4-12 hexadecimal digits, the version nibble
+/// and the variant set), as upstream's uids are written.
+pub(crate) fn uuid_v4(bits: u128) -> String {
+    let hex: String = bits
+        .to_be_bytes()
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect();
+    format!(
+        "{}-{}-4{}-a{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[13..16],
+        &hex[17..20],
+        &hex[20..32]
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

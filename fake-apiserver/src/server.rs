@@ -30,6 +30,29 @@ use super::time::later;
 use super::watch::{StartMode, WatchSubscription, Watcher, WatcherSpec};
 use super::{Query, RequestRecord, ResourceDef, StoredObject, status};
 
+#[cfg(feature = "http")]
+thread_local! {
+    /// Whether the writes this thread makes now are a request's passes before its webhooks
+    /// are called ([`unrecorded`]).
+    static UNRECORDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, a request's pass before its webhooks are called (a dry run of the write, for
+/// the object they are shown), with the requests it makes left out of the request log: the
+/// log records the request once, by its own write.
+#[cfg(feature = "http")]
+pub(crate) fn unrecorded<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            UNRECORDED.with(|u| u.set(false));
+        }
+    }
+    UNRECORDED.with(|u| u.set(true));
+    let _reset = Reset;
+    f()
+}
+
 /// A resolved request target: one resource, in one namespace or across all.
 #[derive(Clone, Debug)]
 pub struct Target {
@@ -47,6 +70,12 @@ pub struct Target {
     warnings: Option<Warnings>,
     /// Whether the unknown fields writes drop are reported (`fieldValidation=Warn`).
     warn_unknown_fields: bool,
+    /// The resourceVersion an update's stored object must still be at (see
+    /// [`Target::expecting`]).
+    expect_rv: Option<u64>,
+    /// Whether writes skip the validating admission policies (see
+    /// [`Target::before_mutation`]).
+    skip_policies: bool,
 }
 
 impl Target {
@@ -110,6 +139,32 @@ impl Target {
     #[cfg(feature = "http")]
     pub(crate) fn without_field_manager(mut self) -> Self {
         self.manager = None;
+        self
+    }
+
+    /// The same target with updates that replace the stored object only while it is at
+    /// resourceVersion `rv` (a conflict otherwise): a write admitted by webhooks against
+    /// that object is not stored over a newer one.
+    #[cfg(feature = "http")]
+    pub(crate) fn expecting(mut self, rv: u64) -> Self {
+        self.expect_rv = Some(rv);
+        self
+    }
+
+    /// The same target for the pass of a write before its mutating webhooks: the validating
+    /// admission policies, which upstream runs after them, are left to the later passes.
+    #[cfg(feature = "http")]
+    pub(crate) fn before_mutation(mut self) -> Self {
+        self.skip_policies = true;
+        self
+    }
+
+    /// The same target with writes that report no warnings (the passes a write makes
+    /// before its webhooks are called, whose warnings the request's own write reports).
+    #[cfg(feature = "http")]
+    pub(crate) fn without_warnings(mut self) -> Self {
+        self.warnings = None;
+        self.warn_unknown_fields = false;
         self
     }
 
@@ -428,6 +483,8 @@ impl FakeApiServer {
             subresource: None,
             warnings: None,
             warn_unknown_fields: false,
+            expect_rv: None,
+            skip_policies: false,
         }
     }
 
@@ -436,6 +493,10 @@ impl FakeApiServer {
     /// Records a request in the request log (the request layer records lists, watches and
     /// `*_at` writes itself; front ends record anything else they serve, e.g. discovery).
     pub fn record_request(&self, record: RequestRecord) {
+        #[cfg(feature = "http")]
+        if UNRECORDED.with(std::cell::Cell::get) {
+            return;
+        }
         self.shared.log.lock().push(record);
         self.shared.activity.send_modify(|n| *n += 1);
     }
@@ -1291,6 +1352,26 @@ impl FakeApiServer {
         self.shared.store.lock().review_token(spec)
     }
 
+    /// Whether any validating admission policy binding is stored.
+    #[cfg(feature = "http")]
+    pub(crate) fn policies_bound(&self) -> bool {
+        self.shared.store.lock().policies_bound()
+    }
+
+    /// What the admission webhooks of a write to `target` in `namespace` are decided with,
+    /// or none when no webhook is configured.
+    #[cfg(feature = "http")]
+    pub(crate) fn webhook_scene(
+        &self,
+        target: &Target,
+        namespace: Option<&str>,
+    ) -> Option<crate::store::webhooks::Scene> {
+        self.shared
+            .store
+            .lock()
+            .webhook_scene(target.res, namespace)
+    }
+
     /// The store, locked for one request-layer write to `target` (a dry run if the target
     /// says so; the flag is cleared when the lock is released).
     fn writing(&self, target: &Target) -> Writing<'_> {
@@ -1300,6 +1381,8 @@ impl FakeApiServer {
         store.warnings = target.warnings.clone();
         store.warn_unknown_fields = target.warn_unknown_fields;
         store.decode_builtins = true;
+        store.expect_rv = target.expect_rv;
+        store.skip_policies = target.skip_policies;
         store.managing = target.manager.clone().map(|manager| Managing {
             manager,
             applied: false,
@@ -1674,6 +1757,8 @@ impl Drop for Writing<'_> {
         self.0.managing = None;
         self.0.decode_builtins = false;
         self.0.patching = false;
+        self.0.expect_rv = None;
+        self.0.skip_policies = false;
     }
 }
 

@@ -446,6 +446,8 @@ mod resize;
 mod services;
 mod tokens;
 mod views;
+#[cfg(feature = "http")]
+pub(crate) mod webhooks;
 
 /// What an eviction asks besides the pod (its `deleteOptions`): see [`eviction`].
 #[derive(Clone, Debug, Default)]
@@ -527,6 +529,15 @@ pub(crate) struct Store {
     /// then upstream's 422 on the `patch` field rather than a create's or update's 400. Set
     /// by the request layer for one request and taken by its first write.
     pub patching: bool,
+    /// The resourceVersion the object a request's update replaces must still be at (the
+    /// stored object a webhook admitted the write against; a conflict otherwise). Set by the
+    /// request layer for one request and taken by its first update.
+    pub expect_rv: Option<u64>,
+    /// Whether the request's writes skip the validating admission policies (its first pass
+    /// before its webhooks, whose mutating webhooks may still change the object; the pass
+    /// after them and the write itself run the policies). Set by the request layer for one
+    /// request.
+    pub skip_policies: bool,
     /// Whether removals cascade to dependents as the garbage collector cascades them
     /// ([`gc`]).
     pub garbage_collection: bool,
@@ -664,6 +675,8 @@ impl Store {
             managing: None,
             decode_builtins: false,
             patching: false,
+            expect_rv: None,
+            skip_policies: false,
             warnings: None,
             warn_unknown_fields: false,
             garbage_collection: true,
@@ -1057,6 +1070,7 @@ impl Store {
             .unwrap_or(part.subresource());
         let decode_builtins = std::mem::take(&mut self.decode_builtins);
         let patching = std::mem::take(&mut self.patching);
+        let expect_rv = self.expect_rv.take();
         let sent = managed::Sent::of(&body);
         let def = Arc::clone(&self.resources[res].def);
         check_type(&def, &mut body)?;
@@ -1066,6 +1080,9 @@ impl Store {
             None
         };
         let existing = self.get(res, ns.as_deref(), name)?;
+        if expect_rv.is_some_and(|rv| rv != existing.resource_version()) {
+            return Err(status::conflict(&def, name));
+        }
         match part {
             Part::Whole
             | Part::Approval
@@ -1616,18 +1633,7 @@ impl Store {
     }
 
     fn new_uid(&mut self) -> String {
-        let a: u128 = self.rng.random();
-        let b = a.to_be_bytes();
-        let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        // A version-4 layout: 8-4-4-4-12 with the version nibble set.
-        format!(
-            "{}-{}-4{}-a{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[13..16],
-            &hex[17..20],
-            &hex[20..32]
-        )
+        crate::object::uuid_v4(self.rng.random())
     }
 }
 

@@ -73,6 +73,12 @@
 //!   `additionalPrinterColumns`, evaluated as upstream's table convertor does (client-go's
 //!   JSONPath, typed cells, `date` as an age; none given: AGE);
 //!   `as=PartialObjectMetadata[List]` gives metadata only.
+//! - **Admission webhooks**: creates, updates, patches and applies of objects and their
+//!   `status`, and deletes, call the mutating and validating webhooks their stored
+//!   configurations match, over HTTPS (rustls; the `caBundle` as the trusted roots), as
+//!   described in [the crate docs](crate); a write a webhook may see is made as a dry run
+//!   first, for the object the webhooks are shown, and stored only while the object it
+//!   replaces is unchanged (`webhooks.rs` has the passes).
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.
 //! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,
@@ -165,6 +171,9 @@
 //! | time an exec session lasts once upgraded (then its socket is closed; it also ends at shutdown) | 300 s | [`HttpConfig::exec_timeout`] | `--exec-timeout` |
 //! | an exec command's standard input (more fails the command: 413 on the error channel) | 16 MiB | fixed | |
 //! | exec sessions open at once (one more is a 429 before its upgrade) | 64 | [`MAX_EXEC_SESSIONS`] | |
+//! | time one admission webhook call may take (its `timeoutSeconds`; then the call fails and its `failurePolicy` decides) | 10 s, at most 30 s | the webhook's | |
+//! | an admission webhook's answer (more fails the call) | 16 MiB | fixed | |
+//! | times a write is admitted again when its object changed while its webhooks were called (then a 409) | 3 | fixed | |
 //! | time requests in flight get to finish at shutdown (watches end at once; then every connection is closed, also those of clients that stopped reading) | 0.5 s | fixed | |
 //! | history bytes over all resources | 256 MiB | [`ServerConfig::history_max_bytes`](crate::ServerConfig::history_max_bytes) | `--history-max-bytes` |
 //! | churn backlog (writes owed beyond it are skipped and counted) | 100 ms of writes, at most 10,000 per tick | [`MAX_CHURN_BACKLOG`](crate::seed::MAX_CHURN_BACKLOG) | |
@@ -198,6 +207,7 @@ mod scale;
 mod serve;
 mod served;
 mod table;
+mod webhooks;
 
 use std::io;
 use std::net::SocketAddr;

@@ -21,7 +21,7 @@ use super::response::{
 };
 use super::reviews::Review;
 use super::table::{self, IncludeObject};
-use super::{protobuf, scale};
+use super::{protobuf, scale, webhooks};
 use crate::managed;
 use crate::store::Warnings;
 use crate::{
@@ -449,7 +449,21 @@ async fn resource(
             let target = dry_run(&req, None, "CreateOptions", &target)?;
             let target = field_validation(&req, "CreateOptions", target, &warnings)?;
             let target = field_manager(&req, "CreateOptions", target)?;
-            let obj = create(app, &target, body)?;
+            let write = webhooks::Write {
+                app,
+                target: &target,
+                name: None,
+                subresource: "",
+                options: webhooks::write_options("CreateOptions", &target),
+                warnings: &warnings,
+            };
+            let created = |t: &Target, v: Value| create(app, t, v).map(|o| (o, true));
+            let (obj, _) = webhooks::admit_write(
+                &write,
+                |t| created(t, body.clone()),
+                |t, v, _| created(t, v),
+            )
+            .await?;
             Ok(negotiate::object(StatusCode::CREATED, &obj, answer))
         }
         (&Method::PUT, Url::Object { name, sub }) => {
@@ -459,13 +473,32 @@ async fn resource(
             let target = field_validation(&req, "UpdateOptions", target, &warnings)?;
             let target = field_manager(&req, "UpdateOptions", target)?;
             match sub {
-                Sub::None => {
-                    let obj = app.server.update_at(&target, name, body)?;
-                    refresh_crd(app, &target, name)?;
-                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
-                }
-                Sub::Status => {
-                    let obj = app.server.update_status_at(&target, name, body)?;
+                Sub::None | Sub::Status => {
+                    let write = webhooks::Write {
+                        app,
+                        target: &target,
+                        name: Some(name),
+                        subresource: if sub == Sub::Status { "status" } else { "" },
+                        options: webhooks::write_options("UpdateOptions", &target),
+                        warnings: &warnings,
+                    };
+                    let update = |t: &Target, v: Value| {
+                        let updated = if sub == Sub::Status {
+                            app.server.update_status_at(t, name, v)
+                        } else {
+                            app.server.update_at(t, name, v)
+                        };
+                        updated.map(|o| (o, false))
+                    };
+                    let (obj, _) = webhooks::admit_write(
+                        &write,
+                        |t| update(t, body.clone()),
+                        |t, v, _| update(t, v),
+                    )
+                    .await?;
+                    if sub == Sub::None {
+                        refresh_crd(app, &target, name)?;
+                    }
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Approval => {
@@ -509,7 +542,8 @@ async fn resource(
             let target = dry_run(&req, None, "PatchOptions", &target)?;
             let target = field_validation(&req, "PatchOptions", target, &warnings)?;
             let target = field_manager(&req, "PatchOptions", target)?;
-            let patched = patch_object(app, &req, &target, name, sub, &bytes, answer)?;
+            let patched =
+                patch_object(app, &req, &target, (name, sub), &bytes, answer, &warnings).await?;
             refresh_crd(app, &target, name)?;
             Ok(patched)
         }
@@ -525,13 +559,13 @@ async fn resource(
             let options = delete_options(content_type, &bytes)?;
             let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
             let target = propagation(&req, options.as_ref(), target)?;
-            delete_object(app, &target, name, options.as_ref(), answer)
+            delete_object(app, &target, name, options.as_ref(), answer, &warnings).await
         }
         (&Method::DELETE, Url::Collection) => {
             let options = delete_options(content_type, &negotiate::read_body(body).await?)?;
             let target = dry_run(&req, options.as_ref(), "DeleteOptions", &target)?;
             let target = propagation(&req, options.as_ref(), target)?;
-            delete_collection(app, &req, &target).await
+            delete_collection(app, &req, &target, &warnings).await
         }
         _ => Err(method_not_allowed(&req)),
     };
@@ -1034,14 +1068,14 @@ const PATCH_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
 ];
 
-fn patch_object(
+async fn patch_object(
     app: &App,
     req: &Parsed,
     target: &Target,
-    name: &str,
-    sub: Sub,
+    (name, sub): (&str, Sub),
     bytes: &[u8],
     answer: Answer,
+    warnings: &Warnings,
 ) -> Result<Response, Status> {
     let content_type = req
         .header(header::CONTENT_TYPE)
@@ -1081,30 +1115,7 @@ fn patch_object(
             PATCH_TYPES,
         ));
     }
-    if applying && sub != Sub::Scale {
-        // The manager must be named: the user agent does not count for an apply.
-        let target = match req.param("fieldManager").unwrap_or_default() {
-            "" => target.clone().without_field_manager(),
-            _ => target.clone(),
-        };
-        let force = force.unwrap_or(false);
-        if sub == Sub::Status {
-            let obj = app
-                .server
-                .server_side_apply_status_at(&target, name, &body, force)?;
-            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
-        }
-        let (obj, created) = app
-            .server
-            .server_side_apply_at(&target, name, &body, force)?;
-        let code = if created {
-            StatusCode::CREATED
-        } else {
-            StatusCode::OK
-        };
-        return Ok(negotiate::object(code, &obj, answer));
-    }
-    if force.is_some() {
+    if !applying && force.is_some() {
         return Err(status::invalid(
             "PatchOptions",
             "meta.k8s.io",
@@ -1145,10 +1156,6 @@ fn patch_object(
                 answer,
             ));
         }
-        Sub::Status => {
-            let obj = app.server.patch_status_with_at(target, name, patch)?;
-            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
-        }
         Sub::Approval => {
             let obj = app.server.patch_approval_with_at(target, name, patch)?;
             return Ok(negotiate::object(StatusCode::OK, &obj, answer));
@@ -1166,13 +1173,59 @@ fn patch_object(
         Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize | Sub::Log | Sub::Exec => {
             return Err(method_not_allowed(req));
         }
-        Sub::None => {}
+        Sub::None | Sub::Status => {}
     }
-    let obj = match content_type.as_str() {
-        "application/merge-patch+json" => app.server.patch_at(target, name, &body)?,
-        _ => app.server.patch_with_at(target, name, patch)?,
+    // The object or its status: an apply (which may create), or a patch.
+    let original = |t: &Target| -> Result<(Arc<StoredObject>, bool), Status> {
+        if applying {
+            // The manager must be named: the user agent does not count for an apply.
+            let t = match req.param("fieldManager").unwrap_or_default() {
+                "" => t.clone().without_field_manager(),
+                _ => t.clone(),
+            };
+            let force = force.unwrap_or(false);
+            return if sub == Sub::Status {
+                let obj = app
+                    .server
+                    .server_side_apply_status_at(&t, name, &body, force)?;
+                Ok((obj, false))
+            } else {
+                app.server.server_side_apply_at(&t, name, &body, force)
+            };
+        }
+        let obj = match (sub, content_type.as_str()) {
+            (Sub::Status, _) => app.server.patch_status_with_at(t, name, patch)?,
+            (_, "application/merge-patch+json") => app.server.patch_at(t, name, &body)?,
+            _ => app.server.patch_with_at(t, name, patch)?,
+        };
+        Ok((obj, false))
     };
-    Ok(negotiate::object(StatusCode::OK, &obj, answer))
+    let whole = |t: &Target, v: Value, creating: bool| {
+        if creating {
+            return create(app, t, v).map(|o| (o, true));
+        }
+        let updated = if sub == Sub::Status {
+            app.server.update_status_at(t, name, v)
+        } else {
+            app.server.update_at(t, name, v)
+        };
+        updated.map(|o| (o, false))
+    };
+    let write = webhooks::Write {
+        app,
+        target,
+        name: Some(name),
+        subresource: if sub == Sub::Status { "status" } else { "" },
+        options: webhooks::write_options("UpdateOptions", target),
+        warnings,
+    };
+    let (obj, created) = webhooks::admit_write(&write, original, whole).await?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(negotiate::object(code, &obj, answer))
 }
 
 fn preconditions(body: Option<&Value>) -> Preconditions {
@@ -1188,15 +1241,47 @@ fn preconditions(body: Option<&Value>) -> Preconditions {
     }
 }
 
-fn delete_object(
+async fn delete_object(
     app: &App,
     target: &Target,
     name: &str,
     body: Option<&Value>,
     answer: Answer,
+    warnings: &Warnings,
 ) -> Result<Response, Status> {
-    let outcome = app.server.delete_at(target, name, &preconditions(body))?;
+    let write = delete_write(app, target, name, body, warnings);
+    let outcome = webhooks::admit_delete(&write, &preconditions(body), |t, p| {
+        app.server.delete_at(t, name, p)
+    })
+    .await?;
     Ok(delete_response(target.resource(), &outcome, answer))
+}
+
+/// A delete of `name` as the webhooks see it (`body`: the `DeleteOptions` sent).
+fn delete_write<'w>(
+    app: &'w App,
+    target: &'w Target,
+    name: &'w str,
+    body: Option<&Value>,
+    warnings: &'w Warnings,
+) -> webhooks::Write<'w> {
+    let mut options = body
+        .filter(|b| b.is_object())
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    options["kind"] = json!("DeleteOptions");
+    options["apiVersion"] = json!("meta.k8s.io/v1");
+    if target.is_dry_run() {
+        options["dryRun"] = json!(["All"]);
+    }
+    webhooks::Write {
+        app,
+        target,
+        name: Some(name),
+        subresource: "",
+        options,
+        warnings,
+    }
 }
 
 /// What DELETE answers: pods (which the real server deletes gracefully) and objects waiting
@@ -1214,7 +1299,12 @@ fn delete_response(def: &ResourceDef, outcome: &DeleteOutcome, answer: Answer) -
     }
 }
 
-async fn delete_collection(app: &App, req: &Parsed, target: &Target) -> Result<Response, Status> {
+async fn delete_collection(
+    app: &App,
+    req: &Parsed,
+    target: &Target,
+    warnings: &Warnings,
+) -> Result<Response, Status> {
     let query = Query::from_pairs(
         req.pairs
             .iter()
@@ -1235,10 +1325,11 @@ async fn delete_collection(app: &App, req: &Parsed, target: &Target) -> Result<R
             }
             _ => target.clone(),
         };
-        match app
-            .server
-            .delete_at(&t, o.name(), &Preconditions::default())
-        {
+        let write = delete_write(app, &t, o.name(), None, warnings);
+        let none = Preconditions::default();
+        let deleted_one =
+            webhooks::admit_delete(&write, &none, |t, p| app.server.delete_at(t, o.name(), p));
+        match deleted_one.await {
             Ok(outcome) => deleted.push(outcome.object().to_value()),
             Err(s) if s.code == 404 => {}
             Err(s) => return Err(s),

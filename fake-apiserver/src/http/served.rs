@@ -86,7 +86,7 @@ pub fn served_summary() -> String {
          (`name: 5`) are a 400. Built-in kinds get upstream's defaults (core, apps, batch: \
          strategies, pod template policies, image pull policies, probes, service ports...). \
          No workload controllers (only the garbage \
-         collector and the namespace controller, below), no webhooks, no RBAC. Built-in \
+         collector and the namespace controller, below), no RBAC. Built-in \
          kinds are decoded into their Go types: unknown fields are dropped with a warning \
          (fieldValidation=Strict, kubectl's default, refuses them; server-side apply always \
          does), values of the wrong type are a 400 in Go's words; custom resources \
@@ -108,7 +108,12 @@ pub fn served_summary() -> String {
          Ephemeral containers are added through pods/<name>/ephemeralcontainers (kubectl \
          debug), never removed or changed; no kubelet runs them. \
          ValidatingAdmissionPolicies and their bindings are enforced on every write (CEL; \
-         Deny and Warn actions, parameters, match conditions); no admission webhook is called. \
+         Deny and Warn actions, parameters, match conditions). Admission webhooks \
+         (Mutating/ValidatingWebhookConfigurations) are called over HTTPS at their \
+         clientConfig.url, trusting their caBundle, on creates, updates, patches and deletes \
+         of objects and their status: rules, selectors, match conditions, JSON patches, \
+         reinvocation, timeouts (at most 30 s), failurePolicy, sideEffects under dry runs; \
+         service references are not reachable (no cluster network). \
          Containers are resized in place through pods/<name>/resize (kubectl patch \
          --subresource resize): CPU and memory only, the QoS class kept; no kubelet acts. \
          Namespaces' spec.finalizers change through namespaces/<name>/finalize (kubectl \

@@ -14,7 +14,7 @@ const GROUP: &str = "admissionregistration.k8s.io";
 
 impl Store {
     /// The stored objects of the served resource `group`/`plural`, in name order.
-    fn stored(&self, group: &str, plural: &str) -> Vec<Value> {
+    pub(super) fn stored(&self, group: &str, plural: &str) -> Vec<Value> {
         self.resources
             .iter()
             .find(|r| r.served && r.def.group == group && r.def.plural == plural)
@@ -22,8 +22,17 @@ impl Store {
             .unwrap_or_default()
     }
 
+    /// The stored Namespace `name`, if there is one.
+    pub(super) fn namespace_value(&self, name: &str) -> Option<Value> {
+        self.resources
+            .iter()
+            .find(|r| r.def.group.is_empty() && r.def.plural == "namespaces")
+            .and_then(|r| r.objects.get(name))
+            .map(|o| o.to_value())
+    }
+
     /// Whether any policy binding is stored (else admission has nothing to run).
-    pub(super) fn policies_bound(&self) -> bool {
+    pub(crate) fn policies_bound(&self) -> bool {
         self.resources.iter().any(|r| {
             r.served
                 && r.def.group == GROUP
@@ -56,19 +65,13 @@ impl Store {
                 "mutatingadmissionpolicybindings",
             ]
             .contains(&def.plural.as_str());
-        if own || !self.policies_bound() {
+        if own || self.skip_policies || !self.policies_bound() {
             return Ok(());
         }
         let bindings = self.stored(GROUP, "validatingadmissionpolicybindings");
         let policies = self.stored(GROUP, "validatingadmissionpolicies");
         let namespace = namespace.filter(|_| def.namespaced);
-        let namespace_object = namespace.and_then(|ns| {
-            self.resources
-                .iter()
-                .find(|r| r.def.group.is_empty() && r.def.plural == "namespaces")
-                .and_then(|r| r.objects.get(ns))
-                .map(|o| o.to_value())
-        });
+        let namespace_object = namespace.and_then(|ns| self.namespace_value(ns));
         // The other form of a resource served in two, with the objects converted to it.
         let twin = self.resources[res].twin.map(|t| &self.resources[t].def);
         let converted =

@@ -3485,3 +3485,89 @@ async fn kubectl_execs_a_command_in_a_container() {
     assert!(piped.status.success(), "{piped:?}");
     assert_eq!(String::from_utf8_lossy(&piped.stdout), "SELECT 1;\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_meets_admission_webhooks() {
+    use crate::support::webhook::{WebhookServer, allow, deny, patch};
+    let Some((server, _http, kubectl)) =
+        kubectl_in("kubectl_meets_admission_webhooks", "prod").await
+    else {
+        return;
+    };
+    let hooks = WebhookServer::start(|path, request| match path {
+        "/label" => patch(
+            request,
+            json!([{"op": "add", "path": "/metadata/labels/team", "value": "core"}]),
+        ),
+        _ if request["object"]["spec"]["replicas"].as_i64() > Some(3) => {
+            deny(request, "at most 3 replicas", 422)
+        }
+        _ => allow(request),
+    })
+    .await;
+    let rule = |resources: &str| {
+        json!([{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                "resources": [resources]}])
+    };
+    let configuration = |kind: &str, name: &str, path: &str| {
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+               "metadata": {"name": name},
+               "webhooks": [{"name": format!("{name}.example.com"),
+                   "clientConfig": {"url": hooks.url(path), "caBundle": hooks.ca_bundle()},
+                   "rules": rule("deployments"), "sideEffects": "None",
+                   "admissionReviewVersions": ["v1"]}]})
+    };
+    // Two documents in one file (kubectl splits them).
+    let manifest = kubectl.manifest(
+        "webhooks.json",
+        &format!(
+            "{}\n{}\n",
+            configuration("MutatingWebhookConfiguration", "label", "/label"),
+            configuration("ValidatingWebhookConfiguration", "limit", "/limit"),
+        ),
+    );
+    kubectl
+        .ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    kubectl
+        .ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "--replicas=2",
+        ])
+        .await;
+    assert_eq!(
+        kubectl
+            .ok(&[
+                "get",
+                "deployment",
+                "web",
+                "-o",
+                "jsonpath={.metadata.labels.team}"
+            ])
+            .await,
+        "core"
+    );
+    // Through the object (a rule naming `deployments` does not take `deployments/scale`).
+    kubectl
+        .ok(&["scale", "deployment", "web", "--replicas=5"])
+        .await;
+    let refused = kubectl
+        .run(&[
+            "patch",
+            "deployment",
+            "web",
+            "-p",
+            r#"{"spec":{"replicas":6}}"#,
+        ])
+        .await;
+    assert!(!refused.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&refused.stderr),
+        "Error from server: admission webhook \"limit.example.com\" denied the request: at most \
+         3 replicas\n"
+    );
+    let _ = server;
+}

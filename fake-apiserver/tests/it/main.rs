@@ -51,5 +51,6 @@ mod http_services;
 mod http_shard;
 mod http_tokens;
 mod http_watch;
+mod http_webhooks;
 mod http_writes;
 mod kubectl_cli;

@@ -3,7 +3,8 @@
 //! missing program; then
 //! - [`http`]: start the HTTP front end (or the `fake-apiserver` binary), talk to it with
 //!   reqwest, read watch streams line by line;
-//! - [`kubectl`]: run kubectl against a server, with its own kubeconfig and discovery cache.
+//! - [`kubectl`]: run kubectl against a server, with its own kubeconfig and discovery cache;
+//! - [`webhook`]: an HTTPS admission webhook server answering as the test says.
 //!
 //! Each of these was defined again in several test files before they became one binary.
 
@@ -11,6 +12,8 @@
 pub mod http;
 #[cfg(feature = "http")]
 pub mod kubectl;
+#[cfg(feature = "http")]
+pub mod webhook;
 
 #[cfg(feature = "http")]
 use std::io::Write as _;
