@@ -81,7 +81,9 @@
 //!   replaces is unchanged (`webhooks.rs` has the passes).
 //! - **Errors** are `Status` JSON with the Status's code as the HTTP status and, for 429 (any
 //!   Status with `retryAfterSeconds`), a `Retry-After` header.
-//! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`,
+//! - **OpenAPI**: `/openapi/v3` (index and one document per group version) and `/openapi/v2`
+//!   (JSON, or protobuf as gnostic's `Document` when asked for, as client-go's discovery
+//!   asks: kubectl validates `kind: List` files with it),
 //!   with every path and operation of every resource, named as the real server names its
 //!   definitions (`io.k8s.api.apps.v1.Deployment`), but open schemas. That is what kubectl 1.32 needs for
 //!   `create -f` and `apply -f` with its default validation: the `PATCH` operations list the

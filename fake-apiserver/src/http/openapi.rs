@@ -68,8 +68,11 @@ pub(crate) fn v2_document(gvs: &GroupVersions) -> Value {
                 add_paths(&mut paths, def, gvs.is_create_only(def), Dialect::V2);
                 // Open schemas only: Swagger 2.0 has no `nullable` and friends, and kubectl
                 // reads the v3 documents for `explain`.
-                definitions.insert(schema_name(def, false), open_schema(def, false));
-                definitions.insert(schema_name(def, true), open_schema(def, true));
+                for list in [false, true] {
+                    let mut schema = open_schema(def, list);
+                    to_v2(&mut schema);
+                    definitions.insert(schema_name(def, list), schema);
+                }
             }
         }
     }
@@ -79,6 +82,44 @@ pub(crate) fn v2_document(gvs: &GroupVersions) -> Value {
         "paths": paths,
         "definitions": definitions,
     })
+}
+
+/// A schema as upstream publishes it in OpenAPI v2 (apiextensions-apiserver's
+/// `ToStructuralOpenAPIV2`, which exists because kubectl's client-side validation cannot cope
+/// otherwise): no `allOf`, `oneOf`, `anyOf` or `not`; a `nullable` schema untyped and without
+/// items or properties; one that preserves unknown fields without items, properties or the
+/// `object` type (kubectl would refuse the fields it does not list); an array without items
+/// untyped.
+fn to_v2(schema: &mut Value) {
+    let Value::Object(s) = schema else {
+        return;
+    };
+    for junctor in ["allOf", "oneOf", "anyOf", "not"] {
+        s.remove(junctor);
+    }
+    if s.remove("nullable") == Some(Value::Bool(true)) {
+        s.remove("type");
+        s.remove("items");
+        s.remove("properties");
+    }
+    let preserves = s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    if preserves {
+        s.remove("items");
+        s.remove("properties");
+    }
+    let kind = s.get("type").and_then(Value::as_str);
+    if (kind == Some("array") && !s.contains_key("items")) || (preserves && kind == Some("object"))
+    {
+        s.remove("type");
+    }
+    if let Some(Value::Object(properties)) = s.get_mut("properties") {
+        properties.values_mut().for_each(to_v2);
+    }
+    for nested in ["items", "additionalProperties"] {
+        if let Some(v) = s.get_mut(nested) {
+            to_v2(v);
+        }
+    }
 }
 
 fn info() -> Value {

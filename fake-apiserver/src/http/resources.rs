@@ -95,10 +95,22 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
         }
         ["openapi", "v2"] => {
             req.record(app);
-            Ok(json_value(
+            use protobuf::openapi_v2::{self, Form};
+            let Some(form) = openapi_v2::negotiate(req.header(header::ACCEPT)) else {
+                return Ok(StatusCode::NOT_ACCEPTABLE.into_response());
+            };
+            let document = super::openapi::v2_document(&discovery_gvs(app));
+            if form == Form::Json {
+                return Ok(json_value(StatusCode::OK, &document));
+            }
+            // What client-go's discovery asks for (and kubectl validates with).
+            let encoded = openapi_v2::encode(&document);
+            Ok((
                 StatusCode::OK,
-                &super::openapi::v2_document(&discovery_gvs(app)),
-            ))
+                [(header::CONTENT_TYPE, openapi_v2::MEDIA_TYPE)],
+                encoded,
+            )
+                .into_response())
         }
         ["openapi", "v3"] => {
             req.record(app);

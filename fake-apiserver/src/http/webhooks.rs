@@ -483,7 +483,7 @@ async fn exchange(
     let port = uri.port_u16().unwrap_or(443);
     let tcp = tokio::net::TcpStream::connect((bare, port))
         .await
-        .map_err(|e| format!("dial tcp {host}:{port}: {e}"))?;
+        .map_err(|e| format!("dial tcp {host}:{port}: {}", go_dial_error(&e)))?;
     let server_name =
         ServerName::try_from(bare.to_owned()).map_err(|e| format!("server name {bare:?}: {e}"))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(tls_config(ca_bundle)?));
@@ -522,6 +522,17 @@ async fn exchange(
         return Err(unsuccessful(code, &answer));
     }
     Ok(answer.to_vec())
+}
+
+/// A connection's failure as Go's dialer words the common ones.
+fn go_dial_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
+        std::io::ErrorKind::TimedOut => "i/o timeout".into(),
+        std::io::ErrorKind::HostUnreachable => "connect: no route to host".into(),
+        std::io::ErrorKind::NetworkUnreachable => "connect: network is unreachable".into(),
+        _ => e.to_string(),
+    }
 }
 
 /// What client-go says of an answer that is not a success: its Status's message, or the

@@ -176,5 +176,36 @@ async fn version_and_openapi() {
     let v2 = get(&http, "/openapi/v2").await;
     assert_eq!(v2.body["swagger"], "2.0");
     assert!(v2.body["paths"]["/api/v1/namespaces/{namespace}/pods"]["get"].is_object());
+    // Open schemas published as upstream publishes a schema that preserves unknown fields
+    // in v2: no type and no properties (kubectl's validation would refuse other fields).
+    let pod = &v2.body["definitions"]["io.k8s.api.core.v1.Pod"];
+    assert_eq!(pod["x-kubernetes-group-version-kind"][0]["kind"], "Pod");
+    assert!(
+        pod.get("properties").is_none() && pod.get("type").is_none(),
+        "{pod}"
+    );
+    // client-go's discovery asks for protobuf; a form neither JSON nor protobuf is a 406.
+    let pb = crate::support::http::client()
+        .get(format!("{}/openapi/v2", http.url()))
+        .header(
+            "Accept",
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pb.status(), 200);
+    assert_eq!(
+        pb.headers()["content-type"],
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    assert_eq!(&pb.bytes().await.unwrap()[..5], b"\x0a\x032.0");
+    let xml = crate::support::http::client()
+        .get(format!("{}/openapi/v2", http.url()))
+        .header("Accept", "application/xml")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(xml.status(), 406);
     assert_eq!(get(&http, "/healthz").await.status, 200);
 }

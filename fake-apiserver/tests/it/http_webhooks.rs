@@ -263,7 +263,8 @@ async fn the_failure_policy_decides_a_webhook_that_cannot_be_called_or_answers_w
             refused,
             format!(
                 "failed calling webhook \"refused.example.com\": failed to call webhook: Post \
-                 \"https://127.0.0.1:{closed}/validate?timeout=10s\": dial tcp 127.0.0.1:{closed}:"
+                 \"https://127.0.0.1:{closed}/validate?timeout=10s\": dial tcp 127.0.0.1:{closed}: \
+                 connect: connection refused"
             ),
         ),
         (untrusted, "\": tls: ".to_owned()),

@@ -2619,11 +2619,10 @@ async fn kubectl_creates_a_service_account_token_a_review_authenticates() {
         ),
     );
     // A review kind has no PATCH operation to say the server validates fields, so kubectl
-    // validates it client-side from OpenAPI v2 in protobuf, which the fake does not serve.
+    // validates it client-side from OpenAPI v2, which it asks for in protobuf.
     let user = kubectl
         .ok(&[
             "create",
-            "--validate=false",
             "-f",
             review.to_str().unwrap(),
             "-o",
@@ -3570,4 +3569,38 @@ async fn kubectl_meets_admission_webhooks() {
          3 replicas\n"
     );
     let _ = server;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_a_list_with_client_side_validation() {
+    let Some((_server, _http, kubectl)) =
+        kubectl_in("kubectl_applies_a_list_with_client_side_validation", "prod").await
+    else {
+        return;
+    };
+    // A `kind: List` has no OpenAPI v3 document: kubectl validates it with the v2 one, which
+    // it asks for as protobuf.
+    let list = kubectl.manifest(
+        "list.json",
+        &json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                      "template": {"metadata": {"labels": {"app": "web"}},
+                                   "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+             "data": {"a": "b"}},
+        ]})
+        .to_string(),
+    );
+    assert_eq!(
+        kubectl.ok(&["apply", "-f", list.to_str().unwrap()]).await,
+        "deployment.apps/web created\nconfigmap/settings created\n"
+    );
+    // What `kubectl get -o yaml` prints of several objects is a List too.
+    let dumped = kubectl
+        .ok(&["get", "deployment,configmap", "-o", "yaml"])
+        .await;
+    let again = kubectl.manifest("again.yaml", &dumped);
+    let out = kubectl.ok(&["apply", "-f", again.to_str().unwrap()]).await;
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
 }

@@ -16,6 +16,7 @@
 //! newer than k8s-pb) are served as JSON only.
 
 mod codec;
+pub(crate) mod openapi_v2;
 mod schema;
 mod wire;
 
