@@ -354,7 +354,9 @@
 //! is, with `reinvocationPolicy: IfNeeded`; validating webhooks all at once, a refusal
 //! answered with its message and code; `timeoutSeconds`, `failurePolicy`, `sideEffects`
 //! under dry runs, warnings. A write admitted against an object that changed meanwhile is
-//! admitted again. Not called: a `service` reference (no cluster network), the other
+//! admitted again. A webhook named by `clientConfig.service` is called at the address the
+//! test routes the service to ([`FakeApiServer::route_service`]; there is no cluster
+//! network), its certificate checked for `<name>.<namespace>.svc`. Not called: the other
 //! subresources (`scale`, `eviction`, `binding`, `exec`...), writes made in process or by
 //! the collectors. The parity doc lists what differs from upstream.
 //!
@@ -438,6 +440,8 @@ mod rules;
 mod schema;
 pub mod seed;
 mod server;
+#[cfg(feature = "http")]
+mod service_routes;
 mod shared;
 pub mod status;
 mod store;

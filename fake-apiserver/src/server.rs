@@ -314,6 +314,8 @@ impl FakeApiServer {
                 sharded_list_and_watch: AtomicBool::new(config.sharded_list_and_watch),
                 pod_logs: Mutex::new(crate::logs::PodLogs::default()),
                 exec_handler: Mutex::new(None),
+                #[cfg(feature = "http")]
+                service_routes: Mutex::new(std::collections::HashMap::new()),
                 config,
                 store: Mutex::new(store),
                 faults: Mutex::new(FaultState::default()),

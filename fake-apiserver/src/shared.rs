@@ -110,6 +110,10 @@ pub(crate) struct Shared {
     pub pod_logs: Mutex<crate::logs::PodLogs>,
     /// What runs the commands of `pods/<name>/exec` (`pod_exec.rs`), if a test set it.
     pub exec_handler: Mutex<Option<crate::exec::ExecHandler>>,
+    /// Where calls to a webhook's `clientConfig.service` go (`service_routes.rs`): the
+    /// service's namespace, name and port → the address dialed.
+    #[cfg(feature = "http")]
+    pub service_routes: Mutex<std::collections::HashMap<(String, String, u16), String>>,
 }
 
 impl Shared {

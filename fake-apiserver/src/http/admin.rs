@@ -97,6 +97,7 @@ pub(crate) fn router() -> Router<App> {
         .route("/pod-logs", post(append_pod_log))
         .route("/pod-logs/restart", post(restart_pod_log))
         .route("/exec", put(set_exec_rules))
+        .route("/service-routes", put(route_service))
         .fallback(|| async {
             AdminError(Status::failure(
                 404,
@@ -820,6 +821,31 @@ async fn set_exec_rules(State(app): State<App>, body: Bytes) -> Answer {
     Ok(json_value(StatusCode::OK, &json!({"rules": count})))
 }
 
+/// `PUT /_fake/service-routes`: where calls to a service's port go.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ServiceRouteBody {
+    namespace: String,
+    name: String,
+    port: u16,
+    address: String,
+}
+
+async fn route_service(State(app): State<App>, body: Bytes) -> Answer {
+    let b: ServiceRouteBody = parse(&body)?;
+    if b.namespace.is_empty() || b.name.is_empty() || b.port == 0 || b.address.is_empty() {
+        return Err(AdminError(status::bad_request(
+            "a route names the service's namespace, name and port, and the address to dial",
+        )));
+    }
+    app.server
+        .route_service(&b.namespace, &b.name, b.port, b.address.clone());
+    Ok(json_value(
+        StatusCode::OK,
+        &json!({"namespace": b.namespace, "name": b.name, "port": b.port, "address": b.address}),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -867,6 +893,7 @@ mod tests {
             "/_fake/pod-logs",
             "/_fake/pod-logs/restart",
             "/_fake/exec",
+            "/_fake/service-routes",
         ] {
             assert!(
                 TABLE.contains(&format!("`{path}`")),

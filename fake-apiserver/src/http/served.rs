@@ -113,7 +113,8 @@ pub fn served_summary() -> String {
          clientConfig.url, trusting their caBundle, on creates, updates, patches and deletes \
          of objects and their status: rules, selectors, match conditions, JSON patches, \
          reinvocation, timeouts (at most 30 s), failurePolicy, sideEffects under dry runs; \
-         service references are not reachable (no cluster network). \
+         a clientConfig.service is called where PUT /_fake/service-routes routes it (no \
+         cluster network). \
          Containers are resized in place through pods/<name>/resize (kubectl patch \
          --subresource resize): CPU and memory only, the QoS class kept; no kubelet acts. \
          Namespaces' spec.finalizers change through namespaces/<name>/finalize (kubectl \

@@ -33,7 +33,7 @@ use crate::server::unrecorded;
 use crate::store::Warnings;
 use crate::store::webhooks::Scene;
 use crate::webhooks::{self, Endpoint, Hook, Verdict};
-use crate::{DeleteOutcome, Preconditions, StoredObject, Target, status, twins};
+use crate::{DeleteOutcome, FakeApiServer, Preconditions, StoredObject, Target, status, twins};
 
 /// The largest answer read from a webhook.
 pub(crate) const MAX_WEBHOOK_ANSWER_BYTES: usize = 16 << 20;
@@ -372,7 +372,7 @@ async fn call(
         Ok(None) => {
             let uid = crate::object::uuid_v4(rand::random());
             let review = webhooks::review(hook, shown, &uid, &w.options);
-            match post(hook, &review).await {
+            match post(&w.app.server, hook, &review).await {
                 Ok(body) => webhooks::verdict(hook, &uid, mutating, &body),
                 Err(why) => Err(why),
             }
@@ -415,9 +415,11 @@ fn dry_run_check(w: &Write<'_>, hook: &Hook) -> Result<Option<String>, Status> {
 }
 
 /// Posts `review` to `hook`: the answer's body, or why the call failed (upstream's
-/// `failed to call webhook: Post "<url>?timeout=<n>s": ...`).
-async fn post(hook: &Hook, review: &Value) -> Result<Vec<u8>, String> {
+/// `failed to call webhook: Post "<url>?timeout=<n>s": ...`). A service is reached at the
+/// address the test routed it to ([`FakeApiServer::route_service`]).
+async fn post(server: &FakeApiServer, hook: &Hook, review: &Value) -> Result<Vec<u8>, String> {
     let timeout = Duration::from_secs(hook.timeout_seconds);
+    let mut dial = None;
     let url = match &hook.endpoint {
         Some(Endpoint::Url(url)) => url.clone(),
         Some(Endpoint::Service {
@@ -426,13 +428,21 @@ async fn post(hook: &Hook, review: &Value) -> Result<Vec<u8>, String> {
             path,
             port,
         }) => {
-            // No cluster network here: a service is not reachable by its DNS name.
-            return Err(format!(
-                "failed to call webhook: Post \"https://{name}.{namespace}.svc:{port}{path}?\
-                 timeout={}s\": dial tcp: lookup {name}.{namespace}.svc: no such host (the fake \
-                 API server has no cluster network; give the webhook a clientConfig.url)",
-                hook.timeout_seconds
-            ));
+            let url = format!("https://{name}.{namespace}.svc:{port}{path}");
+            match server.service_route(namespace, name, *port) {
+                Some(address) => dial = Some(address),
+                None => {
+                    // No cluster network here: a service is reachable only if routed.
+                    return Err(format!(
+                        "failed to call webhook: Post \"{url}?timeout={}s\": dial tcp: lookup \
+                         {name}.{namespace}.svc: no such host (the fake API server has no \
+                         cluster network: route the service with FakeApiServer::route_service \
+                         or PUT /_fake/service-routes, or give the webhook a clientConfig.url)",
+                        hook.timeout_seconds
+                    ));
+                }
+            }
+            url
         }
         None => {
             return Err(
@@ -448,7 +458,13 @@ async fn post(hook: &Hook, review: &Value) -> Result<Vec<u8>, String> {
         serde_json::to_vec(review).map_err(|e| format!("could not encode the review: {e}"))?;
     match tokio::time::timeout(
         timeout,
-        exchange(&shown, hook.ca_bundle.as_deref(), body, timeout),
+        exchange(
+            &shown,
+            dial.as_deref(),
+            hook.ca_bundle.as_deref(),
+            body,
+            timeout,
+        ),
     )
     .await
     {
@@ -460,10 +476,12 @@ async fn post(hook: &Hook, review: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
-/// One HTTPS exchange: `body` posted to `url`, the answer read (at most
-/// [`MAX_WEBHOOK_ANSWER_BYTES`]); the caller bounds its time.
+/// One HTTPS exchange: `body` posted to `url` (through a connection to `dial` if given,
+/// else to the URL's host), the answer read (at most [`MAX_WEBHOOK_ANSWER_BYTES`]); the
+/// caller bounds its time.
 async fn exchange(
     url: &str,
+    dial: Option<&str>,
     ca_bundle: Option<&[u8]>,
     body: Vec<u8>,
     timeout: Duration,
@@ -481,9 +499,11 @@ async fn exchange(
     let host = uri.host().unwrap_or_default();
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let port = uri.port_u16().unwrap_or(443);
-    let tcp = tokio::net::TcpStream::connect((bare, port))
-        .await
-        .map_err(|e| format!("dial tcp {host}:{port}: {}", go_dial_error(&e)))?;
+    let connected = match dial {
+        Some(address) => tokio::net::TcpStream::connect(address).await,
+        None => tokio::net::TcpStream::connect((bare, port)).await,
+    };
+    let tcp = connected.map_err(|e| format!("dial tcp {host}:{port}: {}", go_dial_error(&e)))?;
     let server_name =
         ServerName::try_from(bare.to_owned()).map_err(|e| format!("server name {bare:?}: {e}"))?;
     let connector = tokio_rustls::TlsConnector::from(Arc::new(tls_config(ca_bundle)?));

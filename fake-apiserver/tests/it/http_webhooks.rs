@@ -633,3 +633,64 @@ async fn admission_policies_run_after_the_mutating_webhooks_and_before_the_valid
     );
     assert_eq!(validated(hooks.reviews()), 2);
 }
+
+#[tokio::test]
+async fn a_webhook_named_by_service_is_called_at_the_address_the_service_is_routed_to() {
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    let hooks =
+        WebhookServer::start(|_, request| deny(request, "seen through the service", 400)).await;
+    let mut hook = webhook("service.example.com", &hooks, "/", &["CREATE"]);
+    hook["clientConfig"] = json!({
+        "service": {"namespace": "system", "name": "webhook", "path": "/validate", "port": 8443},
+        "caBundle": hooks.ca_bundle(),
+    });
+    configure(&http, VALIDATING, "by-service", vec![hook]).await;
+    // No cluster network: unrouted, the service is not found.
+    let unrouted = post(&http, PODS, &pod("prod", "a", json!({}))).await;
+    assert_eq!(unrouted.status, 500, "{}", unrouted.body);
+    let message = unrouted.body["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "failed to call webhook: Post \"https://webhook.system.svc:8443/validate?timeout=10s\": \
+             dial tcp: lookup webhook.system.svc: no such host"
+        ),
+        "{message}"
+    );
+    // Routed through the admin API: called, its certificate checked for the service's name.
+    let routed = send(
+        &http,
+        Method::PUT,
+        "/_fake/service-routes",
+        Some((
+            "application/json",
+            &json!({"namespace": "system", "name": "webhook", "port": 8443,
+                    "address": hooks.address()}),
+        )),
+    )
+    .await;
+    assert_eq!(routed.status, 200, "{}", routed.body);
+    assert_eq!(
+        server.service_route("system", "webhook", 8443).as_deref(),
+        Some(hooks.address())
+    );
+    let refused = post(&http, PODS, &pod("prod", "a", json!({}))).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.body["message"],
+        "admission webhook \"service.example.com\" denied the request: seen through the service"
+    );
+    let (path, review) = &hooks.reviews()[0];
+    assert_eq!(
+        (path.as_str(), review["query"].as_str()),
+        ("/validate", Some("timeout=10s"))
+    );
+    let bad = send(
+        &http,
+        Method::PUT,
+        "/_fake/service-routes",
+        Some(("application/json", &json!({"namespace": "system"}))),
+    )
+    .await;
+    assert_eq!(bad.status, 400);
+}

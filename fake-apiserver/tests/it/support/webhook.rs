@@ -13,6 +13,17 @@ use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
+/// The service name the serving certificate is also for (`webhook` in namespace `system`),
+/// as a webhook reached through `clientConfig.service` is checked.
+pub const SERVICE_NAME: &str = "webhook.system.svc";
+
+/// The loopback address the server listens on (`host:port`).
+impl WebhookServer {
+    pub fn address(&self) -> &str {
+        self.base.trim_start_matches("https://")
+    }
+}
+
 /// What the webhook answers a review: an HTTP status and a body, or nothing (it never
 /// answers).
 pub type Reply = Option<(u16, Value)>;
@@ -45,7 +56,12 @@ impl WebhookServer {
             .push(rcgen::DnType::CommonName, "webhook test CA");
         let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
         let key = rcgen::KeyPair::generate().unwrap();
-        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()])
+        let names = vec![
+            "127.0.0.1".into(),
+            "localhost".into(),
+            SERVICE_NAME.to_owned(),
+        ];
+        let leaf = rcgen::CertificateParams::new(names)
             .unwrap()
             .signed_by(&key, &ca)
             .unwrap();
