@@ -144,34 +144,37 @@ fn labels_of(object: Option<&Value>) -> std::collections::BTreeMap<String, Strin
         .unwrap_or_default()
 }
 
-/// The webhook rule matcher: operations, groups, versions, resources (`*`, `res`,
-/// `res/sub`, `*/sub`, `res/*`, `*/*`) and scope.
-fn rule_matches(rule: &Value, a: &Attributes<'_>) -> bool {
-    let has = |field: &str, value: &str| {
-        strings(rule.get(field))
-            .iter()
-            .any(|v| *v == "*" || *v == value)
-    };
+/// Whether `field` of `rule` lists `value` or `*`.
+fn lists(rule: &Value, field: &str, value: &str) -> bool {
+    strings(rule.get(field))
+        .iter()
+        .any(|v| *v == "*" || *v == value)
+}
+
+/// Whether `rule` names resource `def` through `subresource`: groups, versions, resources
+/// (`*`, `res`, `res/sub`, `*/sub`, `res/*`, `*/*`), whatever the operation and scope.
+pub(crate) fn rule_names(rule: &Value, def: &ResourceDef, subresource: &str) -> bool {
     let resource_ok = strings(rule.get("resources")).iter().any(|r| {
         let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-        let res_ok = res == "*" || res == a.def.plural;
+        let res_ok = res == "*" || res == def.plural;
         let sub_ok = if r.contains('/') {
-            sub == "*" || sub == a.subresource
+            sub == "*" || sub == subresource
         } else {
-            a.subresource.is_empty()
+            subresource.is_empty()
         };
         res_ok && sub_ok
     });
+    lists(rule, "apiGroups", &def.group) && lists(rule, "apiVersions", &def.version) && resource_ok
+}
+
+/// The webhook rule matcher: operations, the resource ([`rule_names`]) and scope.
+fn rule_matches(rule: &Value, a: &Attributes<'_>) -> bool {
     let scope_ok = match rule.get("scope").and_then(Value::as_str).unwrap_or("*") {
         "Cluster" => a.namespace.is_none(),
         "Namespaced" => a.namespace.is_some(),
         _ => true,
     };
-    has("operations", a.operation)
-        && has("apiGroups", &a.def.group)
-        && has("apiVersions", &a.def.version)
-        && resource_ok
-        && scope_ok
+    lists(rule, "operations", a.operation) && rule_names(rule, a.def, a.subresource) && scope_ok
 }
 
 fn rules_match(rules: Option<&Value>, a: &Attributes<'_>) -> bool {

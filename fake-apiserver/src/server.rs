@@ -1360,18 +1360,19 @@ impl FakeApiServer {
         self.shared.store.lock().policies_bound()
     }
 
-    /// What the admission webhooks of a write to `target` in `namespace` are decided with,
-    /// or none when no webhook is configured.
+    /// What the admission webhooks of a write to `target` (in `namespace`, through
+    /// `subresource`) are decided with, or none when no webhook names its resource.
     #[cfg(feature = "http")]
     pub(crate) fn webhook_scene(
         &self,
         target: &Target,
         namespace: Option<&str>,
+        subresource: &str,
     ) -> Option<crate::store::webhooks::Scene> {
         self.shared
             .store
             .lock()
-            .webhook_scene(target.res, namespace)
+            .webhook_scene(target.res, namespace, subresource)
     }
 
     /// The store, locked for one request-layer write to `target` (a dry run if the target

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, Attributes, text};
 use crate::rules::Activation;
-use crate::status;
+use crate::{ResourceDef, status};
 
 /// The longest a webhook may take (`timeoutSeconds`: 1 to 30, 10 when unset).
 pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 30;
@@ -151,6 +151,25 @@ fn hook(configuration: &str, webhook: &Value) -> Hook {
         has_rules,
         conditions,
     }
+}
+
+/// Whether a rule of `hook` names resource `def` (or, unless `matchPolicy: Exact`, `twin`,
+/// its other served form) through `subresource`, whatever the operation and scope: else no
+/// write to it calls the webhook, and it is left out before anything is prepared.
+pub(crate) fn may_match(
+    hook: &Hook,
+    def: &ResourceDef,
+    twin: Option<&ResourceDef>,
+    subresource: &str,
+) -> bool {
+    let fuzzy = hook.criteria.get("matchPolicy").and_then(Value::as_str) != Some("Exact");
+    let names = |rule: &Value, def: &ResourceDef| admission::rule_names(rule, def, subresource);
+    hook.criteria
+        .get("resourceRules")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|rule| names(rule, def) || (fuzzy && twin.is_some_and(|twin| names(rule, twin))))
 }
 
 /// Whether `hook` is called for the write `a` (`equivalent`: the same write through the

@@ -80,7 +80,11 @@ pub(super) async fn admit_write(
     original: impl Fn(&Target) -> Result<Written, Status>,
     whole: impl Fn(&Target, Value, bool) -> Result<Written, Status>,
 ) -> Result<Written, Status> {
-    let Some(scene) = w.app.server.webhook_scene(w.target, w.target.namespace()) else {
+    let Some(scene) = w
+        .app
+        .server
+        .webhook_scene(w.target, w.target.namespace(), w.subresource)
+    else {
         return original(w.target);
     };
     let mut conflict = None;
@@ -155,7 +159,9 @@ pub(super) async fn admit_delete(
     delete: impl Fn(&Target, &Preconditions) -> Result<DeleteOutcome, Status>,
 ) -> Result<DeleteOutcome, Status> {
     let (Some(scene), Some(name)) = (
-        w.app.server.webhook_scene(w.target, w.target.namespace()),
+        w.app
+            .server
+            .webhook_scene(w.target, w.target.namespace(), w.subresource),
         w.name,
     ) else {
         return delete(w.target, preconditions);

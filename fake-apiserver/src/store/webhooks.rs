@@ -24,15 +24,29 @@ pub(crate) struct Scene {
 const GROUP: &str = "admissionregistration.k8s.io";
 
 impl Store {
-    /// The webhooks a write to resource `res` in `namespace` may call, or none when no
-    /// webhook is configured (or the resource is one webhooks are not called for).
-    pub(crate) fn webhook_scene(&self, res: usize, namespace: Option<&str>) -> Option<Scene> {
+    /// The webhooks a write to resource `res` in `namespace` through `subresource` may
+    /// call (those with a rule naming it), or none when there are none (or the resource is
+    /// one webhooks are not called for).
+    pub(crate) fn webhook_scene(
+        &self,
+        res: usize,
+        namespace: Option<&str>,
+        subresource: &str,
+    ) -> Option<Scene> {
         let def = &self.resources[res].def;
         if webhooks::exempt(&def.group, &def.plural) {
             return None;
         }
-        let mutating = webhooks::hooks(&self.stored(GROUP, "mutatingwebhookconfigurations"));
-        let validating = webhooks::hooks(&self.stored(GROUP, "validatingwebhookconfigurations"));
+        let twin = self.resources[res]
+            .twin
+            .map(|t| Arc::clone(&self.resources[t].def));
+        let relevant = |plural: &str| {
+            let mut hooks = webhooks::hooks(&self.stored(GROUP, plural));
+            hooks.retain(|h| webhooks::may_match(h, def, twin.as_deref(), subresource));
+            hooks
+        };
+        let mutating = relevant("mutatingwebhookconfigurations");
+        let validating = relevant("validatingwebhookconfigurations");
         if mutating.is_empty() && validating.is_empty() {
             return None;
         }
@@ -42,9 +56,7 @@ impl Store {
             namespace_object: namespace
                 .filter(|_| def.namespaced)
                 .and_then(|ns| self.namespace_value(ns)),
-            twin: self.resources[res]
-                .twin
-                .map(|t| Arc::clone(&self.resources[t].def)),
+            twin,
         })
     }
 }

@@ -694,3 +694,64 @@ async fn a_webhook_named_by_service_is_called_at_the_address_the_service_is_rout
     .await;
     assert_eq!(bad.status, 400);
 }
+
+#[tokio::test]
+async fn a_webhook_naming_one_version_sees_writes_through_the_other_converted() {
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    let hooks = WebhookServer::start(|path, request| match path {
+        "/mutate" => crate::support::webhook::patch(
+            request,
+            json!([{"op": "replace", "path": "/spec/maxReplicas", "value": 4},
+                   {"op": "add", "path": "/metadata/labels", "value": {"seen": "v1"}}]),
+        ),
+        _ => allow(request),
+    })
+    .await;
+    let mut mutate = webhook("mutate.example.com", &hooks, "/mutate", &["CREATE"]);
+    mutate["rules"] = json!([{"apiGroups": ["autoscaling"], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": ["horizontalpodautoscalers"]}]);
+    configure(&http, MUTATING, "hpa", vec![mutate]).await;
+    let mut v1 = webhook("hpa.example.com", &hooks, "/", &["CREATE"]);
+    v1["rules"] = json!([{"apiGroups": ["autoscaling"], "apiVersions": ["v1"],
+        "operations": ["CREATE"], "resources": ["horizontalpodautoscalers"]}]);
+    let mut exact = v1.clone();
+    exact["name"] = json!("exact.example.com");
+    exact["matchPolicy"] = json!("Exact");
+    configure(&http, VALIDATING, "hpa", vec![v1, exact]).await;
+    let created = post(
+        &http,
+        "/apis/autoscaling/v2/namespaces/prod/horizontalpodautoscalers",
+        &json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "web"},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": "web"},
+                         "minReplicas": 1, "maxReplicas": 5,
+                         "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                             "target": {"type": "Utilization", "averageUtilization": 60}}}]}}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // The mutating webhook's patch of the v1 form reached the v2 object.
+    assert_eq!(created.body["apiVersion"], "autoscaling/v2");
+    assert_eq!(created.body["spec"]["maxReplicas"], 4);
+    assert_eq!(created.body["metadata"]["labels"]["seen"], "v1");
+    assert_eq!(
+        created.body["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        60
+    );
+    // Of the validating ones, only the webhook under `Equivalent` is called, shown v1.
+    let reviews = hooks.reviews();
+    assert_eq!(reviews.len(), 2, "{reviews:?}");
+    let request = &reviews[1].1["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(request["requestKind"]["version"], "v2");
+    assert_eq!(request["object"]["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        request["object"]["spec"]["targetCPUUtilizationPercentage"],
+        60
+    );
+}
