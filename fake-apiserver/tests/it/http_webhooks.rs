@@ -54,6 +54,19 @@ async fn configure(
     assert_eq!(answer.status, 201, "{}", answer.body);
 }
 
+/// Stores the configuration `name` of one webhook, `<name>.example.com`, at `path` of
+/// `server`, for `operations` on pods.
+async fn configure_one(
+    http: &fake_apiserver::http::FakeHttpServer,
+    collection: &str,
+    name: &str,
+    (server, path): (&WebhookServer, &str),
+    operations: &[&str],
+) {
+    let hook = webhook(&format!("{name}.example.com"), server, path, operations);
+    configure(http, collection, name, vec![hook]).await;
+}
+
 fn labels(object: &Value) -> Value {
     object["metadata"]["labels"].clone()
 }
@@ -73,28 +86,13 @@ async fn a_mutating_webhook_s_patch_is_stored_and_the_validating_webhooks_see_th
         _ => deny(request, "not injected", 400),
     })
     .await;
-    configure(
-        &http,
-        MUTATING,
-        "inject",
-        vec![webhook(
-            "inject.example.com",
-            &hooks,
-            "/mutate",
-            &["CREATE"],
-        )],
-    )
-    .await;
-    configure(
+    configure_one(&http, MUTATING, "inject", (&hooks, "/mutate"), &["CREATE"]).await;
+    configure_one(
         &http,
         VALIDATING,
         "check",
-        vec![webhook(
-            "check.example.com",
-            &hooks,
-            "/validate",
-            &["CREATE", "UPDATE"],
-        )],
+        (&hooks, "/validate"),
+        &["CREATE", "UPDATE"],
     )
     .await;
     server.clear_requests();
@@ -193,13 +191,7 @@ async fn a_refusal_keeps_its_code_and_deletes_are_reviewed_with_the_stored_objec
         }
     })
     .await;
-    configure(
-        &http,
-        VALIDATING,
-        "keeper",
-        vec![webhook("keeper.example.com", &hooks, "/", &["DELETE"])],
-    )
-    .await;
+    configure_one(&http, VALIDATING, "keeper", (&hooks, "/"), &["DELETE"]).await;
     for (name, keep) in [("kept", "yes"), ("gone", "no"), ("also-kept", "yes")] {
         let created = post(&http, PODS, &pod("prod", name, json!({"keep": keep}))).await;
         assert_eq!(created.status, 201);
@@ -368,13 +360,7 @@ async fn dry_runs_call_only_webhooks_without_side_effects_and_store_nothing() {
         )
     })
     .await;
-    configure(
-        &http,
-        MUTATING,
-        "annotate",
-        vec![webhook("annotate.example.com", &hooks, "/", &["CREATE"])],
-    )
-    .await;
+    configure_one(&http, MUTATING, "annotate", (&hooks, "/"), &["CREATE"]).await;
     let dry = post(
         &http,
         &format!("{PODS}?dryRun=All"),
@@ -487,13 +473,7 @@ async fn a_write_whose_object_changed_while_its_webhook_was_called_is_admitted_a
         respond(request, json!({"allowed": true}))
     })
     .await;
-    configure(
-        &http,
-        VALIDATING,
-        "slowpoke",
-        vec![webhook("slowpoke.example.com", &hooks, "/", &["UPDATE"])],
-    )
-    .await;
+    configure_one(&http, VALIDATING, "slowpoke", (&hooks, "/"), &["UPDATE"]).await;
     let patched = patch(
         &http,
         &format!("{PODS}/p"),
@@ -531,13 +511,7 @@ async fn kube_client_gets_the_mutated_object_and_the_webhook_s_refusal() {
     let mut mutate = webhook("inject.example.com", &hooks, "/mutate", &["CREATE"]);
     mutate["rules"][0]["resources"] = json!(["*"]);
     configure(&http, MUTATING, "inject", vec![mutate]).await;
-    configure(
-        &http,
-        VALIDATING,
-        "keep",
-        vec![webhook("keep.example.com", &hooks, "/keep", &["DELETE"])],
-    )
-    .await;
+    configure_one(&http, VALIDATING, "keep", (&hooks, "/keep"), &["DELETE"]).await;
     let pods: Api<Pod> = Api::default_namespaced(crate::http_kube_client::kube(&http).await);
     let sent: Pod = serde_json::from_value(pod("ns-0", "web", json!(null))).unwrap();
     let created = pods.create(&PostParams::default(), &sent).await.unwrap();
@@ -591,28 +565,13 @@ async fn admission_policies_run_after_the_mutating_webhooks_and_before_the_valid
     )
     .await;
     assert_eq!(binding.status, 201, "{}", binding.body);
-    configure(
-        &http,
-        MUTATING,
-        "inject",
-        vec![webhook(
-            "inject.example.com",
-            &hooks,
-            "/mutate",
-            &["CREATE"],
-        )],
-    )
-    .await;
-    configure(
+    configure_one(&http, MUTATING, "inject", (&hooks, "/mutate"), &["CREATE"]).await;
+    configure_one(
         &http,
         VALIDATING,
         "watch",
-        vec![webhook(
-            "watch.example.com",
-            &hooks,
-            "/validate",
-            &["CREATE"],
-        )],
+        (&hooks, "/validate"),
+        &["CREATE"],
     )
     .await;
     // The policy sees the label the mutating webhook added.
