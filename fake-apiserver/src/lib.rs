@@ -358,7 +358,11 @@
 //! test routes the service to ([`FakeApiServer::route_service`]; there is no cluster
 //! network), its certificate checked for `<name>.<namespace>.svc`. Not called: the other
 //! subresources (`scale`, `eviction`, `binding`, `exec`...), writes made in process or by
-//! the collectors. The parity doc lists what differs from upstream.
+//! the collectors. Calls go over the network in real time: under tokio's paused time (the
+//! in-process [`http::kube_client`](crate::http) front end in a paused test) a webhook's
+//! timeout would fire as soon as the runtime idles, so test webhooks through a
+//! [`FakeHttpServer`](crate::http::FakeHttpServer) in real time. The parity doc lists what
+//! differs from upstream.
 //!
 //! # Example
 //!
