@@ -60,6 +60,9 @@ pub(crate) struct Attributes<'a> {
     pub requested: &'a ResourceDef,
     /// The same write through the other form of the resource, if it is served in two.
     pub equivalent: Option<Equivalent<'a>>,
+    /// The group, version and kind of the object when it is not the resource's own (a
+    /// `Scale`, an `Eviction`, `PodExecOptions`: what a subresource's write sends).
+    pub object_kind: Option<(&'a str, &'a str, &'a str)>,
 }
 
 /// The other form of a resource served in two, and the write's objects converted to it.
@@ -85,6 +88,7 @@ impl<'a> Attributes<'a> {
             namespace_object: self.namespace_object,
             requested: self.requested,
             equivalent: None,
+            object_kind: self.object_kind,
         })
     }
 }
@@ -248,7 +252,10 @@ fn selected(criteria: &Value, a: &Attributes<'_>) -> bool {
 /// The `request` variable: upstream's `AdmissionRequest` for the write (`kind` and
 /// `resource` the matched resource's, `requestKind` and `requestResource` the request's).
 pub(crate) fn request(a: &Attributes<'_>) -> Value {
-    let gvk = |d: &ResourceDef| json!({"group": d.group, "version": d.version, "kind": d.kind});
+    let gvk = |d: &ResourceDef| match a.object_kind {
+        Some((group, version, kind)) => json!({"group": group, "version": version, "kind": kind}),
+        None => json!({"group": d.group, "version": d.version, "kind": d.kind}),
+    };
     let gvr =
         |d: &ResourceDef| json!({"group": d.group, "version": d.version, "resource": d.plural});
     let mut request = json!({
@@ -778,6 +785,7 @@ mod tests {
             namespace_object: None,
             requested: def,
             equivalent: None,
+            object_kind: None,
         }
     }
 

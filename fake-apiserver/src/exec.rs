@@ -94,6 +94,55 @@ impl ExecOptions {
         o
     }
 
+    /// The options as the `PodExecOptions` object admission shows (Go's JSON: false flags
+    /// and an empty container left out).
+    #[cfg(feature = "http")]
+    pub(crate) fn to_value(&self) -> Value {
+        let mut o = serde_json::json!({"kind": "PodExecOptions", "apiVersion": "v1"});
+        for (field, on) in [
+            ("stdin", self.stdin),
+            ("stdout", self.stdout),
+            ("stderr", self.stderr),
+            ("tty", self.tty),
+        ] {
+            if on {
+                o[field] = Value::Bool(true);
+            }
+        }
+        if let Some(container) = &self.container {
+            o["container"] = Value::from(container.as_str());
+        }
+        o["command"] = Value::from(self.command.clone());
+        o
+    }
+
+    /// The options a `PodExecOptions` object says (what a mutating webhook left).
+    #[cfg(feature = "http")]
+    pub(crate) fn from_value(v: &Value) -> Self {
+        let flag = |field: &str| v.get(field).and_then(Value::as_bool).unwrap_or(false);
+        Self {
+            container: v
+                .get("container")
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                .map(str::to_owned),
+            command: v
+                .get("command")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            stdin: flag("stdin"),
+            stdout: flag("stdout"),
+            stderr: flag("stderr"),
+            tty: flag("tty"),
+        }
+    }
+
     /// What the kubelet checks of the options (`you must specify at least 1 of stdin, stdout,
     /// stderr`), and that there is a command; a 400 otherwise.
     pub(crate) fn check(&self) -> Result<(), Status> {

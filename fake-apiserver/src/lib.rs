@@ -345,7 +345,10 @@
 //! only changes managed fields' times is a no-op, as upstream's registry makes it). Built-in kinds get no field-level validation beyond their types; there is no RBAC.
 //!
 //! **Admission webhooks.** Writes through the HTTP front end (creates, updates, patches and
-//! applies of objects and their `status`, deletes) call the webhooks their stored
+//! applies of objects and of their `status`, `approval`, `finalize`, `ephemeralcontainers`
+//! and `resize`; deletes; `scale` writes shown `Scale`s, evictions, bindings and token
+//! requests shown what they send, `exec` as a `CONNECT` of `PodExecOptions`) call the
+//! webhooks their stored
 //! `MutatingWebhookConfiguration`s and `ValidatingWebhookConfiguration`s match, over HTTPS
 //! to each webhook's `clientConfig.url`, trusting its `caBundle`, as upstream's admission
 //! plugins call them: rules (with `matchPolicy: Equivalent` through a resource's other
@@ -356,9 +359,8 @@
 //! under dry runs, warnings. A write admitted against an object that changed meanwhile is
 //! admitted again. A webhook named by `clientConfig.service` is called at the address the
 //! test routes the service to ([`FakeApiServer::route_service`]; there is no cluster
-//! network), its certificate checked for `<name>.<namespace>.svc`. Not called: the other
-//! subresources (`scale`, `eviction`, `binding`, `exec`...), writes made in process or by
-//! the collectors. Calls go over the network in real time: under tokio's paused time (the
+//! network), its certificate checked for `<name>.<namespace>.svc`. Not called: writes made
+//! in process or by the collectors. Calls go over the network in real time: under tokio's paused time (the
 //! in-process [`http::kube_client`](crate::http) front end in a paused test) a webhook's
 //! timeout would fire as soon as the runtime idles, so test webhooks through a
 //! [`FakeHttpServer`](crate::http::FakeHttpServer) in real time. The parity doc lists what

@@ -48,12 +48,11 @@ pub(crate) async fn exec(
     limits: (Duration, CancellationToken, Arc<Semaphore>),
     target: &Target,
     name: &str,
-    pairs: &[(String, String)],
+    options: ExecOptions,
     method: &Method,
     headers: &HeaderMap,
     extensions: Extensions,
 ) -> Result<Response, Status> {
-    let options = ExecOptions::from_query(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let request = server.check_exec_with(method.as_str(), target, name, &options)?;
     let mut parts = {
         let mut r = Request::new(());

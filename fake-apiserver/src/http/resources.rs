@@ -23,6 +23,7 @@ use super::reviews::Review;
 use super::table::{self, IncludeObject};
 use super::{protobuf, scale, webhooks};
 use crate::managed;
+use crate::server::unrecorded;
 use crate::store::Warnings;
 use crate::{
     DeleteOutcome, Preconditions, PropagationPolicy, Query, RequestRecord, ResourceDef,
@@ -161,7 +162,7 @@ async fn route(app: &App, request: Request) -> Result<Response, Status> {
             let answer = negotiate::answer(req.header(header::ACCEPT), &binding_def(), false)?;
             let bytes = negotiate::read_body(body).await?;
             let object = negotiate::decode_body(req.header(header::CONTENT_TYPE), &bytes)?;
-            bind(app, &req, &target, None, &object, answer)
+            bind(app, &req, &target, None, &object, answer, None).await
         }
         ["api", version, rest @ ..] => resource(app, req, "", version, rest, body).await,
         ["apis", group, version, rest @ ..] => resource(app, req, group, version, rest, body).await,
@@ -263,6 +264,20 @@ enum Sub {
 }
 
 impl Sub {
+    /// The URL segment of a subresource whose writes send the resource's own kind (the
+    /// object itself, or empty for none), as admission names it; none for the others.
+    fn same_kind(self) -> Option<&'static str> {
+        Some(match self {
+            Self::None => "",
+            Self::Status => "status",
+            Self::Approval => "approval",
+            Self::Finalize => "finalize",
+            Self::EphemeralContainers => "ephemeralcontainers",
+            Self::Resize => "resize",
+            _ => return None,
+        })
+    }
+
     /// The subresource `segment` names on `def`'s objects, if they have it.
     fn of(def: &ResourceDef, segment: &str) -> Option<Self> {
         Some(match segment {
@@ -368,7 +383,7 @@ async fn resource(
         ) => {
             let answer = negotiate::answer(accept, &def, false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            evict(app, &req, &target, name, &body, answer)
+            evict(app, &req, &target, name, body, answer, &warnings).await
         }
         (
             &Method::POST,
@@ -379,6 +394,22 @@ async fn resource(
         ) => {
             let answer = negotiate::answer(accept, &token_request_def(), false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
+            let write = webhooks::Write {
+                app,
+                target: &target,
+                name: Some(name),
+                subresource: "token",
+                options: webhooks::write_options("CreateOptions", &target),
+                warnings: &warnings,
+                kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
+            };
+            let body = webhooks::admit_other_kind(
+                &write,
+                "CREATE",
+                typed(body, "authentication.k8s.io/v1", "TokenRequest"),
+                None,
+            )
+            .await?;
             let issued = app.server.request_token_at(&target, name, &body)?;
             Ok(negotiate::value(StatusCode::CREATED, &issued, answer))
         }
@@ -391,7 +422,16 @@ async fn resource(
         ) => {
             let answer = negotiate::answer(accept, &binding_def(), false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            bind(app, &req, &target, Some(name), &body, answer)
+            bind(
+                app,
+                &req,
+                &target,
+                Some(name),
+                &body,
+                answer,
+                Some(&warnings),
+            )
+            .await
         }
         (
             _,
@@ -416,6 +456,26 @@ async fn resource(
             },
         ) => {
             let extensions = std::mem::take(&mut req.extensions);
+            let options = crate::ExecOptions::from_query(
+                req.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            );
+            // Upstream admits a `CONNECT` before the registry checks it.
+            let write = webhooks::Write {
+                app,
+                target: &target,
+                name: Some(name),
+                subresource: "exec",
+                options: Value::Null,
+                warnings: &warnings,
+                kind: Some(("", "v1", "PodExecOptions")),
+            };
+            let options = if webhooks::named(&write) {
+                let admitted =
+                    webhooks::admit_other_kind(&write, "CONNECT", options.to_value(), None).await?;
+                crate::ExecOptions::from_value(&admitted)
+            } else {
+                options
+            };
             super::exec::exec(
                 &app.server,
                 (
@@ -425,7 +485,7 @@ async fn resource(
                 ),
                 &target,
                 name,
-                &req.pairs,
+                options,
                 &req.method,
                 &req.headers,
                 extensions,
@@ -468,6 +528,7 @@ async fn resource(
                 subresource: "",
                 options: webhooks::write_options("CreateOptions", &target),
                 warnings: &warnings,
+                kind: None,
             };
             let created = |t: &Target, v: Value| create(app, t, v).map(|o| (o, true));
             let (obj, _) = webhooks::admit_write(
@@ -485,22 +546,23 @@ async fn resource(
             let target = field_validation(&req, "UpdateOptions", target, &warnings)?;
             let target = field_manager(&req, "UpdateOptions", target)?;
             match sub {
-                Sub::None | Sub::Status => {
+                Sub::None
+                | Sub::Status
+                | Sub::Approval
+                | Sub::Finalize
+                | Sub::EphemeralContainers
+                | Sub::Resize => {
                     let write = webhooks::Write {
                         app,
                         target: &target,
                         name: Some(name),
-                        subresource: if sub == Sub::Status { "status" } else { "" },
+                        subresource: sub.same_kind().unwrap_or_default(),
                         options: webhooks::write_options("UpdateOptions", &target),
                         warnings: &warnings,
+                        kind: None,
                     };
                     let update = |t: &Target, v: Value| {
-                        let updated = if sub == Sub::Status {
-                            app.server.update_status_at(t, name, v)
-                        } else {
-                            app.server.update_at(t, name, v)
-                        };
-                        updated.map(|o| (o, false))
+                        update_through(app, t, (name, sub), v).map(|o| (o, false))
                     };
                     let (obj, _) = webhooks::admit_write(
                         &write,
@@ -513,25 +575,16 @@ async fn resource(
                     }
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
-                Sub::Approval => {
-                    let obj = app.server.update_approval_at(&target, name, body)?;
-                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
-                }
-                Sub::Finalize => {
-                    let obj = app.server.finalize_at(&target, name, body)?;
-                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
-                }
-                Sub::EphemeralContainers => {
-                    let obj = app
-                        .server
-                        .update_ephemeral_containers_at(&target, name, body)?;
-                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
-                }
-                Sub::Resize => {
-                    let obj = app.server.update_resize_at(&target, name, body)?;
-                    Ok(negotiate::object(StatusCode::OK, &obj, answer))
-                }
                 Sub::Scale => {
+                    let write = scale_write(app, &target, name, &warnings);
+                    let body = if webhooks::named(&write) {
+                        let stored = unrecorded(|| app.server.get_at(&target, name))?;
+                        let old = scale::of_stored(target.resource(), &stored);
+                        let sent = typed(body, "autoscaling/v1", "Scale");
+                        webhooks::admit_other_kind(&write, "UPDATE", sent, Some(old)).await?
+                    } else {
+                        body
+                    };
                     let obj = app
                         .server
                         .patch_with_at(&target.clone().via_scale(), name, |v| {
@@ -599,13 +652,14 @@ fn with_warnings(mut response: Response, warnings: &Warnings) -> Response {
 /// `POST pods/<name>/eviction` with a `policy/v1` (or `v1beta1`) `Eviction`: its
 /// `deleteOptions` (dry run, preconditions, propagation) apply to the pod's deletion;
 /// answered `201` with a `Success` Status, as upstream answers.
-fn evict(
+async fn evict(
     app: &App,
     req: &Parsed,
     target: &Target,
     name: &str,
-    body: &Value,
+    body: Value,
     answer: Answer,
+    warnings: &Warnings,
 ) -> Result<Response, Status> {
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -617,13 +671,26 @@ fn evict(
             "not a Eviction object: {api_version}, Kind={kind}"
         )));
     }
-    if crate::object::meta_str(body, "name") != Some(name) {
+    if crate::object::meta_str(&body, "name") != Some(name) {
         return Err(status::bad_request(
             "name in URL does not match name in Eviction object",
         ));
     }
     let options = body.get("deleteOptions").filter(|o| !o.is_null());
     let target = dry_run(req, options, "CreateOptions", target)?;
+    let write = webhooks::Write {
+        app,
+        target: &target,
+        name: Some(name),
+        subresource: "eviction",
+        options: webhooks::write_options("CreateOptions", &target),
+        warnings,
+        kind: Some(("policy", "v1", "Eviction")),
+    };
+    let body =
+        webhooks::admit_other_kind(&write, "CREATE", typed(body, "policy/v1", "Eviction"), None)
+            .await?;
+    let options = body.get("deleteOptions").filter(|o| !o.is_null());
     let target = propagation(req, Some(options.unwrap_or(&Value::Null)), target)?;
     app.server
         .evict_at(&target, name, &preconditions(options))?;
@@ -637,13 +704,14 @@ fn evict(
 /// `POST pods/<name>/binding` (`name` from the URL) or `POST namespaces/<ns>/bindings` (the
 /// name from the body): the pod bound to the binding's node, answered with a `Success`
 /// status (201), as upstream's binding storage answers.
-fn bind(
+async fn bind(
     app: &App,
     req: &Parsed,
     target: &Target,
     name: Option<&str>,
     body: &Value,
     answer: Answer,
+    warnings: Option<&Warnings>,
 ) -> Result<Response, Status> {
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
@@ -673,13 +741,59 @@ fn bind(
         ));
     }
     let target = dry_run(req, None, "CreateOptions", target)?;
-    app.server.bind_at(&target, name, body)?;
+    // Through `pods/<name>/binding`, the webhooks of that subresource see the Binding.
+    let body = match warnings {
+        Some(warnings) => {
+            let write = webhooks::Write {
+                app,
+                target: &target,
+                name: Some(name),
+                subresource: "binding",
+                options: webhooks::write_options("CreateOptions", &target),
+                warnings,
+                kind: Some(("", "v1", "Binding")),
+            };
+            let sent = typed(body.clone(), "v1", "Binding");
+            webhooks::admit_other_kind(&write, "CREATE", sent, None).await?
+        }
+        None => body.clone(),
+    };
+    app.server.bind_at(&target, name, &body)?;
     Ok(negotiate::value(
         StatusCode::CREATED,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "code": 201}),
         answer,
     ))
+}
+
+/// A write through `/scale` of `name`, as its webhooks see it (an `autoscaling/v1` Scale).
+fn scale_write<'w>(
+    app: &'w App,
+    target: &'w Target,
+    name: &'w str,
+    warnings: &'w Warnings,
+) -> webhooks::Write<'w> {
+    webhooks::Write {
+        app,
+        target,
+        name: Some(name),
+        subresource: "scale",
+        options: webhooks::write_options("UpdateOptions", target),
+        warnings,
+        kind: Some(("autoscaling", "v1", "Scale")),
+    }
+}
+
+/// `body` with its `apiVersion` and `kind` (a subresource's body may leave them out), as
+/// admission shows it.
+fn typed(mut body: Value, api_version: &str, kind: &str) -> Value {
+    if let Some(o) = body.as_object_mut() {
+        o.entry("apiVersion")
+            .or_insert_with(|| Value::from(api_version));
+        o.entry("kind").or_insert_with(|| Value::from(kind));
+    }
+    body
 }
 
 /// The `Binding` kind (`POST bindings`, `pods/<name>/binding`).
@@ -1154,13 +1268,29 @@ async fn patch_object(
     };
     match sub {
         Sub::Scale => {
-            // The patch applies to the Scale; its replicas go to the object.
+            let def = target.resource();
+            let write = scale_write(app, target, name, warnings);
+            // The patch applies to the Scale; its replicas go to the object. With webhooks
+            // to show it to, the patched Scale is made first (its resourceVersion then
+            // guards the write).
+            let admitted = if webhooks::named(&write) {
+                let stored = unrecorded(|| app.server.get_at(target, name))?;
+                let mut view = scale::for_patch(def, &stored.to_value());
+                patch(&mut view)?;
+                let old = scale::of_stored(def, &stored);
+                Some(webhooks::admit_other_kind(&write, "UPDATE", view, Some(old)).await?)
+            } else {
+                None
+            };
             let obj = app
                 .server
-                .patch_with_at(&target.clone().via_scale(), name, |v| {
-                    let mut view = scale::for_patch(target.resource(), v);
-                    patch(&mut view)?;
-                    scale::apply(target.resource(), v, &view)
+                .patch_with_at(&target.clone().via_scale(), name, |v| match &admitted {
+                    Some(view) => scale::apply(def, v, view),
+                    None => {
+                        let mut view = scale::for_patch(def, v);
+                        patch(&mut view)?;
+                        scale::apply(def, v, &view)
+                    }
                 })?;
             return Ok(negotiate::value(
                 StatusCode::OK,
@@ -1168,26 +1298,12 @@ async fn patch_object(
                 answer,
             ));
         }
-        Sub::Approval => {
-            let obj = app.server.patch_approval_with_at(target, name, patch)?;
-            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
-        }
-        Sub::EphemeralContainers => {
-            let obj = app
-                .server
-                .patch_ephemeral_containers_with_at(target, name, patch)?;
-            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
-        }
-        Sub::Resize => {
-            let obj = app.server.patch_resize_with_at(target, name, patch)?;
-            return Ok(negotiate::object(StatusCode::OK, &obj, answer));
-        }
         Sub::Eviction | Sub::Token | Sub::Binding | Sub::Finalize | Sub::Log | Sub::Exec => {
             return Err(method_not_allowed(req));
         }
-        Sub::None | Sub::Status => {}
+        Sub::None | Sub::Status | Sub::Approval | Sub::EphemeralContainers | Sub::Resize => {}
     }
-    // The object or its status: an apply (which may create), or a patch.
+    // The object or one of its parts: an apply (which may create), or a patch.
     let original = |t: &Target| -> Result<(Arc<StoredObject>, bool), Status> {
         if applying {
             // The manager must be named: the user agent does not count for an apply.
@@ -1207,6 +1323,11 @@ async fn patch_object(
         }
         let obj = match (sub, content_type.as_str()) {
             (Sub::Status, _) => app.server.patch_status_with_at(t, name, patch)?,
+            (Sub::Approval, _) => app.server.patch_approval_with_at(t, name, patch)?,
+            (Sub::EphemeralContainers, _) => app
+                .server
+                .patch_ephemeral_containers_with_at(t, name, patch)?,
+            (Sub::Resize, _) => app.server.patch_resize_with_at(t, name, patch)?,
             (_, "application/merge-patch+json") => app.server.patch_at(t, name, &body)?,
             _ => app.server.patch_with_at(t, name, patch)?,
         };
@@ -1216,20 +1337,16 @@ async fn patch_object(
         if creating {
             return create(app, t, v).map(|o| (o, true));
         }
-        let updated = if sub == Sub::Status {
-            app.server.update_status_at(t, name, v)
-        } else {
-            app.server.update_at(t, name, v)
-        };
-        updated.map(|o| (o, false))
+        update_through(app, t, (name, sub), v).map(|o| (o, false))
     };
     let write = webhooks::Write {
         app,
         target,
         name: Some(name),
-        subresource: if sub == Sub::Status { "status" } else { "" },
+        subresource: sub.same_kind().unwrap_or_default(),
         options: webhooks::write_options("UpdateOptions", target),
         warnings,
+        kind: None,
     };
     let (obj, created) = webhooks::admit_write(&write, original, whole).await?;
     let code = if created {
@@ -1238,6 +1355,25 @@ async fn patch_object(
         StatusCode::OK
     };
     Ok(negotiate::object(code, &obj, answer))
+}
+
+/// A whole-object `PUT` of `name` through `sub` (the object or a part that sends its kind).
+fn update_through(
+    app: &App,
+    target: &Target,
+    (name, sub): (&str, Sub),
+    body: Value,
+) -> Result<Arc<StoredObject>, Status> {
+    match sub {
+        Sub::Status => app.server.update_status_at(target, name, body),
+        Sub::Approval => app.server.update_approval_at(target, name, body),
+        Sub::Finalize => app.server.finalize_at(target, name, body),
+        Sub::EphemeralContainers => app
+            .server
+            .update_ephemeral_containers_at(target, name, body),
+        Sub::Resize => app.server.update_resize_at(target, name, body),
+        _ => app.server.update_at(target, name, body),
+    }
 }
 
 fn preconditions(body: Option<&Value>) -> Preconditions {
@@ -1293,6 +1429,7 @@ fn delete_write<'w>(
         subresource: "",
         options,
         warnings,
+        kind: None,
     }
 }
 

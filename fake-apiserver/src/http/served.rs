@@ -111,7 +111,8 @@ pub fn served_summary() -> String {
          Deny and Warn actions, parameters, match conditions). Admission webhooks \
          (Mutating/ValidatingWebhookConfigurations) are called over HTTPS at their \
          clientConfig.url, trusting their caBundle, on creates, updates, patches and deletes \
-         of objects and their status: rules, selectors, match conditions, JSON patches, \
+         of objects and their subresources (scale as Scales, evictions, bindings, token \
+         requests, exec as CONNECT): rules, selectors, match conditions, JSON patches, \
          reinvocation, timeouts (at most 30 s), failurePolicy, sideEffects under dry runs; \
          a clientConfig.service is called where PUT /_fake/service-routes routes it (no \
          cluster network). \

@@ -54,6 +54,9 @@ pub(super) struct Write<'w> {
     pub options: Value,
     /// Where the webhooks' warnings go.
     pub warnings: &'w Warnings,
+    /// The group, version and kind of the object sent, when it is not the resource's own
+    /// (see [`admit_other_kind`]).
+    pub kind: Option<(&'static str, &'static str, &'static str)>,
 }
 
 /// A write's result: the object, and whether it was created.
@@ -190,6 +193,38 @@ pub(super) async fn admit_delete(
     }))
 }
 
+/// Whether a webhook's rules name the resource and subresource `w` writes through (else
+/// nothing needs preparing for them).
+pub(super) fn named(w: &Write<'_>) -> bool {
+    w.app
+        .server
+        .webhook_scene(w.target, w.target.namespace(), w.subresource)
+        .is_some()
+}
+
+/// Calls the webhooks of a write through a subresource whose object is another kind
+/// (`w.kind`: a `Scale`, an `Eviction`, a `Binding`, a `TokenRequest`, `PodExecOptions`),
+/// `operation` (`CREATE`, `UPDATE`, `CONNECT`) with `object` and `old`: the object as the
+/// mutating webhooks left it, for the caller to act on. Nothing is stored here; the
+/// caller's write follows (upstream admits these before their registry acts, too).
+pub(super) async fn admit_other_kind(
+    w: &Write<'_>,
+    operation: &'static str,
+    object: Value,
+    old: Option<Value>,
+) -> Result<Value, Status> {
+    let Some(scene) = w
+        .app
+        .server
+        .webhook_scene(w.target, w.target.namespace(), w.subresource)
+    else {
+        return Ok(object);
+    };
+    let (object, _) = mutate(w, &scene, operation, object, old.as_ref()).await?;
+    validate(w, &scene, operation, Some(&object), old.as_ref()).await?;
+    Ok(object)
+}
+
 /// The write as `hook`s see it: `object` (null for a delete) and `old`, with the same write
 /// through the resource's other form when it is served in two.
 struct Seen {
@@ -244,6 +279,7 @@ impl Seen {
                 object: self.twin_object.as_ref(),
                 old: self.twin_old.as_ref(),
             }),
+            object_kind: w.kind,
         }
     }
 }

@@ -93,6 +93,7 @@ impl Store {
                 object: twin_object.as_ref(),
                 old: twin_old.as_ref(),
             }),
+            object_kind: None,
         };
         let warnings = admission::admit(&policies, &bindings, &attributes, self)?;
         if let Some(sink) = self.warnings.as_ref().filter(|_| !warnings.is_empty()) {

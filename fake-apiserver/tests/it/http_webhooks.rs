@@ -714,3 +714,151 @@ async fn a_webhook_naming_one_version_sees_writes_through_the_other_converted() 
         60
     );
 }
+
+#[tokio::test]
+async fn subresources_are_reviewed_with_the_objects_they_send() {
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    let hooks = WebhookServer::start(|path, request| {
+        let object = &request["object"];
+        match path {
+            // At most 3 replicas through /scale: a mutating webhook caps them.
+            "/cap" if object["spec"]["replicas"].as_i64() > Some(3) => {
+                crate::support::webhook::patch(
+                    request,
+                    json!([{"op": "replace", "path": "/spec/replicas", "value": 3}]),
+                )
+            }
+            "/evict" => deny(request, "this pod is not evicted", 429),
+            "/exec" if object["command"][0] == "rm" => deny(request, "no rm here", 403),
+            "/status" if object["status"]["phase"] == "Failed" => {
+                deny(request, "not failed yet", 422)
+            }
+            _ => allow(request),
+        }
+    })
+    .await;
+    let rule = |group: &str, resources: &str, operations: &[&str]| {
+        json!([{"apiGroups": [group], "apiVersions": ["v1"], "operations": operations,
+                "resources": [resources]}])
+    };
+    let mut cap = webhook("cap.example.com", &hooks, "/cap", &[]);
+    cap["rules"] = rule("apps", "deployments/scale", &["UPDATE"]);
+    configure(&http, MUTATING, "cap", vec![cap]).await;
+    let mut evict = webhook("evict.example.com", &hooks, "/evict", &[]);
+    evict["rules"] = rule("", "pods/eviction", &["CREATE"]);
+    let mut exec = webhook("exec.example.com", &hooks, "/exec", &[]);
+    exec["rules"] = rule("", "pods/exec", &["CONNECT"]);
+    let mut status = webhook("status.example.com", &hooks, "/status", &[]);
+    status["rules"] = rule("", "pods/status", &["UPDATE"]);
+    configure(&http, VALIDATING, "guards", vec![evict, exec, status]).await;
+
+    let deployments = "/apis/apps/v1/namespaces/prod/deployments";
+    let created = post(
+        &http,
+        deployments,
+        &json!({"metadata": {"name": "web"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    )
+    .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // PUT and PATCH of /scale: the webhook is shown Scales and its cap is stored.
+    let scale = format!("{deployments}/web/scale");
+    let put = send(
+        &http,
+        Method::PUT,
+        &scale,
+        Some((
+            "application/json",
+            &json!({"metadata": {"name": "web", "namespace": "prod"}, "spec": {"replicas": 7}}),
+        )),
+    )
+    .await;
+    assert_eq!(put.status, 200, "{}", put.body);
+    assert_eq!(put.body["spec"]["replicas"], 3);
+    let review = &hooks.reviews()[0].1["request"];
+    assert_eq!(
+        review["kind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+    );
+    assert_eq!(
+        review["resource"],
+        json!({"group": "apps", "version": "v1", "resource": "deployments"})
+    );
+    assert_eq!(review["subResource"], "scale");
+    assert_eq!(review["oldObject"]["spec"]["replicas"], 1);
+    let patched = patch(
+        &http,
+        &scale,
+        "application/merge-patch+json",
+        &json!({"spec": {"replicas": 9}}),
+    )
+    .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let stored = get(&http, &format!("{deployments}/web")).await;
+    assert_eq!(stored.body["spec"]["replicas"], 3);
+
+    let pods = PODS;
+    let made = post(&http, pods, &pod("prod", "p", json!({}))).await;
+    assert_eq!(made.status, 201);
+    // An eviction: the webhook's refusal, with its code; the pod stays.
+    let evicted = post(
+        &http,
+        &format!("{pods}/p/eviction"),
+        &json!({"metadata": {"name": "p", "namespace": "prod"}}),
+    )
+    .await;
+    assert_eq!(evicted.status, 429, "{}", evicted.body);
+    assert_eq!(
+        evicted.body["message"],
+        "admission webhook \"evict.example.com\" denied the request: this pod is not evicted"
+    );
+    let review = hooks.reviews().last().unwrap().1["request"].clone();
+    assert_eq!(
+        (&review["kind"]["kind"], &review["object"]["apiVersion"]),
+        (&json!("Eviction"), &json!("policy/v1"))
+    );
+    assert_eq!(get(&http, &format!("{pods}/p")).await.status, 200);
+    // An exec: CONNECT with PodExecOptions, admitted before anything else is checked.
+    let refused = get(
+        &http,
+        &format!("{pods}/p/exec?command=rm&command=-rf&stdout=true"),
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let review = hooks.reviews().last().unwrap().1["request"].clone();
+    assert_eq!(review["operation"], "CONNECT");
+    assert_eq!(
+        review["object"],
+        json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdout": true,
+               "command": ["rm", "-rf"]})
+    );
+    assert_eq!(review["options"], Value::Null);
+    // Allowed, the exec goes on to its own checks (the pod is on no node).
+    let allowed = get(&http, &format!("{pods}/p/exec?command=ls&stdout=true")).await;
+    assert_eq!(allowed.status, 400, "{}", allowed.body);
+    assert!(
+        allowed.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not have a host assigned"),
+        "{}",
+        allowed.body
+    );
+    // A status write is reviewed as the pods/status subresource.
+    let mut failed = get(&http, &format!("{pods}/p")).await.body;
+    failed["status"]["phase"] = json!("Failed");
+    let refused = send(
+        &http,
+        Method::PUT,
+        &format!("{pods}/p/status"),
+        Some(("application/json", &failed)),
+    )
+    .await;
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    let review = hooks.reviews().last().unwrap().1["request"].clone();
+    assert_eq!(review["subResource"], "status");
+    assert_eq!(review["kind"]["kind"], "Pod");
+}
