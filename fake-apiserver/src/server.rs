@@ -1100,6 +1100,13 @@ impl FakeApiServer {
     ) -> Result<DeleteOutcome, Status> {
         self.record_object_request("DELETE", target, name);
         self.write_admitted(target)?;
+        // Upstream's namespace lifecycle admission: these are never deleted.
+        if self.shared.config.require_namespaces
+            && target.def.is_namespaces()
+            && ["default", "kube-system", "kube-public"].contains(&name)
+        {
+            return Err(status::immortal_namespace(&target.def, name));
+        }
         self.writing(target).delete(
             target.res,
             target.namespace(),

@@ -127,6 +127,24 @@ pub fn namespace_terminating(resource: &ResourceDef, name: &str, namespace: &str
     s
 }
 
+/// 403 Forbidden from the NamespaceLifecycle admission for a delete of `default`,
+/// `kube-system` or `kube-public`: `namespaces "default" is forbidden: this namespace may not
+/// be deleted`.
+pub fn immortal_namespace(resource: &ResourceDef, name: &str) -> Status {
+    with_details(
+        Status::failure(
+            403,
+            "Forbidden",
+            format!(
+                "{} {name:?} is forbidden: this namespace may not be deleted",
+                resource.qualified_name()
+            ),
+        ),
+        resource,
+        name,
+    )
+}
+
 /// 405 MethodNotAllowed for a create of a custom resource whose CRD is being deleted, as
 /// upstream's CRD handler answers it: `create not allowed while custom resource definition
 /// is terminating`.

@@ -3604,3 +3604,26 @@ async fn kubectl_applies_a_list_with_client_side_validation() {
     let out = kubectl.ok(&["apply", "-f", again.to_str().unwrap()]).await;
     assert!(out.contains("deployment.apps/web configured"), "{out}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_cannot_delete_the_immortal_namespaces() {
+    let Some((_server, _http, kubectl)) =
+        kubectl_in("kubectl_cannot_delete_the_immortal_namespaces", "default").await
+    else {
+        return;
+    };
+    for ns in ["default", "kube-system", "kube-public"] {
+        let refused = kubectl.run(&["delete", "namespace", ns]).await;
+        assert!(!refused.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&refused.stderr),
+            format!(
+                "Error from server (Forbidden): namespaces \"{ns}\" is forbidden: this namespace \
+                 may not be deleted\n"
+            )
+        );
+    }
+    // Others go as usual.
+    kubectl.ok(&["create", "namespace", "scratch"]).await;
+    kubectl.ok(&["delete", "namespace", "scratch"]).await;
+}
