@@ -79,9 +79,9 @@ pub fn served_summary() -> String {
          JSON and Table list answers echo it in metadata.shardInfo.selector (protobuf answers \
          do not: k8s-pb's ListMeta has no such field); a malformed one is a 400.\n\n\
          Admission and validation (requests only; the admin API and seeding write directly):\n  \
-         a create in a namespace that does not exist is a 404, in one being deleted a 403 \
-         (--allow-missing-namespaces turns \
-         this off); names must be DNS subdomains, label keys and values and annotation keys \
+         a create in a namespace that does not exist is a 404, in one being deleted a 403, \
+         and default, kube-system and kube-public cannot be deleted (--allow-missing-namespaces \
+         turns this off); names must be DNS subdomains, label keys and values and annotation keys \
          valid, annotations at most 256 KiB (422 with causes); metadata fields of the wrong type \
          (`name: 5`) are a 400. Built-in kinds get upstream's defaults (core, apps, batch: \
          strategies, pod template policies, image pull policies, probes, service ports...). \
