@@ -107,7 +107,7 @@ pub(super) async fn admit_write(
         let operation = if created { "CREATE" } else { "UPDATE" };
         let old_value = old.as_ref().map(|o| o.to_value());
         let prepared_value = prepared.to_value();
-        let (object, changed) = mutate(
+        let (mut object, changed) = mutate(
             w,
             &scene,
             operation,
@@ -115,6 +115,16 @@ pub(super) async fn admit_write(
             old_value.as_ref(),
         )
         .await?;
+        if changed
+            && created
+            && w.target.resource().status_subresource
+            && let Some(o) = object.as_object_mut()
+        {
+            // The status the first pass made is the strategy's, from the object before
+            // the webhooks changed it; a create makes it again from what they left (a pod's
+            // QoS class from its containers as they are now).
+            o.remove("status");
+        }
         // What the validating webhooks see, checked by the policies first, as upstream
         // runs them before the webhooks.
         let shown = if changed {

@@ -862,3 +862,30 @@ async fn subresources_are_reviewed_with_the_objects_they_send() {
     assert_eq!(review["subResource"], "status");
     assert_eq!(review["kind"]["kind"], "Pod");
 }
+
+#[tokio::test]
+async fn a_created_pod_s_status_is_made_from_what_the_mutating_webhooks_left() {
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    let hooks = WebhookServer::start(|_, request| {
+        crate::support::webhook::patch(
+            request,
+            json!([{"op": "add", "path": "/spec/containers/0/resources",
+                    "value": {"limits": {"cpu": "1", "memory": "1Gi"}}}]),
+        )
+    })
+    .await;
+    configure_one(&http, MUTATING, "limits", (&hooks, "/"), &["CREATE"]).await;
+    let created = post(&http, PODS, &pod("prod", "p", json!({}))).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    // Limits alone default the requests: Guaranteed, not the BestEffort of the pod as sent.
+    assert_eq!(created.body["status"]["qosClass"], "Guaranteed");
+    assert_eq!(
+        created.body["spec"]["containers"][0]["resources"]["requests"]["cpu"],
+        "1"
+    );
+    assert_eq!(
+        hooks.reviews()[0].1["request"]["object"]["status"]["qosClass"],
+        "BestEffort"
+    );
+}
