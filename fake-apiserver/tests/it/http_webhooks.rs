@@ -889,3 +889,24 @@ async fn a_created_pod_s_status_is_made_from_what_the_mutating_webhooks_left() {
         "BestEffort"
     );
 }
+
+#[tokio::test]
+async fn an_answer_beyond_the_cap_fails_the_call() {
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    // 17 MiB: more than the 16 MiB read from a webhook.
+    let hooks = WebhookServer::start(|_, request| {
+        let mut reply = allow(request);
+        if let Some((_, body)) = reply.as_mut() {
+            body["padding"] = json!("x".repeat(17 << 20));
+        }
+        reply
+    })
+    .await;
+    configure_one(&http, VALIDATING, "huge", (&hooks, "/"), &["CREATE"]).await;
+    let failed = post(&http, PODS, &pod("prod", "p", json!({}))).await;
+    assert_eq!(failed.status, 500, "{}", failed.body);
+    let message = failed.body["message"].as_str().unwrap();
+    assert!(message.contains("reading the answer"), "{message}");
+    assert_eq!(get(&http, &format!("{PODS}/p")).await.status, 404);
+}
