@@ -288,10 +288,10 @@ pub(crate) fn verdict(
             )));
         }
     }
-    let patch_text = response.get("patch").and_then(Value::as_str).unwrap_or("");
+    let patch_bytes = patch_bytes(response.get("patch"))?;
     let patch_type = response.get("patchType").and_then(Value::as_str);
     if !mutating {
-        if !patch_text.is_empty() {
+        if !patch_bytes.is_empty() {
             return Err(invalid(
                 "validating webhook may not return response.patch".into(),
             ));
@@ -302,7 +302,7 @@ pub(crate) fn verdict(
             ));
         }
     } else if v1 {
-        match (patch_text.is_empty(), patch_type) {
+        match (patch_bytes.is_empty(), patch_type) {
             (false, None) => {
                 return Err(invalid(
                     "webhook returned response.patch but not response.patchType".into(),
@@ -328,10 +328,8 @@ pub(crate) fn verdict(
         ),
         _ => None,
     };
-    let patch = if mutating && !patch_text.is_empty() {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(patch_text)
-            .map_err(|e| format!("failed to call webhook: response.patch: {e}"))?;
+    let patch = if mutating && !patch_bytes.is_empty() {
+        let bytes = patch_bytes;
         // v1beta1 answers are taken as JSON patches, as upstream pins them.
         if let Some(t) = patch_type.filter(|t| *t != "JSONPatch") {
             return Err(format!("unsupported patch type {t:?}"));
@@ -358,6 +356,34 @@ pub(crate) fn verdict(
             .collect(),
         result,
     })
+}
+
+/// `response.patch`, a Go `[]byte`: a base64 string, or, as Go's decoder also takes it, an
+/// array of numbers (what kube-rs's `AdmissionResponse` sends); none when absent.
+fn patch_bytes(patch: Option<&Value>) -> Result<Vec<u8>, CallFailure> {
+    let wrong = |what: &str| {
+        format!(
+            "failed to call webhook: json: cannot unmarshal {what} into Go struct field \
+             AdmissionResponse.response.patch of type []uint8"
+        )
+    };
+    match patch {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::String(text)) => base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(|e| format!("failed to call webhook: response.patch: {e}")),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|n| {
+                n.as_u64()
+                    .and_then(|n| u8::try_from(n).ok())
+                    .ok_or_else(|| wrong(&format!("{n}")))
+            })
+            .collect(),
+        Some(Value::Bool(_)) => Err(wrong("bool")),
+        Some(Value::Number(_)) => Err(wrong("number")),
+        Some(Value::Object(_)) => Err(wrong("object")),
+    }
 }
 
 /// The refusal of a webhook that answered `allowed: false` (upstream's `ToStatusErr`): its
@@ -524,6 +550,25 @@ mod tests {
         assert_eq!(v.warnings, ["careful"]);
         let v = verdict(&h, "u1", false, &answer(json!({"uid": "u1"}))).unwrap();
         assert!(!v.allowed && v.result.is_none());
+        // A patch as an array of bytes (kube-rs sends it so; Go's decoder takes it).
+        let bytes: Vec<u8> = br#"[{"op":"remove","path":"/a"}]"#.to_vec();
+        let v = verdict(
+            &h,
+            "u1",
+            true,
+            &answer(json!({"uid": "u1", "allowed": true, "patch": bytes,
+                "patchType": "JSONPatch"})),
+        )
+        .unwrap();
+        assert_eq!(v.patch.unwrap()[0]["op"], "remove");
+        let err = verdict(
+            &h,
+            "u1",
+            true,
+            &answer(json!({"uid": "u1", "allowed": true, "patch": [300],
+                "patchType": "JSONPatch"})),
+        );
+        assert!(err.unwrap_err().contains("cannot unmarshal 300"));
     }
 
     #[test]

@@ -910,3 +910,64 @@ async fn an_answer_beyond_the_cap_fails_the_call() {
     assert!(message.contains("reading the answer"), "{message}");
     assert_eq!(get(&http, &format!("{PODS}/p")).await.status, 404);
 }
+
+#[tokio::test]
+async fn a_kube_rs_webhook_reads_the_reviews_and_its_answers_are_taken() {
+    use kube_core::DynamicObject;
+    use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+
+    let (server, http) = start().await;
+    namespaces(&server, &["prod"]);
+    // What a webhook written with kube-rs does: its review types read what it is sent,
+    // and its answers (a patch as an array of bytes) are sent back as they serialize.
+    let hooks = WebhookServer::start(|path, request| {
+        let review: AdmissionReview<DynamicObject> = serde_json::from_value(json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request,
+        }))
+        .expect("kube-core reads the review");
+        let request: AdmissionRequest<DynamicObject> =
+            review.try_into().expect("a review with a request");
+        let response = AdmissionResponse::from(&request);
+        let response = match path {
+            "/mutate" => {
+                let patch: json_patch::Patch = serde_json::from_value(json!([
+                    {"op": "add", "path": "/metadata/annotations",
+                     "value": {"mutated-by": "kube-rs"}}]))
+                .unwrap();
+                response.with_patch(patch).unwrap()
+            }
+            _ if request.name == "refused" => response.deny("kube-rs says no"),
+            _ => response,
+        };
+        Some((200, serde_json::to_value(response.into_review()).unwrap()))
+    })
+    .await;
+    configure_one(
+        &http,
+        MUTATING,
+        "kube-rs-mutate",
+        (&hooks, "/mutate"),
+        &["CREATE"],
+    )
+    .await;
+    configure_one(
+        &http,
+        VALIDATING,
+        "kube-rs-check",
+        (&hooks, "/check"),
+        &["CREATE"],
+    )
+    .await;
+    let created = post(&http, PODS, &pod("prod", "p", json!({}))).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(
+        created.body["metadata"]["annotations"]["mutated-by"],
+        "kube-rs"
+    );
+    let refused = post(&http, PODS, &pod("prod", "refused", json!({}))).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.body["message"],
+        "admission webhook \"kube-rs-check.example.com\" denied the request: kube-rs says no"
+    );
+}
