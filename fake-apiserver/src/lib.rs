@@ -342,7 +342,11 @@
 //! times are written back as upstream writes them (`1000m` stored as `"1"`, `0.5` as
 //! `"500m"`, resource lists rounded up to milli-units; times in UTC, to the second), so a controller that compares what it asked
 //! for with what was stored meets the differences it meets on a cluster (an update that
-//! only changes managed fields' times is a no-op, as upstream's registry makes it). Built-in kinds get no field-level validation beyond their types; there is no RBAC.
+//! only changes managed fields' times is a no-op, as upstream's registry makes it). A pod a
+//! request creates also gets what the default admission plugins add: its service account
+//! (`default`) and the `kube-api-access-` token volume mounted in its containers, its
+//! priority, and the default not-ready and unreachable tolerations. Built-in kinds get no
+//! field-level validation beyond their types; there is no RBAC.
 //!
 //! **Admission webhooks.** Writes through the HTTP front end (creates, updates, patches and
 //! applies of objects and of their `status`, `approval`, `finalize`, `ephemeralcontainers`

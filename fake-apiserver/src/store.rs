@@ -440,6 +440,7 @@ mod eviction;
 mod gc;
 mod jobs;
 mod namespaces;
+mod pod_admission;
 mod pods;
 mod policies;
 mod resize;
@@ -990,6 +991,12 @@ impl Store {
         // Before the server's own fields and defaults, which nobody owns (upstream's field
         // manager runs before the registry's strategy).
         self.track(&def, managing, sent, policy.part, None, &mut body);
+        if policy.part != Part::Whole && def.is_pods() {
+            // The default admission plugins' additions (after the field manager, so
+            // nobody owns them), then the strategy's status.
+            let namespace = ns.clone().unwrap_or_default();
+            self.admit_new_pod(&mut body, &namespace, &name)?;
+        }
         if policy.part != Part::Whole
             && def.is_pods()
             && let Some(obj) = body.as_object_mut()
@@ -1609,14 +1616,19 @@ impl Store {
         Ok(Some(ns))
     }
 
+    /// Five characters as upstream's name generator picks them.
+    fn name_suffix(&mut self) -> String {
+        (0..5)
+            .map(|_| {
+                let i = self.rng.random_range(0..GENERATE_NAME_CHARS.len());
+                char::from(GENERATE_NAME_CHARS[i])
+            })
+            .collect()
+    }
+
     fn generate_name(&mut self, res: usize, ns: Option<&str>, prefix: &str) -> String {
         loop {
-            let suffix: String = (0..5)
-                .map(|_| {
-                    let i = self.rng.random_range(0..GENERATE_NAME_CHARS.len());
-                    char::from(GENERATE_NAME_CHARS[i])
-                })
-                .collect();
+            let suffix = self.name_suffix();
             let name = format!("{prefix}{suffix}");
             let key = object_key(&self.resources[res].def, ns, &name);
             if !self.resources[res].objects.contains_key(key.as_str()) {

@@ -105,6 +105,11 @@ pub fn served_summary() -> String {
          PodDisruptionBudget's status forbids it (429); budgets' status is the caller's to \
          set, as no disruption controller runs. Bindings (pods/<name>/binding, bindings) \
          place a pod on a node as a scheduler does (409 once bound or while gated). \
+         Pods created through requests get what the default admission plugins add: \
+         serviceAccountName default and the kube-api-access token volume mounted in every \
+         container (the account need not exist: no controller creates it), the priority of \
+         their PriorityClass (403 for one that does not exist) or of the global default, \
+         and five minutes of tolerating not-ready and unreachable nodes. \
          Ephemeral containers are added through pods/<name>/ephemeralcontainers (kubectl \
          debug), never removed or changed; no kubelet runs them. \
          ValidatingAdmissionPolicies and their bindings are enforced on every write (CEL; \

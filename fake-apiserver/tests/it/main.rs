@@ -42,6 +42,7 @@ mod http_in_process;
 mod http_kube_client;
 mod http_limits;
 mod http_list;
+mod http_pod_admission;
 mod http_pod_exec;
 mod http_pod_logs;
 mod http_protobuf;
