@@ -394,15 +394,16 @@ async fn resource(
         ) => {
             let answer = negotiate::answer(accept, &token_request_def(), false)?;
             let body = negotiate::decode_body(content_type, &negotiate::read_body(body).await?)?;
-            let write = webhooks::Write {
+            let write = other_kind_write(
                 app,
-                target: &target,
-                name: Some(name),
-                subresource: "token",
-                options: webhooks::write_options("CreateOptions", &target),
-                warnings: &warnings,
-                kind: Some(("authentication.k8s.io", "v1", "TokenRequest")),
-            };
+                &target,
+                (name, "token"),
+                (
+                    "CreateOptions",
+                    ("authentication.k8s.io", "v1", "TokenRequest"),
+                ),
+                &warnings,
+            );
             let body = webhooks::admit_other_kind(
                 &write,
                 "CREATE",
@@ -576,7 +577,13 @@ async fn resource(
                     Ok(negotiate::object(StatusCode::OK, &obj, answer))
                 }
                 Sub::Scale => {
-                    let write = scale_write(app, &target, name, &warnings);
+                    let write = other_kind_write(
+                        app,
+                        &target,
+                        (name, "scale"),
+                        ("UpdateOptions", SCALE),
+                        &warnings,
+                    );
                     let body = if webhooks::named(&write) {
                         let stored = unrecorded(|| app.server.get_at(&target, name))?;
                         let old = scale::of_stored(target.resource(), &stored);
@@ -678,15 +685,13 @@ async fn evict(
     }
     let options = body.get("deleteOptions").filter(|o| !o.is_null());
     let target = dry_run(req, options, "CreateOptions", target)?;
-    let write = webhooks::Write {
+    let write = other_kind_write(
         app,
-        target: &target,
-        name: Some(name),
-        subresource: "eviction",
-        options: webhooks::write_options("CreateOptions", &target),
+        &target,
+        (name, "eviction"),
+        ("CreateOptions", ("policy", "v1", "Eviction")),
         warnings,
-        kind: Some(("policy", "v1", "Eviction")),
-    };
+    );
     let body =
         webhooks::admit_other_kind(&write, "CREATE", typed(body, "policy/v1", "Eviction"), None)
             .await?;
@@ -744,15 +749,13 @@ async fn bind(
     // Through `pods/<name>/binding`, the webhooks of that subresource see the Binding.
     let body = match warnings {
         Some(warnings) => {
-            let write = webhooks::Write {
+            let write = other_kind_write(
                 app,
-                target: &target,
-                name: Some(name),
-                subresource: "binding",
-                options: webhooks::write_options("CreateOptions", &target),
+                &target,
+                (name, "binding"),
+                ("CreateOptions", ("", "v1", "Binding")),
                 warnings,
-                kind: Some(("", "v1", "Binding")),
-            };
+            );
             let sent = typed(body.clone(), "v1", "Binding");
             webhooks::admit_other_kind(&write, "CREATE", sent, None).await?
         }
@@ -767,21 +770,26 @@ async fn bind(
     ))
 }
 
-/// A write through `/scale` of `name`, as its webhooks see it (an `autoscaling/v1` Scale).
-fn scale_write<'w>(
+/// The kind a write through `/scale` sends.
+const SCALE: (&str, &str, &str) = ("autoscaling", "v1", "Scale");
+
+/// A write of `name` through `subresource` that sends an object of another kind (`kind`:
+/// group, version, kind), as its webhooks see it, with options of `options` kind.
+fn other_kind_write<'w>(
     app: &'w App,
     target: &'w Target,
-    name: &'w str,
+    (name, subresource): (&'w str, &'static str),
+    (options, kind): (&str, (&'static str, &'static str, &'static str)),
     warnings: &'w Warnings,
 ) -> webhooks::Write<'w> {
     webhooks::Write {
         app,
         target,
         name: Some(name),
-        subresource: "scale",
-        options: webhooks::write_options("UpdateOptions", target),
+        subresource,
+        options: webhooks::write_options(options, target),
         warnings,
-        kind: Some(("autoscaling", "v1", "Scale")),
+        kind: Some(kind),
     }
 }
 
@@ -1269,7 +1277,13 @@ async fn patch_object(
     match sub {
         Sub::Scale => {
             let def = target.resource();
-            let write = scale_write(app, target, name, warnings);
+            let write = other_kind_write(
+                app,
+                target,
+                (name, "scale"),
+                ("UpdateOptions", SCALE),
+                warnings,
+            );
             // The patch applies to the Scale; its replicas go to the object. With webhooks
             // to show it to, the patched Scale is made first (its resourceVersion then
             // guards the write).
