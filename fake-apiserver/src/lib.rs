@@ -367,8 +367,10 @@
 //! in process or by the collectors. Calls go over the network in real time: under tokio's paused time (the
 //! in-process [`http::kube_client`](crate::http) front end in a paused test) a webhook's
 //! timeout would fire as soon as the runtime idles, so test webhooks through a
-//! [`FakeHttpServer`](crate::http::FakeHttpServer) in real time. The parity doc lists what
-//! differs from upstream.
+//! [`FakeHttpServer`](crate::http::FakeHttpServer) in real time. The example
+//! `examples/admission-webhook` tests a webhook written with kube-rs this way (`cargo run -p
+//! fake-apiserver --example admission-webhook`). The parity doc lists what differs from
+//! upstream.
 //!
 //! # Example
 //!

@@ -971,3 +971,22 @@ async fn a_kube_rs_webhook_reads_the_reviews_and_its_answers_are_taken() {
         "admission webhook \"kube-rs-check.example.com\" denied the request: kube-rs says no"
     );
 }
+
+#[tokio::test]
+async fn the_admission_webhook_example_runs() {
+    let (server, http) = start().await;
+    namespaces(&server, &["demo"]);
+    let outcome = tokio::time::timeout(
+        crate::support::GUARD,
+        crate::admission_webhook_example::run(&http),
+    )
+    .await
+    .expect("the example hung")
+    .unwrap();
+    assert_eq!(outcome.labels["admitted-by"], "example");
+    assert_eq!(
+        outcome.refusal,
+        "admission webhook \"label-pods.example.com\" denied the request: forbidden pods are \
+         not admitted"
+    );
+}

@@ -13,6 +13,11 @@
 
 mod support;
 
+// The admission webhook example's logic, run by `http_webhooks`.
+#[cfg(feature = "http")]
+#[path = "../../examples/admission-webhook/app.rs"]
+mod admission_webhook_example;
+
 mod fake_faults;
 mod fake_gc;
 mod fake_limits;
