@@ -406,6 +406,7 @@ async fn resource(
             );
             let body = webhooks::admit_other_kind(
                 &write,
+                webhooks::scene(&write).as_ref(),
                 "CREATE",
                 typed(body, "authentication.k8s.io/v1", "TokenRequest"),
                 None,
@@ -470,9 +471,15 @@ async fn resource(
                 warnings: &warnings,
                 kind: Some(("", "v1", "PodExecOptions")),
             };
-            let options = if webhooks::named(&write) {
-                let admitted =
-                    webhooks::admit_other_kind(&write, "CONNECT", options.to_value(), None).await?;
+            let options = if let Some(scene) = webhooks::scene(&write) {
+                let admitted = webhooks::admit_other_kind(
+                    &write,
+                    Some(&scene),
+                    "CONNECT",
+                    options.to_value(),
+                    None,
+                )
+                .await?;
                 crate::ExecOptions::from_value(&admitted)
             } else {
                 options
@@ -584,11 +591,12 @@ async fn resource(
                         ("UpdateOptions", SCALE),
                         &warnings,
                     );
-                    let body = if webhooks::named(&write) {
+                    let body = if let Some(scene) = webhooks::scene(&write) {
                         let stored = unrecorded(|| app.server.get_at(&target, name))?;
                         let old = scale::of_stored(target.resource(), &stored);
                         let sent = typed(body, "autoscaling/v1", "Scale");
-                        webhooks::admit_other_kind(&write, "UPDATE", sent, Some(old)).await?
+                        webhooks::admit_other_kind(&write, Some(&scene), "UPDATE", sent, Some(old))
+                            .await?
                     } else {
                         body
                     };
@@ -692,9 +700,14 @@ async fn evict(
         ("CreateOptions", ("policy", "v1", "Eviction")),
         warnings,
     );
-    let body =
-        webhooks::admit_other_kind(&write, "CREATE", typed(body, "policy/v1", "Eviction"), None)
-            .await?;
+    let body = webhooks::admit_other_kind(
+        &write,
+        webhooks::scene(&write).as_ref(),
+        "CREATE",
+        typed(body, "policy/v1", "Eviction"),
+        None,
+    )
+    .await?;
     let options = body.get("deleteOptions").filter(|o| !o.is_null());
     let target = propagation(req, Some(options.unwrap_or(&Value::Null)), target)?;
     app.server
@@ -757,7 +770,14 @@ async fn bind(
                 warnings,
             );
             let sent = typed(body.clone(), "v1", "Binding");
-            webhooks::admit_other_kind(&write, "CREATE", sent, None).await?
+            webhooks::admit_other_kind(
+                &write,
+                webhooks::scene(&write).as_ref(),
+                "CREATE",
+                sent,
+                None,
+            )
+            .await?
         }
         None => body.clone(),
     };
@@ -1287,12 +1307,15 @@ async fn patch_object(
             // The patch applies to the Scale; its replicas go to the object. With webhooks
             // to show it to, the patched Scale is made first (its resourceVersion then
             // guards the write).
-            let admitted = if webhooks::named(&write) {
+            let admitted = if let Some(scene) = webhooks::scene(&write) {
                 let stored = unrecorded(|| app.server.get_at(target, name))?;
                 let mut view = scale::for_patch(def, &stored.to_value());
                 patch(&mut view)?;
                 let old = scale::of_stored(def, &stored);
-                Some(webhooks::admit_other_kind(&write, "UPDATE", view, Some(old)).await?)
+                Some(
+                    webhooks::admit_other_kind(&write, Some(&scene), "UPDATE", view, Some(old))
+                        .await?,
+                )
             } else {
                 None
             };

@@ -83,11 +83,7 @@ pub(super) async fn admit_write(
     original: impl Fn(&Target) -> Result<Written, Status>,
     whole: impl Fn(&Target, Value, bool) -> Result<Written, Status>,
 ) -> Result<Written, Status> {
-    let Some(scene) = w
-        .app
-        .server
-        .webhook_scene(w.target, w.target.namespace(), w.subresource)
-    else {
+    let Some(scene) = scene(w) else {
         return original(w.target);
     };
     let mut conflict = None;
@@ -171,12 +167,7 @@ pub(super) async fn admit_delete(
     preconditions: &Preconditions,
     delete: impl Fn(&Target, &Preconditions) -> Result<DeleteOutcome, Status>,
 ) -> Result<DeleteOutcome, Status> {
-    let (Some(scene), Some(name)) = (
-        w.app
-            .server
-            .webhook_scene(w.target, w.target.namespace(), w.subresource),
-        w.name,
-    ) else {
+    let (Some(scene), Some(name)) = (scene(w), w.name) else {
         return delete(w.target, preconditions);
     };
     let chosen = preconditions.uid.is_some() || preconditions.resource_version.is_some();
@@ -203,13 +194,12 @@ pub(super) async fn admit_delete(
     }))
 }
 
-/// Whether a webhook's rules name the resource and subresource `w` writes through (else
-/// nothing needs preparing for them).
-pub(super) fn named(w: &Write<'_>) -> bool {
+/// What the webhooks of `w` are decided with, if a webhook's rules name the resource and
+/// subresource it writes through (else nothing needs preparing for them).
+pub(super) fn scene(w: &Write<'_>) -> Option<Scene> {
     w.app
         .server
         .webhook_scene(w.target, w.target.namespace(), w.subresource)
-        .is_some()
 }
 
 /// Calls the webhooks of a write through a subresource whose object is another kind
@@ -217,21 +207,19 @@ pub(super) fn named(w: &Write<'_>) -> bool {
 /// `operation` (`CREATE`, `UPDATE`, `CONNECT`) with `object` and `old`: the object as the
 /// mutating webhooks left it, for the caller to act on. Nothing is stored here; the
 /// caller's write follows (upstream admits these before their registry acts, too).
+/// `scene`: [`scene`]'s (none: the object as it is).
 pub(super) async fn admit_other_kind(
     w: &Write<'_>,
+    scene: Option<&Scene>,
     operation: &'static str,
     object: Value,
     old: Option<Value>,
 ) -> Result<Value, Status> {
-    let Some(scene) = w
-        .app
-        .server
-        .webhook_scene(w.target, w.target.namespace(), w.subresource)
-    else {
+    let Some(scene) = scene else {
         return Ok(object);
     };
-    let (object, _) = mutate(w, &scene, operation, object, old.as_ref()).await?;
-    validate(w, &scene, operation, Some(&object), old.as_ref()).await?;
+    let (object, _) = mutate(w, scene, operation, object, old.as_ref()).await?;
+    validate(w, scene, operation, Some(&object), old.as_ref()).await?;
     Ok(object)
 }
 

@@ -187,25 +187,6 @@ impl Store {
             }
         }
     }
-
-    /// The stored object `name` of the served resource `group`/`plural` (in `namespace`).
-    fn stored_object(
-        &self,
-        group: &str,
-        plural: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<Value> {
-        let r = self
-            .resources
-            .iter()
-            .find(|r| r.served && r.def.group == group && r.def.plural == plural)?;
-        let key = match namespace {
-            Some(ns) if r.def.namespaced => format!("{ns}/{name}"),
-            _ => name.to_owned(),
-        };
-        r.objects.get(key.as_str()).map(|o| o.to_value())
-    }
 }
 
 /// Mounts the token volume `volume` (or the pod's own `kube-api-access-` volume) read-only at

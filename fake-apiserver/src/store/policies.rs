@@ -6,29 +6,43 @@ use std::ops::Bound;
 use informer_core::Status;
 use serde_json::Value;
 
-use super::Store;
+use super::{ResourceState, Store, object_key};
 use crate::admission::{self, Attributes, Equivalent, ParamQuery, ParamSource};
 use crate::{ResourceDef, twins};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
 impl Store {
-    /// The stored objects of the served resource `group`/`plural`, in name order.
-    pub(super) fn stored(&self, group: &str, plural: &str) -> Vec<Value> {
+    /// The state of the served resource `group`/`plural`.
+    fn served_state(&self, group: &str, plural: &str) -> Option<&ResourceState> {
         self.resources
             .iter()
             .find(|r| r.served && r.def.group == group && r.def.plural == plural)
+    }
+
+    /// The stored objects of the served resource `group`/`plural`, in name order.
+    pub(super) fn stored(&self, group: &str, plural: &str) -> Vec<Value> {
+        self.served_state(group, plural)
             .map(|r| r.objects.values().map(|o| o.to_value()).collect())
             .unwrap_or_default()
     }
 
+    /// The stored object `name` of the served resource `group`/`plural` (in `namespace`).
+    pub(super) fn stored_object(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let r = self.served_state(group, plural)?;
+        let key = object_key(&r.def, namespace, name);
+        r.objects.get(key.as_str()).map(|o| o.to_value())
+    }
+
     /// The stored Namespace `name`, if there is one.
     pub(super) fn namespace_value(&self, name: &str) -> Option<Value> {
-        self.resources
-            .iter()
-            .find(|r| r.def.group.is_empty() && r.def.plural == "namespaces")
-            .and_then(|r| r.objects.get(name))
-            .map(|o| o.to_value())
+        self.stored_object("", "namespaces", None, name)
     }
 
     /// Whether any policy binding is stored (else admission has nothing to run).
